@@ -1,0 +1,108 @@
+# zb - zero-bubble pipeline-parallel planner (zbplan) and executor (zbrun).
+#   make            build bin/zbplan and bin/zbrun
+#   make test       unit tests (Check) + end-to-end scripts
+#   make asan       the same tests built with AddressSanitizer + UBSan
+#   make valgrind   unit tests under valgrind --leak-check=full
+#   make bench      benchmarks (numbers, not pass/fail timing)
+#   make plans      regenerate plans/ from models/
+#   make cuda       compile the CUDA sources with nvcc (when present)
+
+CC      ?= cc
+BUILD   ?= build
+BIN     ?= bin
+OPT     ?= -O2
+SAN     ?=
+CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Wno-unused-parameter \
+           -D_GNU_SOURCE -I. -fopenmp $(SAN)
+LDFLAGS += -fopenmp $(SAN)
+
+PKG_CFLAGS := $(shell pkg-config --cflags yaml-0.1 openblas check 2>/dev/null)
+YAML_LIBS  := $(shell pkg-config --libs yaml-0.1 2>/dev/null || echo -lyaml)
+BLAS_LIBS  := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
+GLPK_LIBS  := -lglpk
+CFLAGS += $(PKG_CFLAGS)
+
+COMMON_SRC   := $(wildcard common/*.c)
+PLANNER_SRC  := $(filter-out planner/main.c,$(wildcard planner/*.c))
+KERNEL_SRC   := $(wildcard kernels/*.c)
+EXEC_SRC     := $(filter-out executor/main.c,$(wildcard executor/*.c))
+TEST_SRC     := $(wildcard tests/unit/test_*.c)
+BENCH_SRC    := $(wildcard tests/bench/bench_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
+
+LIB_COMMON  := $(BUILD)/libzbcommon.a
+LIB_PLANNER := $(BUILD)/libzbplanner.a
+LIB_EXEC    := $(BUILD)/libzbexec.a
+LIBS_ALL    := $(LIB_EXEC) $(LIB_PLANNER) $(LIB_COMMON)
+EXT_LIBS    := $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
+
+TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+
+.PHONY: all test unit e2e asan valgrind bench plans cuda clean
+all: $(BIN)/zbplan $(BIN)/zbrun
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB_COMMON): $(call obj,$(COMMON_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(LIB_PLANNER): $(call obj,$(PLANNER_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(LIB_EXEC): $(call obj,$(EXEC_SRC) $(KERNEL_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN)/zbplan: $(BUILD)/planner/main.o $(LIB_PLANNER) $(LIB_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) -lm
+$(BIN)/zbrun: $(BUILD)/executor/main.o $(LIB_EXEC) $(LIB_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
+
+$(BUILD)/tests/%: tests/unit/%.c $(LIBS_ALL)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(CHECK_LIBS) $(EXT_LIBS)
+$(BUILD)/bench/%: tests/bench/%.c $(LIBS_ALL)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
+
+# Unit tests run from the repository root (they read models/, tests/bad/).
+unit: $(TESTS)
+	@set -e; for t in $(TESTS); do echo "== $$t"; CK_FORK=$${CK_FORK:-yes} $$t; done
+e2e: all
+	@set -e; for s in tests/e2e/*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; BIN=$(BIN) bash $$s; done
+test: unit e2e
+
+asan:
+	$(MAKE) BUILD=build-asan BIN=build-asan/bin OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
+
+valgrind: $(TESTS)
+	@set -e; for t in $(TESTS); do echo "== valgrind $$t"; \
+	  CK_FORK=no valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    --error-exitcode=1 $$t; done
+
+bench: all $(BENCHES)
+	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
+	@[ ! -x tests/bench/run.sh ] || BIN=$(BIN) tests/bench/run.sh
+
+plans: $(BIN)/zbplan
+	BIN=$(BIN) bash plans/make_plans.sh
+
+NVCC ?= $(shell command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)
+CU_SRC := $(wildcard kernels/cuda/*.cu executor/cuda/*.cu)
+cuda:
+	@if [ -x "$(NVCC)" ] && [ -n "$(CU_SRC)" ]; then set -e; mkdir -p $(BUILD)/cuda; \
+	  for f in $(CU_SRC); do echo "nvcc $$f"; $(NVCC) -std=c++17 -O2 -I. -c $$f -o $(BUILD)/cuda/$$(basename $$f .cu).o; done; \
+	else echo "cuda: nothing to compile or nvcc not found"; fi
+
+clean:
+	rm -rf build build-asan bin
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,110 @@
+/* zb_model.h - the model spec (models/*.yaml): transformer shape, training
+ * settings and cluster. Loaded and fully validated here; the plan embeds the
+ * same three sections with the same keys, so zbrun reuses zb_model_parse.
+ *
+ * File layout (docs/model-format.md is the reference):
+ *   name: tiny
+ *   model:    {layers, hidden, heads, ffn_hidden (default 4*hidden), seq_len,
+ *              vocab, tied_embeddings (default true)}
+ *   training: {global_batch, micro_batch (int or auto), steps, seed,
+ *              precision (fp32|bf16), recompute (none|selective|full),
+ *              sequence_parallel, zero1, data: {kind: text|shards, path},
+ *              optimizer: {lr, min_lr, beta1, beta2, eps, weight_decay,
+ *                          grad_clip, warmup_steps, schedule: cosine|constant}}
+ *   cluster:  {nodes, devices_per_node, device (name from the table, or a
+ *              mapping {name, peak_bf16_tflops, peak_fp32_tflops, memory_gib}),
+ *              intra_node: {bandwidth_gbps, latency_us},
+ *              inter_node: {bandwidth_gbps, latency_us}}
+ * Units in the file are human ones (GB/s, us, TFLOP/s, GiB); the struct holds
+ * SI units (bytes/s, s, FLOP/s, bytes).
+ */
+#ifndef ZB_MODEL_H
+#define ZB_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/zb_error.h"
+#include "common/zb_yaml.h"
+
+typedef enum { ZB_PREC_FP32 = 0, ZB_PREC_BF16 = 1 } zb_precision;
+typedef enum {
+    ZB_RECOMPUTE_NONE = 0,
+    ZB_RECOMPUTE_SELECTIVE = 1,
+    ZB_RECOMPUTE_FULL = 2
+} zb_recompute;
+typedef enum { ZB_DATA_TEXT = 0, ZB_DATA_SHARDS = 1 } zb_data_kind;
+
+typedef struct {
+    int layers, hidden, heads, ffn_hidden, seq_len, vocab;
+    bool tied_embeddings;
+} zb_arch;
+
+typedef struct {
+    double lr, min_lr, beta1, beta2, eps, weight_decay, grad_clip;
+    int warmup_steps;
+    bool cosine;            /* false: constant after warmup */
+} zb_optim;
+
+typedef struct {
+    int global_batch;       /* sequences per optimizer step */
+    int micro_batch;        /* sequences per microbatch; 0 = auto (planner) */
+    int steps;
+    uint64_t seed;
+    zb_precision precision;
+    zb_recompute recompute;
+    bool sequence_parallel;
+    bool zero1;             /* shard optimizer state over DP */
+    zb_data_kind data_kind;
+    char data_path[1024];   /* resolved relative to the model file's folder;
+                               empty = the built-in corpus data/tiny.txt */
+    zb_optim opt;
+} zb_training;
+
+typedef struct {
+    char name[32];
+    double peak_bf16_flops; /* FLOP/s, dense */
+    double peak_fp32_flops; /* FLOP/s, dense (non-tensor-core fp32) */
+    double mem_bytes;
+} zb_device;
+
+typedef struct {
+    int nodes, devices_per_node;
+    zb_device device;
+    double intra_bw_Bps, intra_lat_s;  /* link inside a node */
+    double inter_bw_Bps, inter_lat_s;  /* link between nodes */
+} zb_cluster;
+
+typedef struct {
+    char name[64];
+    zb_arch arch;
+    zb_training train;
+    zb_cluster cluster;
+} zb_model;
+
+/* Load and validate a model file. Every problem is ZB_EINPUT with
+ * "file:line:col: what is wrong". */
+zb_status zb_model_load(const char *path, zb_model *out, zb_err *err);
+
+/* Parse the name/model/training/cluster keys of an already loaded mapping
+ * (a model file's root, or a plan's root: extra_keys lists the other keys the
+ * caller allows there, NULL-terminated, may be NULL). base_dir resolves a
+ * relative data path. */
+zb_status zb_model_parse(const zb_ydoc *doc, const zb_ynode *root,
+                         const char *const *extra_keys, const char *base_dir,
+                         zb_model *out, zb_err *err);
+
+/* Write name/model/training/cluster as keys of the currently open block
+ * mapping (used by the plan writer); round-trips through zb_model_parse. */
+void zb_model_write(zb_yw *w, const zb_model *m);
+
+/* Built-in device table: a100-40gb, a100-80gb, h100-sxm, h200, b200, cpu.
+ * Returns NULL for an unknown name (case-insensitive). */
+const zb_device *zb_device_lookup(const char *name);
+/* NULL-terminated list of table names, for error messages and docs. */
+const char *const *zb_device_names(void);
+
+/* Bytes per activation/parameter element for a precision (4 or 2). */
+int zb_precision_bytes(zb_precision p);
+
+#endif

@@ -1,0 +1,64 @@
+/* zb_schedule.h - the one schedule representation used by every generator,
+ * the simulator, the plan file and the executor.
+ *
+ * A schedule is, for each of p pipeline ranks, an ordered list of compute
+ * actions. An action is a pass (F, B, W or fused BW) of one microbatch
+ * (0..m-1) through one model chunk (0..v-1) held by that rank.
+ *
+ * Chunks map to virtual stages s in [0, p*v), the order the data flows:
+ *   ZB_PLACE_LOOP (GPipe, 1F1B, ZB-H*, interleaved): s = chunk * p + rank
+ *   ZB_PLACE_V    (ZB-V, v = 2):  chunk 0 -> s = rank, chunk 1 -> 2p-1-rank
+ * Dependencies (DESIGN.md): F(s,j) after F(s-1,j); B(s,j) after B(s+1,j),
+ * and on the last virtual stage after F(s,j); W(s,j) after B(s,j). BW is B
+ * and W together. A transfer is needed exactly when the two virtual stages of
+ * a dependency live on different ranks (zb_lower.h).
+ */
+#ifndef ZB_SCHEDULE_H
+#define ZB_SCHEDULE_H
+
+#include <stdint.h>
+
+#include "common/zb_error.h"
+
+typedef enum { ZB_F = 0, ZB_B = 1, ZB_W = 2, ZB_BW = 3 } zb_pass;
+typedef enum { ZB_PLACE_LOOP = 0, ZB_PLACE_V = 1 } zb_placement;
+
+typedef struct {
+    uint8_t pass;   /* zb_pass */
+    uint8_t chunk;  /* 0..v-1 */
+    uint16_t pad_;
+    int32_t mb;     /* microbatch 0..m-1 */
+} zb_action;
+
+typedef struct {
+    char name[32];           /* generator name, e.g. "1f1b", "zb-h1" */
+    int p, m, v;
+    zb_placement placement;
+    int *len;                /* [p] actions on each rank */
+    int *cap;                /* [p] allocated capacity */
+    zb_action **acts;        /* [p][len[r]] */
+} zb_schedule;
+
+/* Allocate p empty lists with room for cap_per_rank actions each (0 picks
+ * 3*m*v). Lists grow as needed. */
+zb_status zb_schedule_init(zb_schedule *s, const char *name, int p, int m,
+                           int v, zb_placement pl, int cap_per_rank,
+                           zb_err *err);
+void zb_schedule_free(zb_schedule *s);
+/* Append an action to rank r's list (grows the list; ZB_ENOMEM on failure). */
+zb_status zb_schedule_push(zb_schedule *s, int r, zb_pass pass, int mb,
+                           int chunk, zb_err *err);
+/* Deep copy (dst is initialised by the call). */
+zb_status zb_schedule_copy(zb_schedule *dst, const zb_schedule *src,
+                           zb_err *err);
+
+/* Virtual stage of (rank, chunk), and the inverse. */
+int zb_vstage(const zb_schedule *s, int rank, int chunk);
+void zb_vstage_owner(const zb_schedule *s, int vstage, int *rank, int *chunk);
+int zb_placement_vstage(zb_placement pl, int p, int rank, int chunk);
+
+/* "F", "B", "W", "BW"; and parsing back (-1 if unknown). */
+const char *zb_pass_name(zb_pass k);
+int zb_pass_parse(const char *s);
+
+#endif

@@ -1,0 +1,71 @@
+/* zb_sim.h - event-driven pipeline simulator.
+ *
+ * Runs any zb_schedule against per-virtual-stage costs: each rank executes
+ * its list in order; a pass starts when the rank is free and its dependency
+ * has ended (+ t_comm when the dependency crosses ranks, zb_lower.h). It
+ * rejects schedules that miss or repeat a pass, use a chunk/microbatch out of
+ * range, or deadlock (a dependency that can never be met, such as W before
+ * its B on the same rank), naming the rank and the action.
+ *
+ * Memory per rank: F adds m_b[s], B releases m_b[s]-m_w[s], W releases
+ * m_w[s], BW releases m_b[s]. Peak = running maximum (starting from 0).
+ * Bubble: per rank, span = last end - first start, busy = sum of its pass
+ * times, bubble[r] = (span - busy) / span. Overall bubble_rate is taken over
+ * the longest span: (max_span - mean busy) / max_span, which is the Zero
+ * Bubble paper's (span - m(T_F+T_B+T_W)) / span when stages are equal.
+ */
+#ifndef ZB_SIM_H
+#define ZB_SIM_H
+
+#include <stdbool.h>
+
+#include "common/zb_error.h"
+#include "common/zb_schedule.h"
+
+typedef struct {
+    int n;               /* virtual stages = p * v */
+    double *t_f, *t_b, *t_w;  /* [n] seconds per pass (BW = t_b + t_w) */
+    double *t_comm;      /* [n] seconds to move one activation (or gradient)
+                            between virtual stage s and s+1; t_comm[n-1]
+                            unused */
+    double *m_b, *m_w;   /* [n] bytes (any unit): kept after F / after B */
+} zb_costs;
+
+/* Allocate [n] arrays, zeroed. */
+zb_status zb_costs_init(zb_costs *c, int n, zb_err *err);
+void zb_costs_free(zb_costs *c);
+/* Uniform costs for every virtual stage. */
+zb_status zb_costs_uniform(zb_costs *c, int n, double tf, double tb, double tw,
+                           double tcomm, double mb, double mw, zb_err *err);
+
+typedef struct {
+    int p;
+    double *start, *end;  /* per action, flat: rank r's action i is at
+                             index off[r] + i */
+    int *off;             /* [p+1] */
+    double makespan;      /* max end over all ranks (first start is 0) */
+    double max_span;
+    double bubble_rate;   /* overall, see above */
+    double *span, *busy, *bubble, *peak_mem; /* [p] */
+} zb_sim_result;
+
+/* Simulate. res is initialised by the call (free with zb_sim_result_free,
+ * also after an error). Invalid schedules: ZB_EINFEASIBLE with a message
+ * such as "rank 2: action 7 (B mb 3 chunk 0): deadlock, waits for B mb 3 on
+ * virtual stage 3". */
+zb_status zb_simulate(const zb_schedule *s, const zb_costs *c,
+                      zb_sim_result *res, zb_err *err);
+void zb_sim_result_free(zb_sim_result *res);
+
+/* Only the makespan and validity, no per-action output and no allocation
+ * beyond a reusable workspace: for search loops (zb-auto, plan search).
+ * Returns ZB_OK and sets *makespan and *max_peak (max over ranks), or an
+ * error like zb_simulate. ws may be NULL (allocates internally). */
+typedef struct zb_sim_ws zb_sim_ws;
+zb_sim_ws *zb_sim_ws_new(void);
+void zb_sim_ws_free(zb_sim_ws *ws);
+zb_status zb_simulate_fast(const zb_schedule *s, const zb_costs *c,
+                           zb_sim_ws *ws, double *makespan, double *max_peak,
+                           zb_err *err);
+
+#endif

@@ -1,0 +1,109 @@
+/* stage.h - one rank's part of the GPT: the chunks (virtual stages) its
+ * pipeline rank holds, sharded for its TP rank, with flat parameter,
+ * gradient and AdamW buffers, and the four passes F, B, W, BW per
+ * microbatch. This is the backend seam: stage_cpu.c implements it with
+ * kernels/ (OpenBLAS); a CUDA stage will implement the same functions
+ * with cuBLAS, and the plan interpreter (runtime.c) does not change.
+ *
+ * Shapes: a microbatch is B = plan->micro_batch sequences of T = seq_len
+ * tokens; activations between stages are [B, T, C] floats, C = hidden.
+ * TP (Megatron): QKV and MLP-up column-parallel, attention projection and
+ * MLP-down row-parallel with an all-reduce over the TP group in F (after
+ * the row-parallel matmul) and in B (the input gradient of the
+ * column-parallel matmuls). Embedding, LayerNorms, biases of row-parallel
+ * layers and the LM head are replicated over TP.
+ *
+ * Transfers: the runtime receives into act_in/grad_in before a pass and
+ * sends act_out/grad_out after it. When the neighbouring virtual stage is on
+ * this same rank (V placement's turn), the stage passes the data itself and
+ * the runtime moves nothing (zb_lower makes no op for it).
+ *
+ * Activation memory: the stage keeps per chunk a pool of slots sized from the
+ * plan's schedule (the most microbatches in flight on that chunk); a
+ * microbatch takes a slot at its first touch (act_in or F) and returns it
+ * after W (or BW). No allocation after zb_stage_new.
+ */
+#ifndef ZB_STAGE_H
+#define ZB_STAGE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "common/zb_plan.h"
+#include "executor/transport.h"
+
+typedef struct zb_stage zb_stage;
+
+typedef struct {
+    const zb_plan *plan;
+    int pp_rank, dp_rank, tp_rank;
+    zb_transport *tr;            /* for TP all-reduces inside passes */
+    const zb_group *tp_group;    /* this rank's TP group (n = tp) */
+} zb_stage_cfg;
+
+/* Build the stage, allocate everything, initialise parameters from
+ * plan->model.train.seed so that every parallel layout starts from the same
+ * full model (each tensor is drawn whole from a generator seeded by
+ * (seed, layer, tensor) and this rank keeps its shard). */
+zb_status zb_stage_new(const zb_stage_cfg *cfg, zb_stage **out, zb_err *err);
+void zb_stage_free(zb_stage *st);
+
+/* Floats in one inter-stage message ([B, T, C]). */
+size_t zb_stage_msg_floats(const zb_stage *st);
+
+/* Transfer buffers of (chunk, mb); see the header comment. */
+float *zb_stage_act_in(zb_stage *st, int chunk, int mb);
+float *zb_stage_act_out(zb_stage *st, int chunk, int mb);
+float *zb_stage_grad_in(zb_stage *st, int chunk, int mb);
+float *zb_stage_grad_out(zb_stage *st, int chunk, int mb);
+
+/* Passes. tokens/targets: [B*T] ints of this microbatch, used by the chunk
+ * holding the embedding (tokens) and the one holding the head (targets);
+ * others may pass NULL. The head's F also computes the loss and the
+ * gradient of the logits, scaled by loss_scale (1 / tokens in the global
+ * batch), so that summed gradients are those of the mean loss. */
+zb_status zb_stage_forward(zb_stage *st, int chunk, int mb, const int *tokens,
+                           const int *targets, float loss_scale, zb_err *err);
+zb_status zb_stage_backward_b(zb_stage *st, int chunk, int mb, zb_err *err);
+zb_status zb_stage_backward_w(zb_stage *st, int chunk, int mb, zb_err *err);
+zb_status zb_stage_backward_bw(zb_stage *st, int chunk, int mb, zb_err *err);
+
+/* Sum of per-token losses computed by this stage's head since the last
+ * zb_stage_zero_grads (0 without a head). */
+double zb_stage_loss_sum(const zb_stage *st);
+
+/* Start of a step: gradients and the loss sum to zero. */
+void zb_stage_zero_grads(zb_stage *st);
+
+/* Flat parameter and gradient buffers (backend memory), n floats. */
+float *zb_stage_params(zb_stage *st, size_t *n);
+float *zb_stage_grads(zb_stage *st, size_t *n);
+
+/* Gradient of the tied token embedding held here (first or last pipeline
+ * stage when they are on different pipeline ranks), to be summed over the
+ * embedding group; NULL when there is none to sync. */
+float *zb_stage_tied_grad(zb_stage *st, size_t *n);
+
+/* Sum of squared gradients over the parameters this rank "owns" for the
+ * global norm: TP-replicated tensors only on tp_rank 0, the tied embedding
+ * copy only on the first stage, so that the world sum counts each model
+ * parameter exactly once (after DP averaging, DP ranks are equal: only
+ * dp_rank 0 contributes). */
+double zb_stage_grad_sumsq(const zb_stage *st);
+
+/* AdamW on every parameter: gradients multiplied by grad_scale (global-norm
+ * clipping), weight decay on 2-D weights only (matrices and embedding
+ * tables; not biases or LayerNorm), bias-corrected moments, step t >= 1. */
+zb_status zb_stage_adamw(zb_stage *st, float lr, float grad_scale, int t,
+                         zb_err *err);
+
+/* Bytes held: parameters+grads+optimizer state, and activation peak so far
+ * (slots in use high-water mark times slot size). */
+double zb_stage_static_bytes(const zb_stage *st);
+double zb_stage_act_peak_bytes(const zb_stage *st);
+
+/* Checkpoint: params and AdamW moments, binary, to/from an open stream. */
+zb_status zb_stage_save(const zb_stage *st, FILE *f, zb_err *err);
+zb_status zb_stage_load(zb_stage *st, FILE *f, zb_err *err);
+
+#endif
