@@ -1,0 +1,112 @@
+/* zb_schedule.c - see zb_schedule.h. */
+#include "common/zb_schedule.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+zb_status zb_schedule_init(zb_schedule *s, const char *name, int p, int m,
+                           int v, zb_placement pl, int cap_per_rank,
+                           zb_err *err) {
+    memset(s, 0, sizeof *s);
+    if (p < 1 || m < 1 || v < 1 || (pl == ZB_PLACE_V && v != 2))
+        return zb_fail(err, ZB_EINPUT,
+                       "schedule needs p >= 1, m >= 1, v >= 1 (v = 2 for the "
+                       "V placement); got p=%d m=%d v=%d", p, m, v);
+    snprintf(s->name, sizeof s->name, "%s", name ? name : "");
+    s->p = p;
+    s->m = m;
+    s->v = v;
+    s->placement = pl;
+    if (cap_per_rank <= 0) cap_per_rank = 3 * m * v;
+    s->len = zb_calloc((size_t)p, sizeof *s->len, err);
+    s->cap = zb_calloc((size_t)p, sizeof *s->cap, err);
+    s->acts = zb_calloc((size_t)p, sizeof *s->acts, err);
+    if (!s->len || !s->cap || !s->acts) goto oom;
+    for (int r = 0; r < p; r++) {
+        s->acts[r] = zb_calloc((size_t)cap_per_rank, sizeof(zb_action), err);
+        if (!s->acts[r]) goto oom;
+        s->cap[r] = cap_per_rank;
+    }
+    return ZB_OK;
+oom:
+    zb_schedule_free(s);
+    return ZB_ENOMEM;
+}
+
+void zb_schedule_free(zb_schedule *s) {
+    if (!s) return;
+    if (s->acts)
+        for (int r = 0; r < s->p; r++) free(s->acts[r]);
+    free(s->acts);
+    free(s->len);
+    free(s->cap);
+    s->acts = NULL;
+    s->len = s->cap = NULL;
+}
+
+zb_status zb_schedule_push(zb_schedule *s, int r, zb_pass pass, int mb,
+                           int chunk, zb_err *err) {
+    if (s->len[r] == s->cap[r]) {
+        int ncap = s->cap[r] * 2 + 8;
+        zb_action *na = realloc(s->acts[r], (size_t)ncap * sizeof *na);
+        if (!na)
+            return zb_fail(err, ZB_ENOMEM, "out of memory growing rank %d's "
+                           "action list", r);
+        s->acts[r] = na;
+        s->cap[r] = ncap;
+    }
+    zb_action *a = &s->acts[r][s->len[r]++];
+    a->pass = (uint8_t)pass;
+    a->chunk = (uint8_t)chunk;
+    a->pad_ = 0;
+    a->mb = mb;
+    return ZB_OK;
+}
+
+zb_status zb_schedule_copy(zb_schedule *dst, const zb_schedule *src,
+                           zb_err *err) {
+    int maxlen = 1;
+    for (int r = 0; r < src->p; r++)
+        if (src->len[r] > maxlen) maxlen = src->len[r];
+    ZB_TRY(zb_schedule_init(dst, src->name, src->p, src->m, src->v,
+                            src->placement, maxlen, err));
+    for (int r = 0; r < src->p; r++) {
+        memcpy(dst->acts[r], src->acts[r], (size_t)src->len[r] * sizeof(zb_action));
+        dst->len[r] = src->len[r];
+    }
+    return ZB_OK;
+}
+
+int zb_placement_vstage(zb_placement pl, int p, int rank, int chunk) {
+    if (pl == ZB_PLACE_V) return chunk == 0 ? rank : 2 * p - 1 - rank;
+    return chunk * p + rank;
+}
+
+int zb_vstage(const zb_schedule *s, int rank, int chunk) {
+    return zb_placement_vstage(s->placement, s->p, rank, chunk);
+}
+
+void zb_vstage_owner(const zb_schedule *s, int vstage, int *rank, int *chunk) {
+    int p = s->p;
+    if (s->placement == ZB_PLACE_V) {
+        *chunk = vstage < p ? 0 : 1;
+        *rank = vstage < p ? vstage : 2 * p - 1 - vstage;
+    } else {
+        *chunk = vstage / p;
+        *rank = vstage % p;
+    }
+}
+
+static const char *const pass_names[] = {"F", "B", "W", "BW"};
+
+const char *zb_pass_name(zb_pass k) {
+    return (unsigned)k < 4 ? pass_names[k] : "?";
+}
+
+int zb_pass_parse(const char *s) {
+    for (int k = 0; k < 4; k++)
+        if (strcasecmp(s, pass_names[k]) == 0) return k;
+    return -1;
+}

@@ -1,0 +1,372 @@
+/* zb_sim.c - see zb_sim.h.
+ *
+ * The schedule is a DAG: each rank's list is a chain, plus the cross-stage
+ * dependencies. Every pass starts at max(its rank's previous end, its
+ * dependency's end + comm), so any evaluation order that respects the DAG
+ * gives the same times. We sweep the ranks round-robin, advancing each as
+ * far as its dependencies allow; a full sweep with no progress while passes
+ * remain is a deadlock.
+ */
+#include "common/zb_sim.h"
+
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/zb_lower.h"
+
+zb_status zb_costs_init(zb_costs *c, int n, zb_err *err) {
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    double **arrs[] = {&c->t_f, &c->t_b, &c->t_w, &c->t_comm, &c->m_b, &c->m_w};
+    for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) {
+        *arrs[i] = zb_calloc((size_t)n, sizeof(double), err);
+        if (!*arrs[i]) {
+            zb_costs_free(c);
+            return ZB_ENOMEM;
+        }
+    }
+    return ZB_OK;
+}
+
+void zb_costs_free(zb_costs *c) {
+    if (!c) return;
+    free(c->t_f);
+    free(c->t_b);
+    free(c->t_w);
+    free(c->t_comm);
+    free(c->m_b);
+    free(c->m_w);
+    memset(c, 0, sizeof *c);
+}
+
+zb_status zb_costs_uniform(zb_costs *c, int n, double tf, double tb, double tw,
+                           double tcomm, double mb, double mw, zb_err *err) {
+    ZB_TRY(zb_costs_init(c, n, err));
+    for (int s = 0; s < n; s++) {
+        c->t_f[s] = tf;
+        c->t_b[s] = tb;
+        c->t_w[s] = tw;
+        c->t_comm[s] = tcomm;
+        c->m_b[s] = mb;
+        c->m_w[s] = mw;
+    }
+    return ZB_OK;
+}
+
+/* Reusable scratch: end times of F, B (or BW) and W per (vstage, mb), a
+ * bitmask of passes seen per (vstage, mb), and per-rank cursors. */
+struct zb_sim_ws {
+    size_t cells, ranks;
+    double *end_f, *end_b, *end_w;
+    uint8_t *seen;
+    int *idx;
+    double *free_at, *mem, *first, *busy, *peak;
+};
+
+zb_sim_ws *zb_sim_ws_new(void) { return calloc(1, sizeof(zb_sim_ws)); }
+
+void zb_sim_ws_free(zb_sim_ws *ws) {
+    if (!ws) return;
+    free(ws->end_f);
+    free(ws->end_b);
+    free(ws->end_w);
+    free(ws->seen);
+    free(ws->idx);
+    free(ws->free_at);
+    free(ws->mem);
+    free(ws->first);
+    free(ws->busy);
+    free(ws->peak);
+    free(ws);
+}
+
+static zb_status ws_reserve(zb_sim_ws *ws, size_t cells, size_t ranks,
+                            zb_err *err) {
+    if (cells > ws->cells) {
+        free(ws->end_f);
+        free(ws->end_b);
+        free(ws->end_w);
+        free(ws->seen);
+        ws->end_f = malloc(cells * sizeof(double));
+        ws->end_b = malloc(cells * sizeof(double));
+        ws->end_w = malloc(cells * sizeof(double));
+        ws->seen = malloc(cells);
+        ws->cells = cells;
+        if (!ws->end_f || !ws->end_b || !ws->end_w || !ws->seen) goto oom;
+    }
+    if (ranks > ws->ranks) {
+        free(ws->idx);
+        free(ws->free_at);
+        free(ws->mem);
+        free(ws->first);
+        free(ws->busy);
+        free(ws->peak);
+        ws->idx = malloc(ranks * sizeof(int));
+        ws->free_at = malloc(ranks * sizeof(double));
+        ws->mem = malloc(ranks * sizeof(double));
+        ws->first = malloc(ranks * sizeof(double));
+        ws->busy = malloc(ranks * sizeof(double));
+        ws->peak = malloc(ranks * sizeof(double));
+        ws->ranks = ranks;
+        if (!ws->idx || !ws->free_at || !ws->mem || !ws->first || !ws->busy ||
+            !ws->peak) goto oom;
+    }
+    return ZB_OK;
+oom:
+    ws->cells = ws->ranks = 0; /* force a fresh allocation next time */
+    return zb_fail(err, ZB_ENOMEM, "out of memory in the simulator");
+}
+
+enum { SEEN_F = 1, SEEN_B = 2, SEEN_W = 4, SEEN_BW = 8 };
+
+static zb_status bad_action(zb_err *err, int r, int i, const zb_action *a,
+                            const char *what) {
+    return zb_fail(err, ZB_EINFEASIBLE, "rank %d: action %d (%s mb %d chunk %d): %s",
+                   r, i, zb_pass_name((zb_pass)a->pass), (int)a->mb, (int)a->chunk,
+                   what);
+}
+
+/* Every pass exactly once, indices in range. */
+static zb_status check_passes(const zb_schedule *s, zb_sim_ws *ws, zb_err *err) {
+    int n = s->p * s->v, m = s->m;
+    memset(ws->seen, 0, (size_t)n * (size_t)m);
+    for (int r = 0; r < s->p; r++) {
+        for (int i = 0; i < s->len[r]; i++) {
+            const zb_action *a = &s->acts[r][i];
+            if (a->pass > ZB_BW) return bad_action(err, r, i, a, "unknown pass");
+            if (a->chunk >= s->v) return bad_action(err, r, i, a, "chunk out of range");
+            if (a->mb < 0 || a->mb >= m)
+                return bad_action(err, r, i, a, "microbatch out of range");
+            uint8_t bit = (uint8_t)(1u << a->pass);
+            uint8_t *cell = &ws->seen[(size_t)zb_vstage(s, r, a->chunk) * m + a->mb];
+            if (*cell & bit) return bad_action(err, r, i, a, "repeated pass");
+            if ((bit == SEEN_BW && (*cell & (SEEN_B | SEEN_W))) ||
+                (bit != SEEN_F && bit != SEEN_BW && (*cell & SEEN_BW)))
+                return bad_action(err, r, i, a, "mixes fused BW with split B/W");
+            *cell |= bit;
+        }
+    }
+    for (int v = 0; v < n; v++) {
+        for (int j = 0; j < m; j++) {
+            uint8_t c = ws->seen[(size_t)v * m + j];
+            const char *missing = !(c & SEEN_F) ? "F"
+                                  : (c & SEEN_BW) ? NULL
+                                  : !(c & SEEN_B) ? "B (or BW)"
+                                  : !(c & SEEN_W) ? "W" : NULL;
+            if (missing) {
+                int r, ch;
+                zb_vstage_owner(s, v, &r, &ch);
+                return zb_fail(err, ZB_EINFEASIBLE,
+                               "rank %d: missing %s of mb %d chunk %d "
+                               "(virtual stage %d)", r, missing, j, ch, v);
+            }
+        }
+    }
+    return ZB_OK;
+}
+
+/* When action a of rank r may start (its dependency's end plus transfer),
+ * or -1 if the dependency has not run yet; dep_pass and dep_vs say what it
+ * waits for. */
+static double ready_time(const zb_schedule *s, const zb_costs *c,
+                         const zb_sim_ws *ws, int vs, const zb_action *a,
+                         int *dep_pass, int *dep_vs) {
+    int n = s->p * s->v, m = s->m, j = a->mb;
+    switch (a->pass) {
+    case ZB_F:
+        if (vs == 0) return 0.0;
+        *dep_pass = ZB_F;
+        *dep_vs = vs - 1;
+        if (ws->end_f[(size_t)(vs - 1) * m + j] < 0) return -1;
+        return ws->end_f[(size_t)(vs - 1) * m + j] +
+               (zb_lower_cross(s, vs - 1, vs) ? c->t_comm[vs - 1] : 0.0);
+    case ZB_B:
+    case ZB_BW:
+        if (vs == n - 1) {
+            *dep_pass = ZB_F;
+            *dep_vs = vs;
+            return ws->end_f[(size_t)vs * m + j];
+        }
+        *dep_pass = ZB_B;
+        *dep_vs = vs + 1;
+        if (ws->end_b[(size_t)(vs + 1) * m + j] < 0) return -1;
+        return ws->end_b[(size_t)(vs + 1) * m + j] +
+               (zb_lower_cross(s, vs, vs + 1) ? c->t_comm[vs] : 0.0);
+    default: /* W */
+        *dep_pass = ZB_B;
+        *dep_vs = vs;
+        return ws->end_b[(size_t)vs * m + j];
+    }
+}
+
+/* Run action a at time t0 on rank r: record its end and memory. */
+static double run_action(const zb_costs *c, zb_sim_ws *ws, int r, int vs,
+                         int m, const zb_action *a, double t0) {
+    size_t cell = (size_t)vs * m + a->mb;
+    double d;
+    switch (a->pass) {
+    case ZB_F:
+        d = c->t_f[vs];
+        ws->end_f[cell] = t0 + d;
+        ws->mem[r] += c->m_b[vs];
+        if (ws->mem[r] > ws->peak[r]) ws->peak[r] = ws->mem[r];
+        break;
+    case ZB_B:
+        d = c->t_b[vs];
+        ws->end_b[cell] = t0 + d;
+        ws->mem[r] -= c->m_b[vs] - c->m_w[vs];
+        break;
+    case ZB_W:
+        d = c->t_w[vs];
+        ws->end_w[cell] = t0 + d;
+        ws->mem[r] -= c->m_w[vs];
+        break;
+    default: /* BW */
+        d = c->t_b[vs] + c->t_w[vs];
+        ws->end_b[cell] = ws->end_w[cell] = t0 + d;
+        ws->mem[r] -= c->m_b[vs];
+        break;
+    }
+    ws->busy[r] += d;
+    return t0 + d;
+}
+
+static zb_status deadlock(const zb_schedule *s, const zb_costs *c,
+                          const zb_sim_ws *ws, zb_err *err) {
+    for (int r = 0; r < s->p; r++) {
+        if (ws->idx[r] >= s->len[r]) continue;
+        const zb_action *a = &s->acts[r][ws->idx[r]];
+        int vs = zb_vstage(s, r, a->chunk), dp = 0, dv = 0;
+        (void)ready_time(s, c, ws, vs, a, &dp, &dv);
+        int dr, dc;
+        zb_vstage_owner(s, dv, &dr, &dc);
+        char what[160];
+        snprintf(what, sizeof what, "deadlock: waits for %s of mb %d on "
+                 "virtual stage %d (rank %d), which never runs first",
+                 zb_pass_name((zb_pass)dp), (int)a->mb, dv, dr);
+        return bad_action(err, r, ws->idx[r], a, what);
+    }
+    return zb_fail(err, ZB_EINFEASIBLE, "deadlock");
+}
+
+/* The simulation proper. start/end may be NULL (fast path). */
+static zb_status sim_core(const zb_schedule *s, const zb_costs *c,
+                          zb_sim_ws *ws, const int *off, double *start,
+                          double *end, zb_err *err) {
+    int p = s->p, n = p * s->v, m = s->m;
+    if (c->n != n)
+        return zb_fail(err, ZB_EINPUT, "costs cover %d virtual stages, the "
+                       "schedule has %d", c->n, n);
+    size_t cells = (size_t)n * (size_t)m;
+    ZB_TRY(ws_reserve(ws, cells, (size_t)p, err));
+    ZB_TRY(check_passes(s, ws, err));
+    for (size_t i = 0; i < cells; i++) ws->end_f[i] = ws->end_b[i] = ws->end_w[i] = -1;
+    for (int r = 0; r < p; r++) {
+        ws->idx[r] = 0;
+        ws->free_at[r] = ws->mem[r] = ws->busy[r] = ws->peak[r] = 0;
+        ws->first[r] = -1;
+    }
+    int remaining = 0;
+    for (int r = 0; r < p; r++) remaining += s->len[r];
+    while (remaining > 0) {
+        int progressed = 0;
+        for (int r = 0; r < p; r++) {
+            while (ws->idx[r] < s->len[r]) {
+                const zb_action *a = &s->acts[r][ws->idx[r]];
+                int vs = zb_vstage(s, r, a->chunk), dp, dv;
+                double ready = ready_time(s, c, ws, vs, a, &dp, &dv);
+                if (ready < 0) break;
+                double t0 = ready > ws->free_at[r] ? ready : ws->free_at[r];
+                if (ws->first[r] < 0) ws->first[r] = t0;
+                double t1 = run_action(c, ws, r, vs, m, a, t0);
+                ws->free_at[r] = t1;
+                if (start) {
+                    start[off[r] + ws->idx[r]] = t0;
+                    end[off[r] + ws->idx[r]] = t1;
+                }
+                ws->idx[r]++;
+                progressed++;
+            }
+        }
+        if (!progressed) return deadlock(s, c, ws, err);
+        remaining -= progressed;
+    }
+    return ZB_OK;
+}
+
+zb_status zb_simulate_fast(const zb_schedule *s, const zb_costs *c,
+                           zb_sim_ws *ws, double *makespan, double *max_peak,
+                           zb_err *err) {
+    zb_sim_ws *own = NULL;
+    if (!ws && !(ws = own = zb_sim_ws_new()))
+        return zb_fail(err, ZB_ENOMEM, "out of memory in the simulator");
+    zb_status st = sim_core(s, c, ws, NULL, NULL, NULL, err);
+    if (st == ZB_OK) {
+        double mk = 0, pk = 0;
+        for (int r = 0; r < s->p; r++) {
+            if (ws->free_at[r] > mk) mk = ws->free_at[r];
+            if (ws->peak[r] > pk) pk = ws->peak[r];
+        }
+        if (makespan) *makespan = mk;
+        if (max_peak) *max_peak = pk;
+    }
+    zb_sim_ws_free(own);
+    return st;
+}
+
+static zb_status result_alloc(zb_sim_result *res, const zb_schedule *s,
+                              zb_err *err) {
+    int p = s->p;
+    res->p = p;
+    res->off = zb_calloc((size_t)p + 1, sizeof(int), err);
+    if (!res->off) return ZB_ENOMEM;
+    for (int r = 0; r < p; r++) res->off[r + 1] = res->off[r] + s->len[r];
+    size_t total = (size_t)res->off[p];
+    double **arrs[] = {&res->span, &res->busy, &res->bubble, &res->peak_mem};
+    res->start = zb_calloc(total, sizeof(double), err);
+    res->end = zb_calloc(total, sizeof(double), err);
+    if (!res->start || !res->end) return ZB_ENOMEM;
+    for (size_t i = 0; i < 4; i++)
+        if (!(*arrs[i] = zb_calloc((size_t)p, sizeof(double), err))) return ZB_ENOMEM;
+    return ZB_OK;
+}
+
+zb_status zb_simulate(const zb_schedule *s, const zb_costs *c,
+                      zb_sim_result *res, zb_err *err) {
+    memset(res, 0, sizeof *res);
+    zb_status st = result_alloc(res, s, err);
+    zb_sim_ws *ws = st == ZB_OK ? zb_sim_ws_new() : NULL;
+    if (st == ZB_OK && !ws) st = zb_fail(err, ZB_ENOMEM, "out of memory in the simulator");
+    if (st == ZB_OK) st = sim_core(s, c, ws, res->off, res->start, res->end, err);
+    if (st == ZB_OK) {
+        double sum_busy = 0;
+        for (int r = 0; r < s->p; r++) {
+            double first = ws->first[r] < 0 ? 0 : ws->first[r];
+            res->span[r] = ws->free_at[r] - first;
+            res->busy[r] = ws->busy[r];
+            res->bubble[r] = res->span[r] > 0 ? (res->span[r] - res->busy[r]) / res->span[r] : 0;
+            res->peak_mem[r] = ws->peak[r];
+            if (ws->free_at[r] > res->makespan) res->makespan = ws->free_at[r];
+            if (res->span[r] > res->max_span) res->max_span = res->span[r];
+            sum_busy += ws->busy[r];
+        }
+        double mean_busy = sum_busy / s->p;
+        res->bubble_rate = res->max_span > 0 ? (res->max_span - mean_busy) / res->max_span : 0;
+    }
+    zb_sim_ws_free(ws);
+    return st;
+}
+
+void zb_sim_result_free(zb_sim_result *res) {
+    if (!res) return;
+    free(res->start);
+    free(res->end);
+    free(res->off);
+    free(res->span);
+    free(res->busy);
+    free(res->bubble);
+    free(res->peak_mem);
+    memset(res, 0, sizeof *res);
+}
