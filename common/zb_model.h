@@ -1,4 +1,4 @@
-/* zb_model.h - the model spec (models/*.yaml): transformer shape, training
+/* zb_model.h - the model spec (a file in models/): transformer shape, training
  * settings and cluster. Loaded and fully validated here; the plan embeds the
  * same three sections with the same keys, so zbrun reuses zb_model_parse.
  *

@@ -1,0 +1,159 @@
+/* zb_plan.c - plan allocation, rank layout, and writing the YAML plan
+ * format (docs/plan-format.md). Its reader, with full validation, is
+ * zb_plan_read.c; keep the two in step (tests/unit/test_plan.c round-trips). */
+#include "common/zb_plan.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/zb_yaml.h"
+
+zb_status zb_plan_alloc(zb_plan *plan, int pp, int v, zb_err *err) {
+    int n = pp * v;
+    plan->version = ZB_PLAN_VERSION;
+    plan->pp = pp;
+    plan->v = v;
+    plan->stages = zb_calloc((size_t)n, sizeof *plan->stages, err);
+    plan->pred.bubble = zb_calloc((size_t)pp, sizeof(double), err);
+    plan->pred.peak_mem_bytes = zb_calloc((size_t)pp, sizeof(double), err);
+    plan->pred.act_mem_bytes = zb_calloc((size_t)pp, sizeof(double), err);
+    zb_status st = zb_costs_init(&plan->costs, n, err);
+    if (st != ZB_OK || !plan->stages || !plan->pred.bubble ||
+        !plan->pred.peak_mem_bytes || !plan->pred.act_mem_bytes) {
+        zb_plan_free(plan);
+        return ZB_ENOMEM;
+    }
+    return ZB_OK;
+}
+
+void zb_plan_free(zb_plan *plan) {
+    if (!plan) return;
+    free(plan->stages);
+    free(plan->pred.bubble);
+    free(plan->pred.peak_mem_bytes);
+    free(plan->pred.act_mem_bytes);
+    zb_costs_free(&plan->costs);
+    zb_schedule_free(&plan->sched);
+    plan->stages = NULL;
+    plan->pred.bubble = plan->pred.peak_mem_bytes = plan->pred.act_mem_bytes = NULL;
+}
+
+int zb_plan_world(const zb_plan *plan) { return plan->dp * plan->tp * plan->pp; }
+
+int zb_plan_rank(const zb_plan *plan, int pp_rank, int dp_rank, int tp_rank) {
+    return (pp_rank * plan->dp + dp_rank) * plan->tp + tp_rank;
+}
+
+void zb_plan_coords(const zb_plan *plan, int rank, int *pp_rank, int *dp_rank,
+                    int *tp_rank) {
+    *tp_rank = rank % plan->tp;
+    *dp_rank = (rank / plan->tp) % plan->dp;
+    *pp_rank = rank / (plan->tp * plan->dp);
+}
+
+/* ------------------------------------------------------------ writing */
+
+#define ZB_PLAN_LAYOUT "pp-dp-tp"
+
+static void write_action(zb_yw *w, const zb_schedule *s, const zb_action *a) {
+    char tok[32];
+    if (s->v > 1)
+        snprintf(tok, sizeof tok, "%s%d.%d", zb_pass_name((zb_pass)a->pass),
+                 (int)a->mb, (int)a->chunk);
+    else
+        snprintf(tok, sizeof tok, "%s%d", zb_pass_name((zb_pass)a->pass), (int)a->mb);
+    zb_yw_str(w, tok);
+}
+
+static void write_schedule(zb_yw *w, const zb_plan *plan) {
+    const zb_schedule *s = &plan->sched;
+    zb_yw_str(w, "schedule");
+    zb_yw_map_begin(w, false);
+    zb_yw_kstr(w, "name", s->name);
+    zb_yw_kstr(w, "solver", plan->solver[0] ? plan->solver : "generator");
+    zb_yw_kstr(w, "placement", s->placement == ZB_PLACE_V ? "v" : "loop");
+    zb_yw_str(w, "ranks");
+    zb_yw_seq_begin(w, false);
+    for (int r = 0; r < s->p; r++) {
+        zb_yw_seq_begin(w, true);
+        for (int i = 0; i < s->len[r]; i++) write_action(w, s, &s->acts[r][i]);
+        zb_yw_seq_end(w);
+    }
+    zb_yw_seq_end(w);
+    zb_yw_map_end(w);
+}
+
+static void write_stages(zb_yw *w, const zb_plan *plan) {
+    const zb_costs *c = &plan->costs;
+    zb_yw_str(w, "stages");
+    zb_yw_seq_begin(w, false);
+    for (int s = 0; s < plan->pp * plan->v; s++) {
+        const zb_stage_span *sp = &plan->stages[s];
+        int rank, chunk;
+        zb_vstage_owner(&plan->sched, s, &rank, &chunk);
+        zb_yw_map_begin(w, true);
+        zb_yw_kint(w, "vstage", s);
+        zb_yw_kint(w, "rank", rank);
+        zb_yw_kint(w, "chunk", chunk);
+        zb_yw_kint(w, "first_layer", sp->first_layer);
+        zb_yw_kint(w, "layers", sp->n_layers);
+        zb_yw_kbool(w, "embed", sp->embed);
+        zb_yw_kbool(w, "head", sp->head);
+        zb_yw_kdouble(w, "t_f", c->t_f[s]);
+        zb_yw_kdouble(w, "t_b", c->t_b[s]);
+        zb_yw_kdouble(w, "t_w", c->t_w[s]);
+        zb_yw_kdouble(w, "t_comm", c->t_comm[s]);
+        zb_yw_kdouble(w, "m_b", c->m_b[s]);
+        zb_yw_kdouble(w, "m_w", c->m_w[s]);
+        zb_yw_map_end(w);
+    }
+    zb_yw_seq_end(w);
+}
+
+static void write_prediction(zb_yw *w, const zb_plan *plan) {
+    const zb_prediction *p = &plan->pred;
+    zb_yw_str(w, "prediction");
+    zb_yw_map_begin(w, false);
+    zb_yw_kdouble(w, "step_s", p->step_s);
+    zb_yw_kdouble(w, "pipeline_s", p->pipeline_s);
+    zb_yw_kdouble(w, "tokens_per_s", p->tokens_per_s);
+    zb_yw_kdouble(w, "mfu", p->mfu);
+    zb_yw_kdouble(w, "bubble_rate", p->bubble_rate);
+    zb_yw_str(w, "ranks");
+    zb_yw_seq_begin(w, false);
+    for (int r = 0; r < plan->pp; r++) {
+        zb_yw_map_begin(w, true);
+        zb_yw_kint(w, "rank", r);
+        zb_yw_kdouble(w, "bubble", p->bubble[r]);
+        zb_yw_kdouble(w, "peak_mem_bytes", p->peak_mem_bytes[r]);
+        zb_yw_kdouble(w, "act_mem_bytes", p->act_mem_bytes[r]);
+        zb_yw_map_end(w);
+    }
+    zb_yw_seq_end(w);
+    zb_yw_map_end(w);
+}
+
+zb_status zb_plan_write(const char *path, const zb_plan *plan, zb_err *err) {
+    zb_yw *w;
+    ZB_TRY(zb_yw_open(path, &w, err));
+    zb_yw_map_begin(w, false);
+    zb_yw_kint(w, "version", ZB_PLAN_VERSION);
+    zb_model_write(w, &plan->model);
+    zb_yw_str(w, "parallel");
+    zb_yw_map_begin(w, false);
+    zb_yw_kint(w, "dp", plan->dp);
+    zb_yw_kint(w, "tp", plan->tp);
+    zb_yw_kint(w, "pp", plan->pp);
+    zb_yw_kint(w, "chunks", plan->v);
+    zb_yw_kint(w, "micro_batch", plan->micro_batch);
+    zb_yw_kint(w, "microbatches", plan->m);
+    zb_yw_kstr(w, "layout", ZB_PLAN_LAYOUT);
+    zb_yw_map_end(w);
+    write_schedule(w, plan);
+    write_stages(w, plan);
+    write_prediction(w, plan);
+    zb_yw_map_end(w);
+    return zb_yw_close(w, true, err);
+}
