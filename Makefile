@@ -1,4 +1,6 @@
 # zb - zero-bubble pipeline-parallel planner (zbplan) and executor (zbrun).
+#   make deps       install missing Debian packages (.ci/install-deps)
+#   make run        plan and train the default model (models/tiny.yaml)
 #   make            build bin/zbplan and bin/zbrun
 #   make test       unit tests (Check) + end-to-end scripts
 #   make asan       the same tests built with AddressSanitizer + UBSan
@@ -41,8 +43,20 @@ EXT_LIBS    := $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
 TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all test unit e2e asan valgrind bench plans cuda clean
+.PHONY: all deps run test unit e2e asan valgrind bench plans cuda clean
 all: $(BIN)/zbplan $(BIN)/zbrun
+
+deps:
+	.ci/install-deps
+
+# The main job: plan the default model on 4 pipeline stages, then train it
+# on the CPU; outputs (plan, report, trace, timeline picture) go to out/.
+MODEL ?= models/tiny.yaml
+RUN_PLAN_FLAGS ?= --dp 1 --tp 1 --pp 4
+run: all
+	@mkdir -p out
+	$(BIN)/zbplan $(MODEL) $(RUN_PLAN_FLAGS) -o out/plan.yaml
+	$(BIN)/zbrun out/plan.yaml --report out/report.yaml --trace out/trace.json --svg out/timeline.svg
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
