@@ -41,9 +41,11 @@ typedef struct {
 zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
                        zb_cost_table *out, zb_err *err);
 
-/* Fraction of peak a GEMM of (M x K) * (K x N) reaches: rises with size and
- * saturates (see docs/cost-model.md); in (0, 1]. */
-double zb_gemm_efficiency(double M, double N, double K);
+/* Fraction of peak a GEMM of (M x K) * (K x N) reaches on a device of
+ * peak_flops FLOP/s: rises with size and saturates (a fixed per-GEMM
+ * overhead costs more of the peak on a faster device; docs/cost-model.md);
+ * in (0, 1]. */
+double zb_gemm_efficiency(double M, double N, double K, double peak_flops);
 
 /* Alpha-beta time of a point-to-point message. */
 double zb_p2p_s(double bytes, double bw_Bps, double lat_s);

@@ -7,6 +7,7 @@
 #define ZB_PARTITION_H
 
 #include "common/zb_plan.h"
+#include "common/zb_schedule.h"
 #include "common/zb_sim.h"
 #include "planner/cost.h"
 
@@ -22,12 +23,15 @@ zb_status zb_partition(const zb_model *m, const zb_cost_table *ct, int n,
 /* Equal split (layers / n, remainder to the middle stages), for comparison. */
 void zb_partition_even(int layers, int n, zb_stage_span *spans);
 
-/* Fill simulator costs (initialised by the caller, n entries) from spans:
- * t_* = sum of the stage's layer (+ embed/head) costs, m_* likewise,
- * t_comm[s] = p2p time between vstage s and s+1 (intra or inter node as the
- * rank layout places them: see zb_plan.h; pipeline ranks pp_a, pp_b are on
- * one node when their global ranks fall in the same node). */
+/* Fill simulator costs c (initialised by the caller with n = pp*v) from
+ * spans: t_* = sum of the stage's layer (+ embed/head) pass costs, m_*
+ * likewise, t_comm[s] = p2p time between vstage s and s+1, intra- or
+ * inter-node as the rank layout of zb_plan.h places their pipeline ranks:
+ * pipeline rank r's first device is global rank r*dp*tp, on node
+ * (r*dp*tp) / devices_per_node. Same-rank neighbours cost 0 in the
+ * simulator anyway (zb_lower_cross). */
 void zb_stage_costs(const zb_cost_table *ct, const zb_stage_span *spans,
-                    int n, const zb_plan *layout, zb_costs *out);
+                    int pp, int v, zb_placement pl, int dp, int tp,
+                    int devices_per_node, zb_costs *c);
 
 #endif

@@ -1,0 +1,325 @@
+/* cost.c - the cost model of cost.h. docs/cost-model.md derives every
+ * formula below and gives its source; the constants are estimates to be
+ * calibrated against zbrun measurements.
+ *
+ * Notation (as doubles): b micro_batch, s seq_len, h hidden, f ffn_hidden,
+ * a heads, V vocab, t TP degree, e bytes per activation element.
+ * All results are per microbatch and per device (one TP rank).
+ */
+#include "planner/cost.h"
+
+#include <strings.h>
+
+/* GEMM efficiency (zb_gemm_efficiency). */
+#define GEMM_EFF_MAX 0.80      /* large cuBLAS GEMMs reach ~75-85% of peak */
+#define GEMM_TILE_MN 128.0     /* output tile edge of a typical kernel */
+#define GEMM_TILE_K 32.0       /* k-step of the same kernel */
+#define GEMM_OVERHEAD_S 3e-6   /* launch + wave tail per GEMM, in seconds */
+
+/* Fixed fractions of peak for the non-GEMM work. */
+#define ATTN_EFF 0.40  /* attention core (QK^T, softmax, PV): small batched
+                          GEMMs of head dimension h/a, of the GEMM peak */
+#define ELEM_EFF 0.10  /* memory-bound elementwise ops, of the fp32 peak */
+
+/* Elementwise FLOPs per element, forward (backward counts twice these). */
+#define LN_FLOPS 8.0       /* mean, variance, normalise, scale, shift */
+#define GELU_FLOPS 8.0     /* tanh approximation */
+#define SOFTMAX_FLOPS 5.0  /* scale, max, exp, sum, divide */
+#define DROPOUT_FLOPS 2.0  /* mask compare, multiply */
+#define LNGRAD_FLOPS 3.0   /* dgamma += dy*xhat, dbeta += dy (W) */
+#define CE_FLOPS 5.0       /* softmax + loss per logit */
+#define DLOGIT_FLOPS 2.0   /* p - onehot, scale */
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define MIB (1024.0 * 1024.0)
+
+typedef struct {
+    double b, s, h, f, a, V, t, e;
+    bool sp;
+    zb_recompute rc;
+    double peak;       /* FLOP/s of GEMMs at the training precision */
+    double peak_elem;  /* FLOP/s of elementwise work (CUDA cores, fp32) */
+    double ar_s;       /* one TP all-reduce of b*s*h*e bytes (0 at t = 1) */
+} shape;
+
+/* ---- building blocks ------------------------------------------------ */
+
+double zb_gemm_efficiency(double M, double N, double K, double peak_flops) {
+    /* Tile quantisation in expectation: a dimension d is padded to a whole
+     * number of tiles, on average by half a tile, so only d / (d + T/2) of
+     * the work is useful. The exact padding is saw-toothed; its mean keeps
+     * the function monotone, which the partitioner and the search want. */
+    if (!(M >= 1)) M = 1;
+    if (!(N >= 1)) N = 1;
+    if (!(K >= 1)) K = 1;
+    double q = M / (M + GEMM_TILE_MN / 2) * (N / (N + GEMM_TILE_MN / 2)) *
+               (K / (K + GEMM_TILE_K / 2));
+    /* Saturation: a fixed overhead per GEMM (launch, filling and draining
+     * the device) costs as much as w_half = peak * GEMM_OVERHEAD_S FLOPs
+     * of useful work; work / (work + w_half) is 1/2 at that size. */
+    double work = 2 * M * N * K;
+    double w_half = (peak_flops > 0 ? peak_flops : 0) * GEMM_OVERHEAD_S;
+    return GEMM_EFF_MAX * q * (work / (work + w_half));
+}
+
+double zb_p2p_s(double bytes, double bw_Bps, double lat_s) {
+    return lat_s + bytes / bw_Bps;
+}
+
+double zb_allreduce_s(double bytes, int n, double bw_Bps, double lat_s) {
+    if (n <= 1) return 0;
+    return 2.0 * (n - 1) / n * bytes / bw_Bps + 2.0 * (n - 1) * lat_s;
+}
+
+static double gemm_s(const shape *x, double M, double N, double K) {
+    return 2 * M * N * K / (x->peak * zb_gemm_efficiency(M, N, K, x->peak));
+}
+
+static double attn_s(const shape *x, double flops) {
+    return flops / (x->peak * ATTN_EFF);
+}
+
+static double elem_s(const shape *x, double flops) {
+    return flops / (x->peak_elem * ELEM_EFF);
+}
+
+/* ---- transformer block ---------------------------------------------- */
+
+/* The four weight GEMMs of a block on one TP rank as (M, N, K) of the
+ * forward Y[M x N] = X[M x K] W[K x N]: QKV and fc1 column-parallel (N/t),
+ * proj and fc2 row-parallel (K/t). B computes dX = dY W^T (M, K, N) and W
+ * computes dW = X^T dY (K, N, M): same FLOPs, other shapes. */
+static void block_gemms(const shape *x, double g[4][3]) {
+    double bs = x->b * x->s, h = x->h, f = x->f, t = x->t;
+    double tab[4][3] = {
+        {bs, 3 * h / t, h}, /* QKV */
+        {bs, h, h / t},     /* attention output projection */
+        {bs, f / t, h},     /* MLP up (fc1) */
+        {bs, h, f / t},     /* MLP down (fc2) */
+    };
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 3; j++) g[i][j] = tab[i][j];
+}
+
+/* Elementwise FLOPs of a block's forward on one TP rank. Replicated over TP
+ * (split over t only under sequence parallelism): 2 LayerNorms, 2 residual
+ * adds, the 2 row-parallel biases, 2 dropouts on the residual branch.
+ * Sharded: QKV and fc1 biases, GELU, softmax and dropout of the scores. */
+static double block_elem_fwd(const shape *x) {
+    double h = x->h, f = x->f, as = x->a * x->s;
+    double repl = 2 * LN_FLOPS * h + 2 * h + 2 * h + 2 * DROPOUT_FLOPS * h;
+    double shard = 3 * h + f + GELU_FLOPS * f +
+                   (SOFTMAX_FLOPS + DROPOUT_FLOPS) * as;
+    return x->b * x->s * (repl / (x->sp ? x->t : 1) + shard / x->t);
+}
+
+/* Elementwise FLOPs of W: bias gradients (row sums of dY) and the
+ * LayerNorm gamma/beta gradients. */
+static double block_elem_w(const shape *x) {
+    double h = x->h, f = x->f;
+    double repl = 2 * h + 2 * LNGRAD_FLOPS * h;
+    double shard = 3 * h + f;
+    return x->b * x->s * (repl / (x->sp ? x->t : 1) + shard / x->t);
+}
+
+static void block_time(const shape *x, zb_pass_cost *c) {
+    double g[4][3], tf = 0, tb = 0, tw = 0, gflops = 0;
+    block_gemms(x, g);
+    for (int i = 0; i < 4; i++) {
+        double M = g[i][0], N = g[i][1], K = g[i][2];
+        gflops += 2 * M * N * K;
+        tf += gemm_s(x, M, N, K);
+        tb += gemm_s(x, M, K, N);
+        tw += gemm_s(x, K, N, M);
+    }
+    /* Attention core: QK^T and PV, 2*b*s^2*h FLOPs each, heads split by
+     * TP; the backward needs two GEMMs for each. */
+    double attn = 4 * x->b * x->s * x->s * x->h / x->t;
+    double el = block_elem_fwd(x);
+    c->f_flops = gflops + attn;
+    c->b_flops = gflops + 2 * attn;
+    c->w_flops = gflops;
+    /* Two all-reduces (or RS + AG under SP, the same ring bytes) in F,
+     * after the row-parallel GEMMs, and two in B, for the input gradients
+     * of the column-parallel ones (Megatron's f/g operators). */
+    c->f_s = tf + attn_s(x, attn) + elem_s(x, el) + 2 * x->ar_s;
+    c->b_s = tb + attn_s(x, 2 * attn) + elem_s(x, 2 * el) + 2 * x->ar_s;
+    /* Under SP the weight-gradient GEMMs need the sequence-gathered LN
+     * outputs and output gradients, which M_W keeps sharded (see
+     * block_mem): four all-gathers of b*s*h, two all-reduces' worth. */
+    c->w_s = tw + elem_s(x, block_elem_w(x)) + (x->sp ? 2 * x->ar_s : 0);
+    if (x->rc == ZB_RECOMPUTE_FULL) {
+        c->b_flops += c->f_flops;
+        c->b_s += c->f_s;
+    } else if (x->rc == ZB_RECOMPUTE_SELECTIVE) {
+        double sm = x->b * x->s * (SOFTMAX_FLOPS + DROPOUT_FLOPS) * x->a *
+                    x->s / x->t;
+        c->b_flops += attn;
+        c->b_s += attn_s(x, attn) + elem_s(x, sm);
+    }
+}
+
+/* Activation bytes (Korthikanti et al. 2022, Table 2), for any f and
+ * element size e. Per token, in units of h elements, F keeps:
+ *   replicated over TP: 2 LN inputs, QKV input, fc1 input      -> 4
+ *   sharded over TP:    Q, K, V, proj input, GELU in, fc2 in  -> 4 + 2f/h
+ *   two 1-byte dropout masks (bytes, replicated)               -> 2
+ * plus per (head, query, key): softmax out, dropout out (e bytes each) and
+ * a 1-byte mask, sharded over TP. With e = 2, f = 4h: 34 + 5as/h. */
+static void block_mem(const shape *x, zb_pass_cost *c) {
+    double sbh = x->s * x->b * x->h, t = x->t, e = x->e;
+    double repl = 4, shard = 4 + 2 * x->f / x->h, masks = 2;
+    double scores = x->a * x->s * x->s * x->b * (2 * e + 1) / t;
+    if (x->rc == ZB_RECOMPUTE_SELECTIVE) scores = 0;
+    if (x->sp)
+        c->m_b_bytes = sbh * (e * (repl + shard) + masks) / t + scores;
+    else
+        c->m_b_bytes = sbh * (e * repl + masks + e * shard / t) + scores;
+    if (x->rc == ZB_RECOMPUTE_FULL)  /* only the block input is kept */
+        c->m_b_bytes = e * sbh / (x->sp ? t : 1);
+    /* W needs each weight GEMM's input X and output gradient dY:
+     *   X:  LN1 out (repl), proj in (shard), LN2 out (repl), fc2 in (f/h)
+     *   dY: dQKV (3, shard), dproj out (repl), dfc1 (f/h), dfc2 out (repl)
+     * -> 4 replicated + (4 + 2f/h) sharded; 32sbh bytes at e = 2, f = 4h
+     * (Qi et al. 2023, Table 1). Under SP the replicated ones are kept as
+     * sequence shards and re-gathered in W. */
+    c->m_w_bytes = e * sbh * (4 / (x->sp ? t : 1) + (4 + 2 * x->f / x->h) / t);
+}
+
+/* Parameters of one block on one TP rank: QKV 3h^2 + 3h, proj h^2 + h,
+ * MLP 2hf + f + h, two LayerNorms 4h. Matrices and column-parallel biases
+ * (QKV, fc1) are sharded; row-parallel biases and LayerNorms replicated. */
+static double block_params(const shape *x) {
+    double h = x->h, f = x->f, t = x->t;
+    return (4 * h * h + 2 * h * f + 3 * h + f) / t + 2 * h + 4 * h;
+}
+
+/* ---- embedding and head (replicated over TP) ------------------------- */
+
+/* Token + position embedding: a gather and an add in F; no input gradient
+ * (B is empty); W scatter-adds the output gradient into the token table and
+ * sums it into the position table. Keeps the int32 token ids; after B its
+ * output gradient (e bytes, b*s*h) waits for W. */
+static void embed_cost(const shape *x, zb_pass_cost *c) {
+    double bsh = x->b * x->s * x->h, ids = 4 * x->b * x->s;
+    c->f_flops = c->b_flops = c->w_flops = 0;  /* no matrix multiplies */
+    c->f_s = elem_s(x, bsh);
+    c->b_s = 0;
+    c->w_s = elem_s(x, 2 * bsh);
+    c->m_b_bytes = ids;
+    c->m_w_bytes = ids + x->e * bsh;
+    c->params = x->V * x->h + x->s * x->h;
+}
+
+/* Final LayerNorm, LM head GEMM [b*s x h] x [h x V] and cross-entropy.
+ * Logits are kept in fp32 (4 bytes); B turns them into dlogits in place,
+ * which W needs with the LN output. The head's weight is a full V x h copy
+ * on its device, also with tied embeddings (docs/cost-model.md). */
+static void head_cost(const shape *x, zb_pass_cost *c) {
+    double bs = x->b * x->s, h = x->h, V = x->V;
+    double bsh = bs * h, logits = 4 * bs * V;
+    c->f_flops = c->b_flops = c->w_flops = 2 * bs * h * V;
+    c->f_s = gemm_s(x, bs, V, h) + elem_s(x, LN_FLOPS * bsh + CE_FLOPS * bs * V);
+    c->b_s = gemm_s(x, bs, h, V) +
+             elem_s(x, 2 * LN_FLOPS * bsh + DLOGIT_FLOPS * bs * V);
+    c->w_s = gemm_s(x, V, h, bs) + elem_s(x, LNGRAD_FLOPS * bsh);
+    c->m_b_bytes = logits + 2 * x->e * bsh + 4 * bs; /* + LN in/out, targets */
+    c->m_w_bytes = logits + x->e * bsh;
+    c->params = V * h + 2 * h;
+}
+
+/* ---- public ---------------------------------------------------------- */
+
+static zb_status check_args(const zb_model *m, int tp, int b, zb_err *err) {
+    const zb_arch *A = &m->arch;
+    if (tp < 1 || b < 1)
+        return zb_fail(err, ZB_EINFEASIBLE, "cost model: tp %d, micro_batch %d "
+                       "must be >= 1", tp, b);
+    if (A->layers < 1 || A->hidden < 1 || A->heads < 1 || A->ffn_hidden < 1 ||
+        A->seq_len < 1 || A->vocab < 1)
+        return zb_fail(err, ZB_EINFEASIBLE, "cost model: model sizes must be "
+                       ">= 1");
+    if (A->heads % tp || A->hidden % tp || A->ffn_hidden % tp)
+        return zb_fail(err, ZB_EINFEASIBLE, "cost model: tp %d does not divide "
+                       "heads %d, hidden %d and ffn_hidden %d", tp, A->heads,
+                       A->hidden, A->ffn_hidden);
+    if (m->train.sequence_parallel && A->seq_len % tp)
+        return zb_fail(err, ZB_EINFEASIBLE, "cost model: sequence parallelism "
+                       "needs tp %d to divide seq_len %d", tp, A->seq_len);
+    const zb_cluster *C = &m->cluster;
+    if (!(C->intra_bw_Bps > 0) || !(C->inter_bw_Bps > 0))
+        return zb_fail(err, ZB_EINFEASIBLE, "cost model: link bandwidths must "
+                       "be > 0");
+    return ZB_OK;
+}
+
+zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
+                       zb_cost_table *out, zb_err *err) {
+    ZB_TRY(check_args(m, tp, micro_batch, err));
+    const zb_arch *A = &m->arch;
+    const zb_cluster *C = &m->cluster;
+    shape x = {
+        .b = micro_batch, .s = A->seq_len, .h = A->hidden, .f = A->ffn_hidden,
+        .a = A->heads, .V = A->vocab, .t = tp,
+        .e = zb_precision_bytes(m->train.precision),
+        .sp = m->train.sequence_parallel && tp > 1,
+        .rc = m->train.recompute,
+    };
+    bool bf16 = m->train.precision == ZB_PREC_BF16;
+    x.peak = bf16 ? C->device.peak_bf16_flops : C->device.peak_fp32_flops;
+    x.peak_elem = C->device.peak_fp32_flops > 0 ? C->device.peak_fp32_flops
+                                                : x.peak;
+    if (!(x.peak > 0))
+        return zb_fail(err, ZB_EINFEASIBLE, "cost model: device %s has no "
+                       "%s peak", C->device.name, bf16 ? "bf16" : "fp32");
+    /* A TP group is tp consecutive ranks: inside a node when it fits. */
+    bool intra = tp <= C->devices_per_node;
+    double bw = intra ? C->intra_bw_Bps : C->inter_bw_Bps;
+    double lat = intra ? C->intra_lat_s : C->inter_lat_s;
+    x.ar_s = zb_allreduce_s(x.b * x.s * x.h * x.e, tp, bw, lat);
+
+    *out = (zb_cost_table){.tp = tp, .micro_batch = micro_batch,
+                           .peak_flops = x.peak};
+    block_time(&x, &out->layer);
+    block_mem(&x, &out->layer);
+    out->layer.params = block_params(&x);
+    embed_cost(&x, &out->embed);
+    head_cost(&x, &out->head);
+    out->p2p_bytes = x.b * x.s * x.h * x.e / (x.sp ? x.t : 1);
+    out->p2p_intra_s = zb_p2p_s(out->p2p_bytes, C->intra_bw_Bps, C->intra_lat_s);
+    out->p2p_inter_s = zb_p2p_s(out->p2p_bytes, C->inter_bw_Bps, C->inter_lat_s);
+    return ZB_OK;
+}
+
+double zb_static_mem_bytes(const zb_model *m, double params, int dp) {
+    /* Rajbhandari et al. 2020 (ZeRO) section 3.1: weights and gradients at
+     * the training precision, AdamW's two fp32 moments and, under bf16, an
+     * fp32 master copy: 2+2+12 = 16 bytes/param mixed, 4+4+8 = 16 fp32.
+     * ZeRO-1 shards the optimizer part over the DP group. */
+    double e = zb_precision_bytes(m->train.precision);
+    double opt = 8 + (m->train.precision == ZB_PREC_BF16 ? 4 : 0);
+    if (m->train.zero1 && dp > 1) opt /= dp;
+    return params * (2 * e + opt);
+}
+
+double zb_workspace_bytes(const zb_model *m) {
+    /* GPUs: allocator fragmentation, cuBLAS workspaces, NCCL buffers and
+     * the CUDA context take about 1 GiB, more on large devices. The CPU
+     * backend allocates everything up front; keep a small margin. */
+    const zb_device *d = &m->cluster.device;
+    if (strcasecmp(d->name, "cpu") == 0) return 64 * MIB;
+    double pct = 0.05 * d->mem_bytes;
+    return pct > GIB ? pct : GIB;
+}
+
+double zb_model_step_flops(const zb_model *m) {
+    /* Narayanan et al. 2021 (appendix, FLOPs per iteration, less its
+     * recomputation): 3x the forward matmul FLOPs (F, B, W). Per layer
+     * and sequence the forward is 8sh^2 + 4shf + 4s^2h, the LM head 2shV
+     * (counted once also with tied embeddings). With f = 4h this is
+     * 72 B s l h^2 (1 + s/(6h) + V/(12 l h)). */
+    double B = m->train.global_batch, s = m->arch.seq_len, h = m->arch.hidden;
+    double f = m->arch.ffn_hidden, l = m->arch.layers, V = m->arch.vocab;
+    double layer = 8 * s * h * h + 4 * s * h * f + 4 * s * s * h;
+    return 3 * B * (l * layer + 2 * s * h * V);
+}

@@ -1,0 +1,406 @@
+/* test_cost.c - the cost model against hand computations: FLOPs (DESIGN.md,
+ * Qi et al. 2023), activation bytes (Korthikanti et al. 2022), parameter
+ * counts (GPT-2 124M), static memory (ZeRO), ring all-reduce and p2p, the
+ * Megatron step FLOPs, and the GEMM efficiency's shape. */
+#include <check.h>
+#include <math.h>
+#include <string.h>
+
+#include "planner/cost.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* GPT-2 124M on an A100-80GB-like device, b = 1, bf16, no TP options. */
+static zb_model gpt2(void) {
+    zb_model m;
+    memset(&m, 0, sizeof m);
+    strcpy(m.name, "gpt2");
+    m.arch = (zb_arch){.layers = 12, .hidden = 768, .heads = 12,
+                       .ffn_hidden = 3072, .seq_len = 1024, .vocab = 50257,
+                       .tied_embeddings = true};
+    m.train.global_batch = 512;
+    m.train.micro_batch = 1;
+    m.train.precision = ZB_PREC_BF16;
+    m.train.recompute = ZB_RECOMPUTE_NONE;
+    m.cluster.nodes = 1;
+    m.cluster.devices_per_node = 8;
+    strcpy(m.cluster.device.name, "a100-80gb");
+    m.cluster.device.peak_bf16_flops = 312e12;
+    m.cluster.device.peak_fp32_flops = 19.5e12;
+    m.cluster.device.mem_bytes = 80 * GIB;
+    m.cluster.intra_bw_Bps = 100e9;
+    m.cluster.intra_lat_s = 5e-6;
+    m.cluster.inter_bw_Bps = 25e9;
+    m.cluster.inter_lat_s = 20e-6;
+    return m;
+}
+
+static zb_cost_table eval(const zb_model *m, int tp, int b) {
+    zb_cost_table ct;
+    zb_err err;
+    zb_status st = zb_cost_eval(m, tp, b, &ct, &err);
+    ck_assert_msg(st == ZB_OK, "%s", err.msg);
+    return ct;
+}
+
+#define REL(a, b) ck_assert_double_eq_tol((a), (b), 1e-9 * fabs(b) + 1e-30)
+
+START_TEST(layer_flops_design_formula) {
+    /* DESIGN.md / Qi et al. 2023 Table 1, s=1024, h=768, b=1:
+     * F = bsh(24h + 4s), B = bsh(24h + 8s), W = bsh(24h), each / t. */
+    zb_model m = gpt2();
+    for (int t = 1; t <= 2; t++) {
+        zb_cost_table ct = eval(&m, t, 1);
+        REL(ct.layer.f_flops, 1024.0 * 768 * (24 * 768 + 4 * 1024) / t);
+        REL(ct.layer.b_flops, 1024.0 * 768 * (24 * 768 + 8 * 1024) / t);
+        REL(ct.layer.w_flops, 1024.0 * 768 * (24 * 768) / t);
+    }
+    /* b = 4 scales everything by 4. */
+    zb_cost_table c4 = eval(&m, 1, 4);
+    REL(c4.layer.f_flops, 4 * 1024.0 * 768 * (24 * 768 + 4 * 1024));
+}
+END_TEST
+
+START_TEST(layer_flops_general_ffn) {
+    /* f = 2h = 1536, from the GEMMs: QKV 6bsh^2, proj 2bsh^2, MLP 4bshf,
+     * attention 4bs^2h in F (8 in B). bs = 1024, h = 768, t = 2. */
+    zb_model m = gpt2();
+    m.arch.ffn_hidden = 1536;
+    zb_cost_table ct = eval(&m, 2, 1);
+    double gemm = 6.0 * 1024 * 768 * 768 + 2.0 * 1024 * 768 * 768 +
+                  4.0 * 1024 * 768 * 1536;
+    double attn = 4.0 * 1024 * 1024 * 768;
+    REL(ct.layer.f_flops, (gemm + attn) / 2);
+    REL(ct.layer.b_flops, (gemm + 2 * attn) / 2);
+    REL(ct.layer.w_flops, gemm / 2);
+}
+END_TEST
+
+START_TEST(recompute_flops) {
+    zb_model m = gpt2();
+    double F = 1024.0 * 768 * (24 * 768 + 4 * 1024);
+    double B = 1024.0 * 768 * (24 * 768 + 8 * 1024);
+    m.train.recompute = ZB_RECOMPUTE_FULL;
+    zb_cost_table full = eval(&m, 2, 1);
+    REL(full.layer.b_flops, (B + F) / 2);
+    REL(full.layer.f_flops, F / 2);
+    m.train.recompute = ZB_RECOMPUTE_SELECTIVE; /* + 4bs^2h / t */
+    zb_cost_table sel = eval(&m, 2, 1);
+    REL(sel.layer.b_flops, (B + 4.0 * 1024 * 1024 * 768) / 2);
+    /* recomputation costs time in B, never in F or W */
+    m.train.recompute = ZB_RECOMPUTE_NONE;
+    zb_cost_table none = eval(&m, 2, 1);
+    ck_assert(full.layer.b_s > sel.layer.b_s && sel.layer.b_s > none.layer.b_s);
+    REL(full.layer.f_s, none.layer.f_s);
+    REL(sel.layer.w_s, none.layer.w_s);
+    /* full recompute re-runs the whole forward: B grows by exactly F */
+    REL(full.layer.b_s, none.layer.b_s + none.layer.f_s);
+}
+END_TEST
+
+START_TEST(activation_bytes_korthikanti) {
+    /* Korthikanti et al. 2022 Table 2, per layer, 16-bit, s=1024, b=1,
+     * h=768, a=12: sbh = 786432, 5as/h = 5*12*1024/768 = 80. */
+    const double sbh = 1024.0 * 768, att = 5.0 * 12 * 1024 / 768;
+    zb_model m = gpt2();
+    REL(eval(&m, 1, 1).layer.m_b_bytes, sbh * (34 + att));
+    REL(eval(&m, 2, 1).layer.m_b_bytes, sbh * (10 + 24 / 2.0 + att / 2));
+    REL(eval(&m, 4, 1).layer.m_b_bytes, sbh * (10 + 24 / 4.0 + att / 4));
+    m.train.sequence_parallel = true;
+    REL(eval(&m, 2, 1).layer.m_b_bytes, sbh * (34 / 2.0 + att / 2));
+    REL(eval(&m, 1, 1).layer.m_b_bytes, sbh * (34 + att)); /* SP off at t=1 */
+    m.train.recompute = ZB_RECOMPUTE_SELECTIVE;           /* drops 5as/h */
+    REL(eval(&m, 2, 1).layer.m_b_bytes, sbh * 34 / 2.0);
+    m.train.sequence_parallel = false;
+    REL(eval(&m, 2, 1).layer.m_b_bytes, sbh * (10 + 24 / 2.0));
+    REL(eval(&m, 1, 1).layer.m_b_bytes, sbh * 34);
+    m.train.recompute = ZB_RECOMPUTE_FULL;                /* input only: 2sbh */
+    REL(eval(&m, 2, 1).layer.m_b_bytes, 2 * sbh);
+    m.train.sequence_parallel = true;
+    REL(eval(&m, 2, 1).layer.m_b_bytes, 2 * sbh / 2);
+    /* b = 2 doubles everything */
+    m.train.recompute = ZB_RECOMPUTE_NONE;
+    m.train.sequence_parallel = false;
+    REL(eval(&m, 1, 2).layer.m_b_bytes, 2 * sbh * (34 + att));
+}
+END_TEST
+
+START_TEST(activation_bytes_fp32) {
+    /* docs/cost-model.md: the 16 activation elements per token (in units of
+     * h) take 4 bytes, the two dropout masks stay 1 byte: 16*4 + 2 = 66;
+     * per score: 2 elements of 4 bytes + a 1-byte mask = 9 (vs 5). */
+    const double sbh = 1024.0 * 768, as_h = 12.0 * 1024 / 768;
+    zb_model m = gpt2();
+    m.train.precision = ZB_PREC_FP32;
+    REL(eval(&m, 1, 1).layer.m_b_bytes, sbh * (66 + 9 * as_h));
+    /* t = 2: replicated 4 elements * 4 + 2 masks = 18, sharded 12 * 4 / 2 */
+    REL(eval(&m, 2, 1).layer.m_b_bytes, sbh * (18 + 48 / 2.0 + 9 * as_h / 2));
+    /* M_W: 16 elements of 4 bytes at t = 1 */
+    REL(eval(&m, 1, 1).layer.m_w_bytes, sbh * 64);
+}
+END_TEST
+
+START_TEST(m_w_derivation) {
+    /* Qi et al. 2023 Table 1: M_W = 32bsh at 16 bits, f = 4h, t = 1.
+     * t = 2 (docs): 4 replicated + 12/2 sharded elements -> 2*(4+6) = 20.
+     * SP: all sharded: 2*16/2 = 16. */
+    const double sbh = 1024.0 * 768;
+    zb_model m = gpt2();
+    REL(eval(&m, 1, 1).layer.m_w_bytes, 32 * sbh);
+    REL(eval(&m, 2, 1).layer.m_w_bytes, 20 * sbh);
+    m.train.sequence_parallel = true;
+    REL(eval(&m, 2, 1).layer.m_w_bytes, 16 * sbh);
+    /* M_W < M_B without full recompute, for every setting tried */
+    int tps[] = {1, 2, 4};
+    for (int prec = 0; prec < 2; prec++)
+        for (int rc = 0; rc < 2; rc++)
+            for (int sp = 0; sp < 2; sp++)
+                for (int i = 0; i < 3; i++) {
+                    m.train.precision = prec;
+                    m.train.recompute = rc;
+                    m.train.sequence_parallel = sp;
+                    zb_cost_table ct = eval(&m, tps[i], 1);
+                    ck_assert(ct.layer.m_w_bytes < ct.layer.m_b_bytes);
+                    ck_assert(ct.head.m_w_bytes < ct.head.m_b_bytes);
+                }
+    /* Full recompute keeps only the input (2sbh) after F, but B rebuilds
+     * what W needs: M_W is the same 32sbh, above M_B (docs, section 3.2). */
+    m = gpt2();
+    m.train.recompute = ZB_RECOMPUTE_FULL;
+    REL(eval(&m, 1, 1).layer.m_w_bytes, 32 * sbh);
+    REL(eval(&m, 1, 1).layer.m_b_bytes, 2 * sbh);
+}
+END_TEST
+
+START_TEST(params_gpt2) {
+    /* GPT-2 124M: 124,439,808 parameters; per block 7,087,872. */
+    zb_model m = gpt2();
+    zb_cost_table ct = eval(&m, 1, 1);
+    REL(ct.layer.params, 7087872.0);
+    REL(ct.embed.params, 50257.0 * 768 + 1024.0 * 768);
+    REL(ct.head.params, 50257.0 * 768 + 2 * 768); /* tied copy + final LN */
+    /* counted once (tied): layers + embedding + final LN */
+    REL(12 * ct.layer.params + ct.embed.params + ct.head.params - 50257.0 * 768,
+        124439808.0);
+    /* t = 2: QKV (3h^2+3h)/2 = 885888, proj h^2/2 + h = 295680,
+     * fc1 (hf+f)/2 = 1181184, fc2 hf/2 + h = 1180416, 2 LN 3072. */
+    ct = eval(&m, 2, 1);
+    REL(ct.layer.params, 885888.0 + 295680 + 1181184 + 1180416 + 3072);
+    REL(ct.embed.params, 50257.0 * 768 + 1024.0 * 768); /* replicated */
+}
+END_TEST
+
+START_TEST(static_memory_zero) {
+    zb_model m = gpt2();
+    double P = 1e6;
+    REL(zb_static_mem_bytes(&m, P, 1), 16 * P); /* 2 + 2 + 4 + 4 + 4 */
+    REL(zb_static_mem_bytes(&m, P, 4), 16 * P); /* zero1 off */
+    m.train.zero1 = true;
+    REL(zb_static_mem_bytes(&m, P, 4), (2 + 2 + 12 / 4.0) * P);
+    REL(zb_static_mem_bytes(&m, P, 1), 16 * P);
+    m.train.precision = ZB_PREC_FP32;              /* 4 + 4 + 8/dp */
+    REL(zb_static_mem_bytes(&m, P, 4), (4 + 4 + 8 / 4.0) * P);
+    m.train.zero1 = false;
+    REL(zb_static_mem_bytes(&m, P, 4), 16 * P);
+}
+END_TEST
+
+START_TEST(workspace) {
+    zb_model m = gpt2();
+    REL(zb_workspace_bytes(&m), 0.05 * 80 * GIB);  /* 4 GiB > 1 GiB */
+    m.cluster.device.mem_bytes = 16 * GIB;
+    REL(zb_workspace_bytes(&m), GIB);              /* 0.8 GiB < 1 GiB */
+    strcpy(m.cluster.device.name, "CPU");
+    ck_assert(zb_workspace_bytes(&m) < GIB && zb_workspace_bytes(&m) > 0);
+}
+END_TEST
+
+START_TEST(comm_by_hand) {
+    /* 1.5 MiB over 2 ranks at 100 GB/s, 5 us: 2*(1/2)*1572864/1e11 + 2*5e-6 */
+    REL(zb_allreduce_s(1572864, 2, 100e9, 5e-6), 1.572864e-5 + 1e-5);
+    /* 8 ranks: 2*(7/8)*1e9/1e11 + 14*1e-5 = 0.0175 + 0.00014 */
+    REL(zb_allreduce_s(1e9, 8, 1e11, 1e-5), 0.0175 + 0.00014);
+    ck_assert_double_eq(zb_allreduce_s(1e9, 1, 1e11, 1e-5), 0);
+    REL(zb_p2p_s(1572864, 100e9, 5e-6), 5e-6 + 1.572864e-5);
+    /* the table: b*s*h*2 bytes, /t with SP */
+    zb_model m = gpt2();
+    zb_cost_table ct = eval(&m, 2, 1);
+    REL(ct.p2p_bytes, 1024.0 * 768 * 2);
+    REL(ct.p2p_intra_s, 5e-6 + 1024.0 * 768 * 2 / 100e9);
+    REL(ct.p2p_inter_s, 20e-6 + 1024.0 * 768 * 2 / 25e9);
+    m.train.sequence_parallel = true;
+    REL(eval(&m, 2, 1).p2p_bytes, 1024.0 * 768);
+}
+END_TEST
+
+START_TEST(tp_allreduce_on_critical_path) {
+    /* Only the links differ between the two models: F and B differ by two
+     * all-reduces of b*s*h*2 bytes over t = 2, W not at all (no SP); with
+     * SP, W re-gathers 4 tensors = 2 all-reduces' worth. */
+    zb_model fast = gpt2(), slow = gpt2();
+    fast.cluster.intra_bw_Bps = 1e30;
+    fast.cluster.intra_lat_s = 0;
+    double ar = 2 * 0.5 * (1024.0 * 768 * 2) / 100e9 + 2 * 5e-6;
+    for (int sp = 0; sp < 2; sp++) {
+        fast.train.sequence_parallel = slow.train.sequence_parallel = sp;
+        zb_cost_table a = eval(&slow, 2, 1), b = eval(&fast, 2, 1);
+        REL(a.layer.f_s - b.layer.f_s, 2 * ar);
+        REL(a.layer.b_s - b.layer.b_s, 2 * ar);
+        if (sp)
+            REL(a.layer.w_s - b.layer.w_s, 2 * ar);
+        else
+            REL(a.layer.w_s, b.layer.w_s);
+    }
+    /* t = 1: no collectives, the link does not matter */
+    zb_cost_table a = eval(&slow, 1, 1), b = eval(&fast, 1, 1);
+    REL(a.layer.f_s, b.layer.f_s);
+    /* a TP group wider than a node uses the inter-node link */
+    slow.cluster.devices_per_node = 1;
+    fast.cluster.devices_per_node = 1;
+    fast.cluster.inter_bw_Bps = 1e30;
+    fast.cluster.inter_lat_s = 0;
+    fast.train.sequence_parallel = slow.train.sequence_parallel = false;
+    a = eval(&slow, 2, 1);
+    b = eval(&fast, 2, 1);
+    double ar_inter = 2 * 0.5 * (1024.0 * 768 * 2) / 25e9 + 2 * 20e-6;
+    REL(a.layer.f_s - b.layer.f_s, 2 * ar_inter);
+}
+END_TEST
+
+START_TEST(times_bounded_by_peak) {
+    /* No pass beats peak; GEMM-dominated W reaches a sane fraction of it. */
+    zb_model m = gpt2();
+    for (int prec = 0; prec < 2; prec++) {
+        m.train.precision = prec;
+        double peak = prec ? 312e12 : 19.5e12;
+        zb_cost_table ct = eval(&m, 1, 8);
+        REL(ct.peak_flops, peak);
+        const zb_pass_cost *ps[] = {&ct.layer, &ct.head};
+        for (int i = 0; i < 2; i++) {
+            ck_assert(ps[i]->f_s > ps[i]->f_flops / peak);
+            ck_assert(ps[i]->b_s > ps[i]->b_flops / peak);
+            ck_assert(ps[i]->w_s > ps[i]->w_flops / peak);
+            ck_assert(ps[i]->w_s < ps[i]->w_flops / (0.3 * peak));
+        }
+        /* B does more work than F, which does more than W */
+        ck_assert(ct.layer.b_s > ct.layer.f_s && ct.layer.f_s > ct.layer.w_s);
+        ck_assert(ct.embed.f_s > 0 && ct.embed.b_s == 0 && ct.embed.w_s > 0);
+    }
+}
+END_TEST
+
+START_TEST(head_and_embed) {
+    zb_model m = gpt2();
+    zb_cost_table ct = eval(&m, 2, 1); /* head and embedding replicated */
+    double bshV = 1024.0 * 768 * 50257;
+    REL(ct.head.f_flops, 2 * bshV);
+    REL(ct.head.b_flops, 2 * bshV);
+    REL(ct.head.w_flops, 2 * bshV);
+    /* fp32 logits (4 bsV) are part of the head's activations */
+    ck_assert(ct.head.m_b_bytes >= 4.0 * 1024 * 50257);
+    ck_assert(ct.head.m_b_bytes < 4.0 * 1024 * 50257 + 4 * 1024.0 * 768 * 2);
+    ck_assert_double_eq(ct.embed.f_flops + ct.embed.b_flops + ct.embed.w_flops, 0);
+    /* embedding keeps the token ids (4 bytes each); after B its output
+     * gradient (b*s*h*2 bytes) waits for W */
+    REL(ct.embed.m_b_bytes, 4.0 * 1024);
+    REL(ct.embed.m_w_bytes, 4.0 * 1024 + 1024.0 * 768 * 2);
+}
+END_TEST
+
+START_TEST(step_flops_megatron) {
+    /* Narayanan et al. 2021: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)). */
+    zb_model m = gpt2();
+    double B = 512, s = 1024, l = 12, h = 768, V = 50257;
+    REL(zb_model_step_flops(&m),
+        72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h)));
+    /* general f = 2h: 3 B (l (8sh^2 + 4shf + 4s^2h) + 2shV) */
+    m.arch.ffn_hidden = 1536;
+    double f = 1536;
+    REL(zb_model_step_flops(&m),
+        3 * B * (l * (8 * s * h * h + 4 * s * h * f + 4 * s * s * h) +
+                 2 * s * h * V));
+    /* consistent with the table: B(seqs) * (l (F+B+W) + head F+B+W) */
+    m = gpt2();
+    zb_cost_table ct = eval(&m, 1, 1);
+    REL(zb_model_step_flops(&m),
+        B * (l * (ct.layer.f_flops + ct.layer.b_flops + ct.layer.w_flops) +
+             ct.head.f_flops + ct.head.b_flops + ct.head.w_flops));
+}
+END_TEST
+
+START_TEST(gemm_efficiency_shape) {
+    double sizes[] = {1, 2, 7, 16, 64, 100, 128, 129, 512, 1000, 4096, 65536, 1e6};
+    double peaks[] = {0, 1e12, 19.5e12, 312e12, 2.25e15};
+    int n = sizeof sizes / sizeof sizes[0];
+    for (int p = 0; p < 5; p++)
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++)
+                for (int k = 0; k < n; k++) {
+                    double M = sizes[i], N = sizes[j], K = sizes[k], P = peaks[p];
+                    double e = zb_gemm_efficiency(M, N, K, P);
+                    ck_assert(e > 0 && e <= 1);
+                    /* growing any dimension never lowers the efficiency */
+                    if (i + 1 < n)
+                        ck_assert(zb_gemm_efficiency(sizes[i + 1], N, K, P) >= e);
+                    if (j + 1 < n)
+                        ck_assert(zb_gemm_efficiency(M, sizes[j + 1], K, P) >= e);
+                    if (k + 1 < n)
+                        ck_assert(zb_gemm_efficiency(M, N, sizes[k + 1], P) >= e);
+                    /* a faster device needs more work to saturate */
+                    if (p + 1 < 5)
+                        ck_assert(zb_gemm_efficiency(M, N, K, peaks[p + 1]) <= e);
+                }
+    /* strictly rising in the interesting range, and saturating */
+    double a100 = 312e12;
+    ck_assert(zb_gemm_efficiency(1024, 1024, 1024, a100) <
+              zb_gemm_efficiency(4096, 4096, 4096, a100));
+    ck_assert(zb_gemm_efficiency(64, 64, 64, a100) < 0.1);
+    ck_assert(zb_gemm_efficiency(8192, 8192, 8192, a100) > 0.7);
+    double big = zb_gemm_efficiency(1e5, 1e5, 1e5, a100);
+    ck_assert(fabs(big - zb_gemm_efficiency(2e5, 2e5, 2e5, a100)) < 1e-3);
+    /* half the saturation at work = peak * 3 us: a 1024^3 GEMM (2.1 GFLOP)
+     * on a 1 TFLOP/s CPU is far past it, on an A100 it is not */
+    ck_assert(zb_gemm_efficiency(1024, 1024, 1024, 1e12) >
+              zb_gemm_efficiency(1024, 1024, 1024, a100) + 0.1);
+}
+END_TEST
+
+START_TEST(bad_sizes) {
+    zb_model m = gpt2();
+    zb_cost_table ct;
+    zb_err err;
+    ck_assert_int_eq(zb_cost_eval(&m, 5, 1, &ct, &err), ZB_EINFEASIBLE);
+    ck_assert(strstr(err.msg, "tp 5") != NULL);
+    ck_assert_int_eq(zb_cost_eval(&m, 0, 1, &ct, &err), ZB_EINFEASIBLE);
+    ck_assert_int_eq(zb_cost_eval(&m, 1, 0, &ct, &err), ZB_EINFEASIBLE);
+    m.cluster.device.peak_bf16_flops = 0;
+    ck_assert_int_eq(zb_cost_eval(&m, 1, 1, &ct, &err), ZB_EINFEASIBLE);
+}
+END_TEST
+
+int main(void) {
+    Suite *su = suite_create("cost");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, layer_flops_design_formula);
+    tcase_add_test(tc, layer_flops_general_ffn);
+    tcase_add_test(tc, recompute_flops);
+    tcase_add_test(tc, activation_bytes_korthikanti);
+    tcase_add_test(tc, activation_bytes_fp32);
+    tcase_add_test(tc, m_w_derivation);
+    tcase_add_test(tc, params_gpt2);
+    tcase_add_test(tc, static_memory_zero);
+    tcase_add_test(tc, workspace);
+    tcase_add_test(tc, comm_by_hand);
+    tcase_add_test(tc, tp_allreduce_on_critical_path);
+    tcase_add_test(tc, times_bounded_by_peak);
+    tcase_add_test(tc, head_and_embed);
+    tcase_add_test(tc, step_flops_megatron);
+    tcase_add_test(tc, gemm_efficiency_shape);
+    tcase_add_test(tc, bad_sizes);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
