@@ -57,7 +57,7 @@ typedef struct {
     bool zero1;             /* shard optimizer state over DP */
     zb_data_kind data_kind;
     char data_path[1024];   /* resolved relative to the model file's folder;
-                               empty = the built-in corpus data/tiny.txt */
+                               empty = none given */
     zb_optim opt;
 } zb_training;
 

@@ -276,12 +276,9 @@ zb_status zb_plan_read(const char *path, zb_plan *plan, zb_err *err) {
                         doc.root ? doc.root->col : 1, "a plan must be a mapping");
     if (st == ZB_OK) st = read_version(&r, doc.root);
     if (st == ZB_OK) {
-        /* relative data paths in a plan are relative to the plan's folder */
-        char dir[1024];
-        snprintf(dir, sizeof dir, "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (slash) *slash = 0; else snprintf(dir, sizeof dir, ".");
-        st = zb_model_parse(&doc, doc.root, extra, dir, &plan->model, err);
+        /* zbplan wrote the data path as resolved from where it ran; a
+         * relative one stays relative to the working directory */
+        st = zb_model_parse(&doc, doc.root, extra, NULL, &plan->model, err);
     }
     if (st == ZB_OK) st = read_body(&r, doc.root, plan);
     if (st != ZB_OK) zb_plan_free(plan);

@@ -1,0 +1,93 @@
+/* zb_afile.c - atomic file replacement (see zb_afile.h).
+ *
+ * The sequence is the classic one: write "<path>.tmp.<pid>", fflush (libc
+ * buffer -> kernel), fsync (kernel -> disk), rename over <path> (atomic on
+ * POSIX file systems), then fsync the directory so the rename itself is
+ * durable. Any failure unlinks the temporary file and leaves <path> as it
+ * was. zb_afile_close is safe to call on a zeroed or already closed zb_afile.
+ */
+#include "common/zb_afile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+zb_status zb_afile_open(zb_afile *a, const char *path, zb_err *err) {
+    memset(a, 0, sizeof *a);
+    size_t n = strlen(path);
+    if (n == 0) return zb_fail(err, ZB_EIO, "cannot write a file with an empty name");
+    if (n >= sizeof a->path)
+        return zb_fail(err, ZB_EIO, "path too long (%zu bytes): %.64s...", n, path);
+    memcpy(a->path, path, n + 1);
+    int t = snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (t < 0 || (size_t)t >= sizeof a->tmp)
+        return zb_fail(err, ZB_EIO, "path too long: %.64s...", path);
+    a->f = fopen(a->tmp, "w");
+    if (!a->f)
+        return zb_fail(err, ZB_EIO, "cannot create '%s': %s", a->tmp, strerror(errno));
+    return ZB_OK;
+}
+
+/* Directory part of path ("." when there is none) into dir[cap]. */
+static void dir_of(const char *path, char *dir, size_t cap) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        snprintf(dir, cap, ".");
+    } else if (slash == path) {
+        snprintf(dir, cap, "/");
+    } else {
+        snprintf(dir, cap, "%.*s", (int)(slash - path), path);
+    }
+}
+
+/* fsync the directory holding path so the rename survives a crash. File
+ * systems that cannot sync a directory answer EINVAL; that is not an error. */
+static zb_status sync_dir(const char *path, zb_err *err) {
+    char dir[1024];
+    dir_of(path, dir, sizeof dir);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return zb_fail(err, ZB_EIO, "cannot open directory '%s': %s", dir, strerror(errno));
+    zb_status s = ZB_OK;
+    if (fsync(fd) != 0 && errno != EINVAL)
+        s = zb_fail(err, ZB_EIO, "cannot sync directory '%s': %s", dir, strerror(errno));
+    if (close(fd) != 0 && s == ZB_OK)
+        s = zb_fail(err, ZB_EIO, "cannot close directory '%s': %s", dir, strerror(errno));
+    return s;
+}
+
+/* Flush, sync and close a->f; on failure the caller unlinks a->tmp. */
+static zb_status finish_tmp(zb_afile *a, zb_err *err) {
+    FILE *f = a->f;
+    a->f = NULL;
+    zb_status s = ZB_OK;
+    if (fflush(f) != 0)
+        s = zb_fail(err, ZB_EIO, "cannot write '%s': %s", a->tmp, strerror(errno));
+    else if (ferror(f))   /* an earlier write failed; its errno is gone */
+        s = zb_fail(err, ZB_EIO, "cannot write '%s': write error", a->tmp);
+    else if (fsync(fileno(f)) != 0)
+        s = zb_fail(err, ZB_EIO, "cannot sync '%s': %s", a->tmp, strerror(errno));
+    if (fclose(f) != 0 && s == ZB_OK)
+        s = zb_fail(err, ZB_EIO, "cannot close '%s': %s", a->tmp, strerror(errno));
+    return s;
+}
+
+zb_status zb_afile_close(zb_afile *a, bool ok, zb_err *err) {
+    if (!a->f) return ZB_OK;   /* never opened, or closed already */
+    if (!ok) {
+        fclose(a->f);          /* the data is being discarded: errors do not matter */
+        a->f = NULL;
+        unlink(a->tmp);
+        return ZB_OK;
+    }
+    zb_status s = finish_tmp(a, err);
+    if (s == ZB_OK && rename(a->tmp, a->path) != 0)
+        s = zb_fail(err, ZB_EIO, "cannot rename '%s' to '%s': %s", a->tmp, a->path,
+                    strerror(errno));
+    if (s != ZB_OK) {
+        unlink(a->tmp);
+        return s;
+    }
+    return sync_dir(a->path, err);
+}

@@ -1,0 +1,493 @@
+/* zb_model.c - model spec: defaults, parsing, validation, writing, and the
+ * built-in device table (see zb_model.h; docs/model-format.md is the user
+ * reference and cites the sources of every device number).
+ *
+ * Parsing goes section by section: check the section's keys first (so a typo
+ * is reported as a typo, not as a missing key), then read each value with the
+ * typed getters, then check the relations between values. Every message is
+ * one line "file:line:col: ..." pointing at the offending node.
+ */
+#include "common/zb_model.h"
+
+#include <float.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#define GIB 1073741824.0   /* memory_gib -> bytes */
+#define TFLOPS 1e12        /* *_tflops -> FLOP/s */
+#define GBPS 1e9           /* bandwidth_gbps (GB/s) -> bytes/s */
+#define US_PER_S 1e6       /* latency_us -> s: divide (5 us is exactly 5e-6 s) */
+
+/* Peak dense throughput and memory per device; sources in docs/model-format.md. */
+static const zb_device k_devices[] = {
+    {"a100-40gb", 312e12, 19.5e12, 40.0 * GIB},
+    {"a100-80gb", 312e12, 19.5e12, 80.0 * GIB},
+    {"h100-sxm", 989e12, 67e12, 80.0 * GIB},
+    {"h200", 989e12, 67e12, 141e9},
+    {"b200", 2250e12, 80e12, 180e9},
+    /* An estimate for one multi-core x86 socket running our C kernels, not a
+     * datasheet number: override with an explicit device mapping. */
+    {"cpu", 0.1e12, 0.1e12, 16.0 * GIB},
+};
+#define N_DEVICES ((int)(sizeof k_devices / sizeof k_devices[0]))
+
+static const char *const k_device_names[] = {"a100-40gb", "a100-80gb", "h100-sxm",
+                                             "h200",      "b200",      "cpu",
+                                             NULL};
+
+const zb_device *zb_device_lookup(const char *name) {
+    for (int i = 0; i < N_DEVICES; i++)
+        if (strcasecmp(name, k_devices[i].name) == 0) return &k_devices[i];
+    return NULL;
+}
+
+const char *const *zb_device_names(void) { return k_device_names; }
+
+int zb_precision_bytes(zb_precision p) { return p == ZB_PREC_BF16 ? 2 : 4; }
+
+static const char *const k_precisions[] = {"fp32", "bf16", NULL};
+static const char *const k_recomputes[] = {"none", "selective", "full", NULL};
+static const char *const k_data_kinds[] = {"text", "shards", NULL};
+static const char *const k_schedules[] = {"cosine", "constant", NULL};
+
+static const char *const k_top_keys[] = {"name", "model", "training", "cluster", NULL};
+static const char *const k_model_keys[] = {"layers", "hidden",  "heads",          "ffn_hidden",
+                                           "seq_len", "vocab", "tied_embeddings", NULL};
+static const char *const k_training_keys[] = {
+    "global_batch", "micro_batch",       "steps", "seed", "precision", "recompute",
+    "sequence_parallel", "zero1", "data", "optimizer", NULL};
+static const char *const k_data_keys[] = {"kind", "path", NULL};
+static const char *const k_optim_keys[] = {"lr",           "min_lr",    "beta1",
+                                           "beta2",        "eps",       "weight_decay",
+                                           "grad_clip",    "warmup_steps", "schedule",
+                                           NULL};
+static const char *const k_cluster_keys[] = {"nodes", "devices_per_node", "device",
+                                             "intra_node", "inter_node", NULL};
+static const char *const k_link_keys[] = {"bandwidth_gbps", "latency_us", NULL};
+static const char *const k_device_keys[] = {"name", "peak_bf16_tflops", "peak_fp32_tflops",
+                                            "memory_gib", NULL};
+
+/* Everything optional gets its documented default. */
+static void set_defaults(zb_model *m) {
+    memset(m, 0, sizeof *m);
+    m->arch.tied_embeddings = true;
+    zb_training *t = &m->train;
+    t->micro_batch = 0;   /* auto */
+    t->steps = 10;
+    t->seed = 1234;
+    t->precision = ZB_PREC_BF16;
+    t->recompute = ZB_RECOMPUTE_NONE;
+    t->data_kind = ZB_DATA_TEXT;
+    t->opt = (zb_optim){.lr = 3e-4, .min_lr = 3e-5, .beta1 = 0.9, .beta2 = 0.95,
+                        .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0,
+                        .warmup_steps = 0, .cosine = true};
+    zb_cluster *c = &m->cluster;
+    c->nodes = 1;
+    c->devices_per_node = 8;
+    c->intra_bw_Bps = 300 * GBPS;
+    c->intra_lat_s = 5 / US_PER_S;
+    c->inter_bw_Bps = 25 * GBPS;
+    c->inter_lat_s = 10 / US_PER_S;
+}
+
+/* ---- small helpers over the getters ---- */
+
+/* Find a sub-mapping, check it is one and check its keys. *out = NULL when
+ * absent and optional. where names it in messages ("'training.data'"). */
+static zb_status section(const zb_ydoc *doc, const zb_ynode *parent, const char *key,
+                         const char *parent_where, const char *where, bool required,
+                         const char *const *allowed, const zb_ynode **out, zb_err *err) {
+    *out = zb_ymap_get(parent, key);
+    if (!*out) {
+        if (!required) return ZB_OK;
+        return zb_fail_at(err, doc->file, parent->line, parent->col,
+                          "missing key '%s' in %s", key, parent_where);
+    }
+    ZB_TRY(zb_ynode_expect(doc, *out, ZB_Y_MAP, where, err));
+    return zb_ymap_check_keys(doc, *out, where, allowed, err);
+}
+
+static zb_status get_int(const zb_ydoc *doc, const zb_ynode *map, const char *key,
+                         bool required, long long min, long long max, int *out,
+                         zb_err *err) {
+    long long v = *out;
+    ZB_TRY(zb_yget_int(doc, map, key, required, min, max, &v, err));
+    *out = (int)v;   /* max <= INT_MAX at every call */
+    return ZB_OK;
+}
+
+/* A number that must be > 0 (strictly), e.g. a bandwidth or a learning rate. */
+static zb_status get_positive(const zb_ydoc *doc, const zb_ynode *map, const char *key,
+                              bool required, double *out, zb_err *err) {
+    double v = *out;
+    ZB_TRY(zb_yget_double(doc, map, key, required, -DBL_MAX, DBL_MAX, &v, err));
+    const zb_ynode *n = zb_ymap_get(map, key);
+    if (n && !(v > 0))
+        return zb_fail_at(err, doc->file, n->line, n->col, "'%s' must be > 0, got %g", key, v);
+    *out = v;
+    return ZB_OK;
+}
+
+/* A number in [0, 1): Adam's betas. */
+static zb_status get_beta(const zb_ydoc *doc, const zb_ynode *map, const char *key,
+                          double *out, zb_err *err) {
+    double v = *out;
+    ZB_TRY(zb_yget_double(doc, map, key, false, -DBL_MAX, DBL_MAX, &v, err));
+    const zb_ynode *n = zb_ymap_get(map, key);
+    if (n && !(v >= 0 && v < 1))
+        return zb_fail_at(err, doc->file, n->line, n->col, "'%s' must be in [0, 1), got %g",
+                          key, v);
+    *out = v;
+    return ZB_OK;
+}
+
+/* ---- sections ---- */
+
+static zb_status parse_arch(const zb_ydoc *doc, const zb_ynode *root, zb_arch *a,
+                            zb_err *err) {
+    const zb_ynode *s;
+    ZB_TRY(section(doc, root, "model", "the top level", "'model'", true, k_model_keys, &s,
+                   err));
+    ZB_TRY(get_int(doc, s, "layers", true, 1, 100000, &a->layers, err));
+    ZB_TRY(get_int(doc, s, "hidden", true, 1, 1 << 20, &a->hidden, err));
+    ZB_TRY(get_int(doc, s, "heads", true, 1, 1 << 20, &a->heads, err));
+    a->ffn_hidden = 4 * a->hidden;
+    ZB_TRY(get_int(doc, s, "ffn_hidden", false, 1, 1 << 23, &a->ffn_hidden, err));
+    ZB_TRY(get_int(doc, s, "seq_len", true, 1, 1 << 22, &a->seq_len, err));
+    ZB_TRY(get_int(doc, s, "vocab", true, 1, 1 << 24, &a->vocab, err));
+    ZB_TRY(zb_yget_bool(doc, s, "tied_embeddings", false, &a->tied_embeddings, err));
+    if (a->hidden % a->heads != 0) {
+        const zb_ynode *n = zb_ymap_get(s, "heads");
+        return zb_fail_at(err, doc->file, n->line, n->col,
+                          "'heads' (%d) must divide 'hidden' (%d)", a->heads, a->hidden);
+    }
+    return ZB_OK;
+}
+
+/* micro_batch: a positive integer or the word auto (0: the planner picks). */
+static zb_status parse_micro_batch(const zb_ydoc *doc, const zb_ynode *s, zb_training *t,
+                                   zb_err *err) {
+    const zb_ynode *n = zb_ymap_get(s, "micro_batch");
+    if (!n) return ZB_OK;
+    if (n->type == ZB_Y_SCALAR && strcmp(n->str, "auto") == 0) {
+        t->micro_batch = 0;
+        return ZB_OK;
+    }
+    bool numeric = n->type == ZB_Y_SCALAR && !n->quoted && n->str[0] &&
+                   strchr("+-0123456789", n->str[0]);
+    if (!numeric) {
+        char got[80];
+        if (n->type != ZB_Y_SCALAR)
+            snprintf(got, sizeof got, "%s", n->type == ZB_Y_MAP ? "a mapping" : "a sequence");
+        else if (!n->str[0] && !n->quoted)
+            snprintf(got, sizeof got, "nothing");
+        else
+            snprintf(got, sizeof got, "%s'%.60s'", n->quoted ? "a quoted string " : "",
+                     n->str);
+        return zb_fail_at(err, doc->file, n->line, n->col,
+                          "'micro_batch' must be a positive integer or auto, got %s", got);
+    }
+    long long v;
+    ZB_TRY(zb_yscalar_int(doc, n, "'micro_batch'", 1, t->global_batch, &v, err));
+    t->micro_batch = (int)v;
+    if (t->global_batch % t->micro_batch != 0)
+        return zb_fail_at(err, doc->file, n->line, n->col,
+                          "'micro_batch' (%d) must divide 'global_batch' (%d)",
+                          t->micro_batch, t->global_batch);
+    return ZB_OK;
+}
+
+/* Join base_dir and a relative path; absolute and empty paths stay as they are. */
+static zb_status resolve_path(const zb_ydoc *doc, const zb_ynode *n, const char *base_dir,
+                              char *path, size_t cap, zb_err *err) {
+    if (!path[0] || path[0] == '/' || !base_dir || !base_dir[0] ||
+        strcmp(base_dir, ".") == 0)
+        return ZB_OK;
+    char joined[2048];
+    int w = snprintf(joined, sizeof joined, "%s%s%s", base_dir,
+                     base_dir[strlen(base_dir) - 1] == '/' ? "" : "/", path);
+    if (w < 0 || (size_t)w >= cap)
+        return zb_fail_at(err, doc->file, n->line, n->col,
+                          "'path' is too long once joined with '%s'", base_dir);
+    memcpy(path, joined, (size_t)w + 1);
+    return ZB_OK;
+}
+
+static zb_status parse_data(const zb_ydoc *doc, const zb_ynode *train, const char *base_dir,
+                            zb_training *t, zb_err *err) {
+    const zb_ynode *s;
+    ZB_TRY(section(doc, train, "data", "'training'", "'training.data'", false, k_data_keys,
+                   &s, err));
+    if (!s) return ZB_OK;
+    int kind = t->data_kind;
+    ZB_TRY(zb_yget_enum(doc, s, "kind", false, k_data_kinds, &kind, err));
+    t->data_kind = (zb_data_kind)kind;
+    ZB_TRY(zb_yget_str(doc, s, "path", false, t->data_path, sizeof t->data_path, err));
+    if (t->data_kind == ZB_DATA_SHARDS && !t->data_path[0])
+        return zb_fail_at(err, doc->file, s->line, s->col,
+                          "'training.data' needs a 'path' when 'kind' is shards");
+    const zb_ynode *pn = zb_ymap_get(s, "path");
+    return pn ? resolve_path(doc, pn, base_dir, t->data_path, sizeof t->data_path, err)
+              : ZB_OK;
+}
+
+static zb_status parse_optim(const zb_ydoc *doc, const zb_ynode *train, zb_optim *o,
+                             zb_err *err) {
+    const zb_ynode *s;
+    ZB_TRY(section(doc, train, "optimizer", "'training'", "'training.optimizer'", false,
+                   k_optim_keys, &s, err));
+    if (!s) return ZB_OK;
+    if (zb_ymap_get(s, "lr")) {
+        ZB_TRY(get_positive(doc, s, "lr", false, &o->lr, err));
+        o->min_lr = o->lr / 10;   /* default follows lr, so lr alone is always valid */
+    }
+    ZB_TRY(zb_yget_double(doc, s, "min_lr", false, 0, DBL_MAX, &o->min_lr, err));
+    if (o->min_lr > o->lr) {
+        const zb_ynode *n = zb_ymap_get(s, "min_lr");   /* the default never exceeds lr */
+        return zb_fail_at(err, doc->file, n->line, n->col, "'min_lr' (%g) must be <= 'lr' (%g)",
+                          o->min_lr, o->lr);
+    }
+    ZB_TRY(get_beta(doc, s, "beta1", &o->beta1, err));
+    ZB_TRY(get_beta(doc, s, "beta2", &o->beta2, err));
+    ZB_TRY(get_positive(doc, s, "eps", false, &o->eps, err));
+    ZB_TRY(zb_yget_double(doc, s, "weight_decay", false, 0, DBL_MAX, &o->weight_decay, err));
+    ZB_TRY(zb_yget_double(doc, s, "grad_clip", false, 0, DBL_MAX, &o->grad_clip, err));
+    ZB_TRY(get_int(doc, s, "warmup_steps", false, 0, INT_MAX, &o->warmup_steps, err));
+    int sched = o->cosine ? 0 : 1;
+    ZB_TRY(zb_yget_enum(doc, s, "schedule", false, k_schedules, &sched, err));
+    o->cosine = sched == 0;
+    return ZB_OK;
+}
+
+static zb_status parse_training(const zb_ydoc *doc, const zb_ynode *root,
+                                const char *base_dir, zb_training *t, zb_err *err) {
+    const zb_ynode *s;
+    ZB_TRY(section(doc, root, "training", "the top level", "'training'", true,
+                   k_training_keys, &s, err));
+    ZB_TRY(get_int(doc, s, "global_batch", true, 1, 1 << 24, &t->global_batch, err));
+    ZB_TRY(parse_micro_batch(doc, s, t, err));
+    ZB_TRY(get_int(doc, s, "steps", false, 1, 1000000000, &t->steps, err));
+    long long seed = (long long)t->seed;
+    ZB_TRY(zb_yget_int(doc, s, "seed", false, 0, LLONG_MAX, &seed, err));
+    t->seed = (uint64_t)seed;
+    int prec = t->precision, rec = t->recompute;
+    ZB_TRY(zb_yget_enum(doc, s, "precision", false, k_precisions, &prec, err));
+    ZB_TRY(zb_yget_enum(doc, s, "recompute", false, k_recomputes, &rec, err));
+    t->precision = (zb_precision)prec;
+    t->recompute = (zb_recompute)rec;
+    ZB_TRY(zb_yget_bool(doc, s, "sequence_parallel", false, &t->sequence_parallel, err));
+    ZB_TRY(zb_yget_bool(doc, s, "zero1", false, &t->zero1, err));
+    ZB_TRY(parse_data(doc, s, base_dir, t, err));
+    return parse_optim(doc, s, &t->opt, err);
+}
+
+static zb_status parse_device_map(const zb_ydoc *doc, const zb_ynode *n, zb_device *d,
+                                  zb_err *err) {
+    ZB_TRY(zb_ymap_check_keys(doc, n, "'cluster.device'", k_device_keys, err));
+    double bf16 = 0, fp32 = 0, gib = 0;
+    ZB_TRY(zb_yget_str(doc, n, "name", true, d->name, sizeof d->name, err));
+    ZB_TRY(get_positive(doc, n, "peak_bf16_tflops", true, &bf16, err));
+    ZB_TRY(get_positive(doc, n, "peak_fp32_tflops", true, &fp32, err));
+    ZB_TRY(get_positive(doc, n, "memory_gib", true, &gib, err));
+    d->peak_bf16_flops = bf16 * TFLOPS;
+    d->peak_fp32_flops = fp32 * TFLOPS;
+    d->mem_bytes = gib * GIB;
+    return ZB_OK;
+}
+
+/* device: a table name, or a mapping with explicit numbers. */
+static zb_status parse_device(const zb_ydoc *doc, const zb_ynode *cl, zb_device *d,
+                              zb_err *err) {
+    const zb_ynode *n = zb_ymap_get(cl, "device");
+    if (!n)
+        return zb_fail_at(err, doc->file, cl->line, cl->col, "missing key 'device' in 'cluster'");
+    if (n->type == ZB_Y_MAP) return parse_device_map(doc, n, d, err);
+    if (n->type == ZB_Y_SEQ || !n->str[0])
+        return zb_fail_at(err, doc->file, n->line, n->col,
+                          "'device' must be a device name or a mapping, got %s",
+                          n->type == ZB_Y_SEQ ? "a sequence" : "nothing");
+    const zb_device *known = zb_device_lookup(n->str);
+    if (!known) {
+        char list[160] = "";
+        for (int i = 0; k_device_names[i]; i++) {
+            strcat(list, i ? ", " : "");
+            strcat(list, k_device_names[i]);
+        }
+        return zb_fail_at(err, doc->file, n->line, n->col, "unknown device '%.60s'; known: %s",
+                          n->str, list);
+    }
+    *d = *known;
+    return ZB_OK;
+}
+
+static zb_status parse_link(const zb_ydoc *doc, const zb_ynode *cl, const char *key,
+                            const char *where, double *bw_Bps, double *lat_s, zb_err *err) {
+    const zb_ynode *s;
+    ZB_TRY(section(doc, cl, key, "'cluster'", where, false, k_link_keys, &s, err));
+    if (!s) return ZB_OK;
+    double gbps = 0, us = 0;
+    if (zb_ymap_get(s, "bandwidth_gbps")) {
+        ZB_TRY(get_positive(doc, s, "bandwidth_gbps", false, &gbps, err));
+        *bw_Bps = gbps * GBPS;
+    }
+    if (zb_ymap_get(s, "latency_us")) {
+        ZB_TRY(zb_yget_double(doc, s, "latency_us", false, 0, DBL_MAX, &us, err));
+        *lat_s = us / US_PER_S;
+    }
+    return ZB_OK;
+}
+
+static zb_status parse_cluster(const zb_ydoc *doc, const zb_ynode *root, zb_cluster *c,
+                               zb_err *err) {
+    const zb_ynode *s;
+    ZB_TRY(section(doc, root, "cluster", "the top level", "'cluster'", true, k_cluster_keys,
+                   &s, err));
+    ZB_TRY(get_int(doc, s, "nodes", false, 1, 100000, &c->nodes, err));
+    ZB_TRY(get_int(doc, s, "devices_per_node", false, 1, 1024, &c->devices_per_node, err));
+    ZB_TRY(parse_device(doc, s, &c->device, err));
+    ZB_TRY(parse_link(doc, s, "intra_node", "'cluster.intra_node'", &c->intra_bw_Bps,
+                      &c->intra_lat_s, err));
+    return parse_link(doc, s, "inter_node", "'cluster.inter_node'", &c->inter_bw_Bps,
+                      &c->inter_lat_s, err);
+}
+
+/* name: given, or the file name without folder and extension. */
+static zb_status parse_name(const zb_ydoc *doc, const zb_ynode *root, char *name,
+                            size_t cap, zb_err *err) {
+    const char *base = strrchr(doc->file, '/');
+    base = base ? base + 1 : doc->file;
+    size_t n = strcspn(base, ".");
+    snprintf(name, cap, "%.*s", (int)(n < cap ? n : cap - 1), base);
+    ZB_TRY(zb_yget_str(doc, root, "name", false, name, cap, err));
+    const zb_ynode *node = zb_ymap_get(root, "name");
+    if (node && !name[0])
+        return zb_fail_at(err, doc->file, node->line, node->col, "'name' must not be empty");
+    return ZB_OK;
+}
+
+zb_status zb_model_parse(const zb_ydoc *doc, const zb_ynode *root,
+                         const char *const *extra_keys, const char *base_dir,
+                         zb_model *out, zb_err *err) {
+    ZB_TRY(zb_ynode_expect(doc, root, ZB_Y_MAP, "the top level", err));
+    const char *allowed[64];
+    int n = 0;
+    for (int i = 0; k_top_keys[i]; i++) allowed[n++] = k_top_keys[i];
+    for (int i = 0; extra_keys && extra_keys[i] && n < 63; i++) allowed[n++] = extra_keys[i];
+    allowed[n] = NULL;
+    ZB_TRY(zb_ymap_check_keys(doc, root, "the top level", allowed, err));
+    set_defaults(out);
+    ZB_TRY(parse_name(doc, root, out->name, sizeof out->name, err));
+    ZB_TRY(parse_arch(doc, root, &out->arch, err));
+    ZB_TRY(parse_training(doc, root, base_dir, &out->train, err));
+    return parse_cluster(doc, root, &out->cluster, err);
+}
+
+zb_status zb_model_load(const char *path, zb_model *out, zb_err *err) {
+    zb_ydoc doc;
+    ZB_TRY(zb_ydoc_load(path, &doc, err));
+    /* The folder holding the file: "" (none), "/" or "a/b". */
+    char base_dir[1024] = "";
+    const char *slash = strrchr(path, '/');
+    if (slash) {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);
+        if (n >= sizeof base_dir) n = sizeof base_dir - 1;
+        memcpy(base_dir, path, n);
+        base_dir[n] = '\0';
+    }
+    zb_status s = zb_model_parse(&doc, doc.root, NULL, base_dir, out, err);
+    zb_ydoc_free(&doc);
+    return s;
+}
+
+/* ---- writing ---- */
+
+/* File units from struct units: the inverse of the parser's conversions.
+ * For every value the parser produces (t * scale, or t / scale for
+ * latencies), converting back and parsing again gives the same double; the
+ * round-trip test checks this on every shipped model. */
+static double in_units(double v, double scale) { return v / scale; }
+static double in_us(double seconds) { return seconds * US_PER_S; }
+
+static void begin_map(zb_yw *w, const char *key) {
+    zb_yw_str(w, key);
+    zb_yw_map_begin(w, false);
+}
+
+static void write_arch(zb_yw *w, const zb_arch *a) {
+    begin_map(w, "model");
+    zb_yw_kint(w, "layers", a->layers);
+    zb_yw_kint(w, "hidden", a->hidden);
+    zb_yw_kint(w, "heads", a->heads);
+    zb_yw_kint(w, "ffn_hidden", a->ffn_hidden);
+    zb_yw_kint(w, "seq_len", a->seq_len);
+    zb_yw_kint(w, "vocab", a->vocab);
+    zb_yw_kbool(w, "tied_embeddings", a->tied_embeddings);
+    zb_yw_map_end(w);
+}
+
+static void write_optim(zb_yw *w, const zb_optim *o) {
+    begin_map(w, "optimizer");
+    zb_yw_kdouble(w, "lr", o->lr);
+    zb_yw_kdouble(w, "min_lr", o->min_lr);
+    zb_yw_kdouble(w, "beta1", o->beta1);
+    zb_yw_kdouble(w, "beta2", o->beta2);
+    zb_yw_kdouble(w, "eps", o->eps);
+    zb_yw_kdouble(w, "weight_decay", o->weight_decay);
+    zb_yw_kdouble(w, "grad_clip", o->grad_clip);
+    zb_yw_kint(w, "warmup_steps", o->warmup_steps);
+    zb_yw_kstr(w, "schedule", k_schedules[o->cosine ? 0 : 1]);
+    zb_yw_map_end(w);
+}
+
+static void write_training(zb_yw *w, const zb_training *t) {
+    begin_map(w, "training");
+    zb_yw_kint(w, "global_batch", t->global_batch);
+    if (t->micro_batch > 0)
+        zb_yw_kint(w, "micro_batch", t->micro_batch);
+    else
+        zb_yw_kstr(w, "micro_batch", "auto");
+    zb_yw_kint(w, "steps", t->steps);
+    zb_yw_kint(w, "seed", (long long)t->seed);
+    zb_yw_kstr(w, "precision", k_precisions[t->precision]);
+    zb_yw_kstr(w, "recompute", k_recomputes[t->recompute]);
+    zb_yw_kbool(w, "sequence_parallel", t->sequence_parallel);
+    zb_yw_kbool(w, "zero1", t->zero1);
+    begin_map(w, "data");
+    zb_yw_kstr(w, "kind", k_data_kinds[t->data_kind]);
+    zb_yw_kstr(w, "path", t->data_path);
+    zb_yw_map_end(w);
+    write_optim(w, &t->opt);
+    zb_yw_map_end(w);
+}
+
+static void write_link(zb_yw *w, const char *key, double bw_Bps, double lat_s) {
+    begin_map(w, key);
+    zb_yw_kdouble(w, "bandwidth_gbps", in_units(bw_Bps, GBPS));
+    zb_yw_kdouble(w, "latency_us", in_us(lat_s));
+    zb_yw_map_end(w);
+}
+
+static void write_cluster(zb_yw *w, const zb_cluster *c) {
+    begin_map(w, "cluster");
+    zb_yw_kint(w, "nodes", c->nodes);
+    zb_yw_kint(w, "devices_per_node", c->devices_per_node);
+    /* Always the explicit numbers: a plan must not depend on the table. */
+    begin_map(w, "device");
+    zb_yw_kstr(w, "name", c->device.name);
+    zb_yw_kdouble(w, "peak_bf16_tflops", in_units(c->device.peak_bf16_flops, TFLOPS));
+    zb_yw_kdouble(w, "peak_fp32_tflops", in_units(c->device.peak_fp32_flops, TFLOPS));
+    zb_yw_kdouble(w, "memory_gib", in_units(c->device.mem_bytes, GIB));
+    zb_yw_map_end(w);
+    write_link(w, "intra_node", c->intra_bw_Bps, c->intra_lat_s);
+    write_link(w, "inter_node", c->inter_bw_Bps, c->inter_lat_s);
+    zb_yw_map_end(w);
+}
+
+void zb_model_write(zb_yw *w, const zb_model *m) {
+    zb_yw_kstr(w, "name", m->name);
+    write_arch(w, &m->arch);
+    write_training(w, &m->train);
+    write_cluster(w, &m->cluster);
+}

@@ -1,0 +1,447 @@
+/* test_model.c - model spec (common/zb_model.c): the bad-input corpus in
+ * tests/bad/models (each NAME.yaml must fail with exactly NAME.err), every
+ * shipped model in models/ loads with the values written in it, the documented
+ * defaults, the device table against datasheet numbers, data path
+ * resolution, extra top-level keys, and the write -> parse round trip.
+ * Runs from the repository root. */
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/zb_model.h"
+
+#define GIB 1073741824.0
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* First line of a file without its newline; false if it cannot be read. */
+static bool read_line(const char *path, char *buf, size_t cap) {
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    bool ok = fgets(buf, (int)cap, f) != NULL;
+    fclose(f);
+    buf[strcspn(buf, "\n")] = '\0';
+    return ok;
+}
+
+/* Parse a model from text (file name "m.yaml" in messages). */
+static zb_status parse_text(const char *text, const char *const *extra, const char *base,
+                            zb_model *m, zb_err *e) {
+    zb_ydoc d;
+    zb_status s = zb_ydoc_load_string("m.yaml", text, &d, e);
+    if (s != ZB_OK) return s;
+    s = zb_model_parse(&d, d.root, extra, base, m, e);
+    zb_ydoc_free(&d);
+    return s;
+}
+
+static const char *k_minimal = "model: {layers: 2, hidden: 32, heads: 2, seq_len: 16, vocab: 50}\n"
+                               "training: {global_batch: 4}\n"
+                               "cluster: {device: a100-40gb}\n";
+
+/* ---- the bad-input corpus ---- */
+
+START_TEST(bad_corpus) {
+    const char *dir = "tests/bad/models";
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "cannot open %s (run from the repository root)", dir);
+    int n = 0;
+    for (struct dirent *ent; (ent = readdir(d));) {
+        char path[512], errpath[512], want[600];
+        if (ends_with(ent->d_name, ".err")) {   /* every .err has its .yaml */
+            snprintf(path, sizeof path, "%s/%.*s.yaml", dir, (int)strlen(ent->d_name) - 4,
+                     ent->d_name);
+            ck_assert_msg(access(path, F_OK) == 0, "%s has no .yaml", ent->d_name);
+            continue;
+        }
+        if (!ends_with(ent->d_name, ".yaml")) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+        snprintf(errpath, sizeof errpath, "%.*s.err", (int)strlen(path) - 5, path);
+        ck_assert_msg(read_line(errpath, want, sizeof want), "missing %s", errpath);
+        zb_model m;
+        zb_err e = {{0}};
+        zb_status s = zb_model_load(path, &m, &e);
+        ck_assert_msg(s == ZB_EINPUT, "%s: status %d (%s)", path, s, s ? e.msg : "loaded");
+        ck_assert_msg(strcmp(e.msg, want) == 0, "%s:\n  got:  %s\n  want: %s", path, e.msg,
+                      want);
+        n++;
+    }
+    closedir(d);
+    ck_assert_int_ge(n, 20);
+}
+END_TEST
+
+/* ---- shipped models ---- */
+
+START_TEST(all_models_load) {
+    DIR *d = opendir("models");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *ent; (ent = readdir(d));) {
+        if (!ends_with(ent->d_name, ".yaml")) continue;
+        char path[512];
+        snprintf(path, sizeof path, "models/%s", ent->d_name);
+        zb_model m;
+        zb_err e;
+        ck_assert_msg(zb_model_load(path, &m, &e) == ZB_OK, "%s: %s", path, e.msg);
+        /* Every shipped name matches its file name. */
+        ck_assert_int_eq(strncmp(m.name, ent->d_name, strlen(ent->d_name) - 5), 0);
+        ck_assert_int_eq(strlen(m.name), strlen(ent->d_name) - 5);
+        n++;
+    }
+    closedir(d);
+    ck_assert_int_ge(n, 9);
+}
+END_TEST
+
+static zb_model load(const char *path) {
+    zb_model m;
+    zb_err e;
+    ck_assert_msg(zb_model_load(path, &m, &e) == ZB_OK, "%s: %s", path, e.msg);
+    return m;
+}
+
+START_TEST(tiny_values) {
+    zb_model m = load("models/tiny.yaml");
+    ck_assert_str_eq(m.name, "tiny");
+    ck_assert_int_eq(m.arch.layers, 8);
+    ck_assert_int_eq(m.arch.hidden, 64);
+    ck_assert_int_eq(m.arch.heads, 4);
+    ck_assert_int_eq(m.arch.ffn_hidden, 256);   /* default 4 * 64 */
+    ck_assert_int_eq(m.arch.seq_len, 64);
+    ck_assert_int_eq(m.arch.vocab, 256);
+    ck_assert(m.arch.tied_embeddings);
+    ck_assert_int_eq(m.train.global_batch, 16);
+    ck_assert_int_eq(m.train.micro_batch, 2);
+    ck_assert_int_eq(m.train.steps, 30);
+    ck_assert_int_eq(m.train.precision, ZB_PREC_FP32);
+    ck_assert_int_eq(m.train.data_kind, ZB_DATA_TEXT);
+    ck_assert_str_eq(m.train.data_path, "models/data/corpus.txt");   /* joined with models/ */
+    ck_assert(m.train.opt.lr == 3e-3);
+    ck_assert(m.train.opt.min_lr == 3e-4);
+    ck_assert_int_eq(m.train.opt.warmup_steps, 5);
+    ck_assert(m.train.opt.cosine);
+    ck_assert_int_eq(m.cluster.nodes, 1);
+    ck_assert_int_eq(m.cluster.devices_per_node, 16);
+    ck_assert_str_eq(m.cluster.device.name, "cpu");
+    ck_assert(m.cluster.device.peak_fp32_flops == 1e11);
+    ck_assert(m.cluster.device.mem_bytes == 16 * GIB);
+}
+END_TEST
+
+START_TEST(paper_models) {
+    /* Qi et al. 2023, Table 3. */
+    static const struct {
+        const char *path;
+        int layers, heads, hidden, gpus, micro_batch;
+    } want[] = {{"models/zb-1.5b.yaml", 22, 24, 2304, 8, 6},
+                {"models/zb-6.2b.yaml", 30, 32, 4096, 8, 3},
+                {"models/zb-14.6b.yaml", 46, 40, 5120, 16, 1},
+                {"models/zb-28.3b.yaml", 62, 48, 6144, 32, 1}};
+    for (int i = 0; i < 4; i++) {
+        zb_model m = load(want[i].path);
+        ck_assert_int_eq(m.arch.layers, want[i].layers);
+        ck_assert_int_eq(m.arch.heads, want[i].heads);
+        ck_assert_int_eq(m.arch.hidden, want[i].hidden);
+        ck_assert_int_eq(m.arch.seq_len, 1024);
+        ck_assert_int_eq(m.cluster.nodes * m.cluster.devices_per_node, want[i].gpus);
+        ck_assert_int_eq(m.train.micro_batch, want[i].micro_batch);
+        ck_assert(m.cluster.device.peak_bf16_flops == 312e12);   /* A100 SXM 80GB */
+    }
+    zb_model g = load("models/gpt3-175b.yaml");
+    ck_assert_int_eq(g.arch.layers, 96);
+    ck_assert_int_eq(g.arch.hidden, 12288);
+    ck_assert_int_eq(g.cluster.nodes * g.cluster.devices_per_node, 1024);
+    ck_assert_int_eq(g.train.global_batch, 1536);
+    ck_assert(g.cluster.device.mem_bytes == 80 * GIB);
+    zb_model s = load("models/gpt2-124m.yaml");
+    ck_assert_int_eq(s.train.micro_batch, 0);   /* auto */
+    ck_assert(s.cluster.device.peak_bf16_flops == 989e12);
+}
+END_TEST
+
+/* ---- defaults and the device table ---- */
+
+START_TEST(defaults) {
+    zb_model m;
+    zb_err e;
+    ck_assert_int_eq(parse_text(k_minimal, NULL, NULL, &m, &e), ZB_OK);
+    ck_assert_str_eq(m.name, "m");   /* from the file name */
+    ck_assert_int_eq(m.arch.ffn_hidden, 128);
+    ck_assert(m.arch.tied_embeddings);
+    ck_assert_int_eq(m.train.micro_batch, 0);
+    ck_assert_int_eq(m.train.steps, 10);
+    ck_assert(m.train.seed == 1234);
+    ck_assert_int_eq(m.train.precision, ZB_PREC_BF16);
+    ck_assert_int_eq(m.train.recompute, ZB_RECOMPUTE_NONE);
+    ck_assert(!m.train.sequence_parallel);
+    ck_assert(!m.train.zero1);
+    ck_assert_int_eq(m.train.data_kind, ZB_DATA_TEXT);
+    ck_assert_str_eq(m.train.data_path, "");
+    const zb_optim *o = &m.train.opt;
+    ck_assert(o->lr == 3e-4 && o->min_lr == 3e-5);
+    ck_assert(o->beta1 == 0.9 && o->beta2 == 0.95 && o->eps == 1e-8);
+    ck_assert(o->weight_decay == 0.1 && o->grad_clip == 1.0);
+    ck_assert_int_eq(o->warmup_steps, 0);
+    ck_assert(o->cosine);
+    const zb_cluster *c = &m.cluster;
+    ck_assert_int_eq(c->nodes, 1);
+    ck_assert_int_eq(c->devices_per_node, 8);
+    ck_assert(c->intra_bw_Bps == 300e9 && c->intra_lat_s == 5e-6);
+    ck_assert(c->inter_bw_Bps == 25e9 && c->inter_lat_s == 10e-6);
+    ck_assert_str_eq(c->device.name, "a100-40gb");
+    ck_assert(c->device.mem_bytes == 40 * GIB);
+}
+END_TEST
+
+START_TEST(min_lr_follows_lr) {
+    zb_model m;
+    zb_err e;
+    char text[512];
+    snprintf(text, sizeof text, "%straining: {global_batch: 4, optimizer: {lr: 1.0e-5}}\n",
+             "model: {layers: 2, hidden: 32, heads: 2, seq_len: 16, vocab: 50}\n"
+             "cluster: {device: cpu}\n");
+    ck_assert_int_eq(parse_text(text, NULL, NULL, &m, &e), ZB_OK);
+    ck_assert(m.train.opt.lr == 1e-5);
+    ck_assert(m.train.opt.min_lr == 1e-5 / 10);
+}
+END_TEST
+
+START_TEST(device_table) {
+    /* Dense peaks from the vendor datasheets (see docs/model-format.md). */
+    static const struct {
+        const char *name;
+        double bf16_tflops, fp32_tflops, mem_bytes;
+    } want[] = {{"a100-40gb", 312, 19.5, 40 * GIB}, {"a100-80gb", 312, 19.5, 80 * GIB},
+                {"h100-sxm", 989, 67, 80 * GIB},    {"h200", 989, 67, 141e9},
+                {"b200", 2250, 80, 180e9},          {"cpu", 0.1, 0.1, 16 * GIB}};
+    const char *const *names = zb_device_names();
+    int n = 0;
+    while (names[n]) n++;
+    ck_assert_int_eq(n, 6);
+    for (int i = 0; i < 6; i++) {
+        ck_assert_str_eq(names[i], want[i].name);
+        const zb_device *d = zb_device_lookup(want[i].name);
+        ck_assert_ptr_nonnull(d);
+        ck_assert_str_eq(d->name, want[i].name);
+        ck_assert_double_eq_tol(d->peak_bf16_flops, want[i].bf16_tflops * 1e12, 1);
+        ck_assert_double_eq_tol(d->peak_fp32_flops, want[i].fp32_tflops * 1e12, 1);
+        ck_assert(d->mem_bytes == want[i].mem_bytes);
+    }
+    ck_assert_ptr_eq(zb_device_lookup("H100-SXM"), zb_device_lookup("h100-sxm"));
+    ck_assert_ptr_null(zb_device_lookup("h300"));
+    ck_assert_int_eq(zb_precision_bytes(ZB_PREC_FP32), 4);
+    ck_assert_int_eq(zb_precision_bytes(ZB_PREC_BF16), 2);
+}
+END_TEST
+
+START_TEST(explicit_device) {
+    zb_model m;
+    zb_err e;
+    const char *text = "name: custom\n"
+                       "model: {layers: 2, hidden: 32, heads: 2, seq_len: 16, vocab: 50}\n"
+                       "training: {global_batch: 4}\n"
+                       "cluster:\n"
+                       "  device: {name: my-gpu, peak_bf16_tflops: 123.5, peak_fp32_tflops: 7,"
+                       " memory_gib: 24}\n"
+                       "  intra_node: {bandwidth_gbps: 46.5}\n"
+                       "  inter_node: {latency_us: 2.5}\n";
+    ck_assert_int_eq(parse_text(text, NULL, NULL, &m, &e), ZB_OK);
+    ck_assert_str_eq(m.cluster.device.name, "my-gpu");
+    ck_assert(m.cluster.device.peak_bf16_flops == 123.5 * 1e12);
+    ck_assert(m.cluster.device.peak_fp32_flops == 7 * 1e12);
+    ck_assert(m.cluster.device.mem_bytes == 24 * GIB);
+    ck_assert(m.cluster.intra_bw_Bps == 46.5 * 1e9);
+    ck_assert(m.cluster.intra_lat_s == 5e-6);     /* default kept */
+    ck_assert(m.cluster.inter_bw_Bps == 25e9);    /* default kept */
+    ck_assert(m.cluster.inter_lat_s == 2.5e-6);
+}
+END_TEST
+
+/* ---- data paths and extra keys ---- */
+
+static const char *path_after(const char *path_yaml, const char *base) {
+    static zb_model m;
+    zb_err e;
+    char text[512];
+    snprintf(text, sizeof text, "%straining: {global_batch: 4, data: {kind: shards, path: %s}}\n",
+             "model: {layers: 2, hidden: 32, heads: 2, seq_len: 16, vocab: 50}\n"
+             "cluster: {device: cpu}\n",
+             path_yaml);
+    ck_assert_msg(parse_text(text, NULL, base, &m, &e) == ZB_OK, "%s", e.msg);
+    ck_assert_int_eq(m.train.data_kind, ZB_DATA_SHARDS);
+    return m.train.data_path;
+}
+
+START_TEST(data_path_resolution) {
+    ck_assert_str_eq(path_after("train.bin", "models"), "models/train.bin");
+    ck_assert_str_eq(path_after("d/train.bin", "/abs/dir/"), "/abs/dir/d/train.bin");
+    ck_assert_str_eq(path_after("/data/train.bin", "models"), "/data/train.bin");
+    ck_assert_str_eq(path_after("train.bin", NULL), "train.bin");
+    ck_assert_str_eq(path_after("train.bin", ""), "train.bin");
+    ck_assert_str_eq(path_after("train.bin", "."), "train.bin");
+    ck_assert_str_eq(path_after("'with space.bin'", "m"), "m/with space.bin");
+}
+END_TEST
+
+START_TEST(extra_top_level_keys) {
+    char text[600];
+    snprintf(text, sizeof text, "version: 1\n%sstages: []\n", k_minimal);
+    zb_model m;
+    zb_err e;
+    static const char *const extra[] = {"version", "stages", NULL};
+    ck_assert_int_eq(parse_text(text, extra, NULL, &m, &e), ZB_OK);
+    ck_assert_int_eq(parse_text(text, NULL, NULL, &m, &e), ZB_EINPUT);
+    ck_assert_str_eq(e.msg, "m.yaml:1:1: unknown key 'version' in the top level "
+                            "(known keys: name, model, training, cluster)");
+    static const char *const only_version[] = {"version", NULL};
+    ck_assert_int_eq(parse_text(text, only_version, NULL, &m, &e), ZB_EINPUT);
+    ck_assert_str_eq(e.msg, "m.yaml:5:1: unknown key 'stages' in the top level "
+                            "(known keys: name, model, training, cluster, version)");
+}
+END_TEST
+
+/* ---- write -> parse round trip ---- */
+
+static void assert_same(const zb_model *a, const zb_model *b) {
+    ck_assert_str_eq(a->name, b->name);
+    ck_assert_int_eq(a->arch.layers, b->arch.layers);
+    ck_assert_int_eq(a->arch.hidden, b->arch.hidden);
+    ck_assert_int_eq(a->arch.heads, b->arch.heads);
+    ck_assert_int_eq(a->arch.ffn_hidden, b->arch.ffn_hidden);
+    ck_assert_int_eq(a->arch.seq_len, b->arch.seq_len);
+    ck_assert_int_eq(a->arch.vocab, b->arch.vocab);
+    ck_assert_int_eq(a->arch.tied_embeddings, b->arch.tied_embeddings);
+    const zb_training *s = &a->train, *t = &b->train;
+    ck_assert_int_eq(s->global_batch, t->global_batch);
+    ck_assert_int_eq(s->micro_batch, t->micro_batch);
+    ck_assert_int_eq(s->steps, t->steps);
+    ck_assert(s->seed == t->seed);
+    ck_assert_int_eq(s->precision, t->precision);
+    ck_assert_int_eq(s->recompute, t->recompute);
+    ck_assert_int_eq(s->sequence_parallel, t->sequence_parallel);
+    ck_assert_int_eq(s->zero1, t->zero1);
+    ck_assert_int_eq(s->data_kind, t->data_kind);
+    ck_assert_str_eq(s->data_path, t->data_path);
+    /* Doubles must be bit-identical, not close. */
+    ck_assert(memcmp(&s->opt, &t->opt, sizeof s->opt) == 0);
+    const zb_cluster *c = &a->cluster, *d = &b->cluster;
+    ck_assert_int_eq(c->nodes, d->nodes);
+    ck_assert_int_eq(c->devices_per_node, d->devices_per_node);
+    ck_assert_str_eq(c->device.name, d->device.name);
+    ck_assert(c->device.peak_bf16_flops == d->device.peak_bf16_flops);
+    ck_assert(c->device.peak_fp32_flops == d->device.peak_fp32_flops);
+    ck_assert(c->device.mem_bytes == d->device.mem_bytes);
+    ck_assert(c->intra_bw_Bps == d->intra_bw_Bps && c->intra_lat_s == d->intra_lat_s);
+    ck_assert(c->inter_bw_Bps == d->inter_bw_Bps && c->inter_lat_s == d->inter_lat_s);
+}
+
+/* Write m into a file with zb_yw (as the plan writer does, inside the
+ * top-level mapping next to another key) and parse it back. */
+static void round_trip(const zb_model *m) {
+    char dir[] = "/tmp/zb_test_model_XXXXXX", path[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/plan.yaml", dir);
+    zb_yw *w;
+    zb_err e;
+    ck_assert_int_eq(zb_yw_open(path, &w, &e), ZB_OK);
+    zb_yw_map_begin(w, false);
+    zb_yw_kint(w, "version", 1);
+    zb_model_write(w, m);
+    zb_yw_map_end(w);
+    ck_assert_int_eq(zb_yw_close(w, true, &e), ZB_OK);
+    zb_ydoc d;
+    ck_assert_int_eq(zb_ydoc_load(path, &d, &e), ZB_OK);
+    static const char *const extra[] = {"version", NULL};
+    zb_model back;
+    zb_status s = zb_model_parse(&d, d.root, extra, NULL, &back, &e);
+    ck_assert_msg(s == ZB_OK, "%s", e.msg);
+    zb_ydoc_free(&d);
+    unlink(path);
+    rmdir(dir);
+    assert_same(m, &back);
+}
+
+START_TEST(round_trip_models) {
+    DIR *dd = opendir("models");
+    ck_assert_ptr_nonnull(dd);
+    for (struct dirent *ent; (ent = readdir(dd));) {
+        if (!ends_with(ent->d_name, ".yaml")) continue;
+        char path[512];
+        snprintf(path, sizeof path, "models/%s", ent->d_name);
+        zb_model m = load(path);
+        round_trip(&m);
+    }
+    closedir(dd);
+}
+END_TEST
+
+START_TEST(round_trip_unusual_values) {
+    const char *text =
+        "name: 'true'\n"
+        "model: {layers: 3, hidden: 48, heads: 3, ffn_hidden: 100, seq_len: 7, vocab: 11,"
+        " tied_embeddings: false}\n"
+        "training:\n"
+        "  global_batch: 12\n"
+        "  micro_batch: 3\n"
+        "  steps: 1\n"
+        "  seed: 9223372036854775807\n"
+        "  precision: fp32\n"
+        "  recompute: full\n"
+        "  sequence_parallel: true\n"
+        "  zero1: true\n"
+        "  data: {kind: shards, path: 'dir: x/#y 1e3.bin'}\n"
+        "  optimizer: {lr: 0.0123456789, min_lr: 0, beta1: 0, beta2: 0.999999, eps: 1e-300,"
+        " weight_decay: 0, grad_clip: 0, warmup_steps: 7, schedule: constant}\n"
+        "cluster:\n"
+        "  nodes: 3\n"
+        "  devices_per_node: 5\n"
+        "  device: {name: '12', peak_bf16_tflops: 0.333333333333, peak_fp32_tflops: 1e-3,"
+        " memory_gib: 0.1}\n"
+        "  intra_node: {bandwidth_gbps: 0.7, latency_us: 0}\n"
+        "  inter_node: {bandwidth_gbps: 12.3456789, latency_us: 0.3}\n";
+    zb_model m;
+    zb_err e;
+    ck_assert_msg(parse_text(text, NULL, NULL, &m, &e) == ZB_OK, "%s", e.msg);
+    ck_assert_str_eq(m.name, "true");
+    ck_assert_str_eq(m.train.data_path, "dir: x/#y 1e3.bin");
+    ck_assert(!m.train.opt.cosine);
+    round_trip(&m);
+    m.train.micro_batch = 0;   /* auto is written as the word */
+    round_trip(&m);
+    zb_model tiny = load("models/tiny.yaml");
+    tiny.cluster.device = *zb_device_lookup("h200");   /* 141e9 bytes: not whole GiB */
+    round_trip(&tiny);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("model");
+    TCase *t = tcase_create("load");
+    tcase_add_test(t, bad_corpus);
+    tcase_add_test(t, all_models_load);
+    tcase_add_test(t, tiny_values);
+    tcase_add_test(t, paper_models);
+    tcase_add_test(t, defaults);
+    tcase_add_test(t, min_lr_follows_lr);
+    tcase_add_test(t, device_table);
+    tcase_add_test(t, explicit_device);
+    tcase_add_test(t, data_path_resolution);
+    tcase_add_test(t, extra_top_level_keys);
+    suite_add_tcase(s, t);
+    t = tcase_create("write");
+    tcase_add_test(t, round_trip_models);
+    tcase_add_test(t, round_trip_unusual_values);
+    suite_add_tcase(s, t);
+    SRunner *r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
