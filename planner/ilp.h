@@ -20,7 +20,7 @@ zb_status zb_ilp_schedule(int p, int m, const zb_costs *c, double mem_limit,
                           double mip_gap, zb_schedule *out,
                           zb_sched_report *rep, zb_err *err);
 
-/* Largest p*m for which ZB_SOLVER_AUTO picks the ILP. */
+/* Largest pass count (3*p*m) for which ZB_SOLVER_AUTO picks the ILP. */
 #define ZB_ILP_AUTO_MAX_PASSES 96
 
 #endif
