@@ -1,0 +1,170 @@
+/* data.c - token files and deterministic batches, see data.h. */
+#include "executor/data.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define ZB_SHARD_MAGIC 20240520
+#define ZB_SHARD_VERSION 1
+#define ZB_SHARD_HEADER_BYTES 1024 /* 256 int32 */
+
+struct zb_data {
+    uint16_t *tok;       /* [count] */
+    size_t count;
+    int seq_len, global_batch;
+    uint64_t seed;
+};
+
+/* splitmix64 finaliser: a bijective 64-bit mixer. */
+static uint64_t mix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static int32_t le32(const unsigned char *p) {
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+                     (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+
+/* The whole file into a fresh buffer (*buf, *size); a zero-byte file gives
+ * a one-byte buffer so callers never see NULL on success. */
+static zb_status read_file(const char *path, unsigned char **buf, size_t *size,
+                           zb_err *err) {
+    *buf = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return zb_fail(err, ZB_EIO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fclose(f);
+        return zb_fail(err, ZB_EIO, "%s: not a regular file", path);
+    }
+    size_t n = (size_t)sb.st_size;
+    unsigned char *b = malloc(n > 0 ? n : 1);
+    if (!b) {
+        fclose(f);
+        return zb_fail(err, ZB_ENOMEM, "%s: out of memory for %zu bytes", path, n);
+    }
+    if (fread(b, 1, n, f) != n) {
+        free(b);
+        fclose(f);
+        return zb_fail(err, ZB_EIO, "%s: read failed", path);
+    }
+    fclose(f);
+    *buf = b;
+    *size = n;
+    return ZB_OK;
+}
+
+static zb_status load_text(zb_data *d, const char *path, const unsigned char *b,
+                           size_t n, int vocab, zb_err *err) {
+    if (vocab < 256)
+        return zb_fail_at(err, path, 0, 0, "text data has byte tokens (256 "
+                          "values) but the model's vocab is %d", vocab);
+    d->tok = malloc((n > 0 ? n : 1) * sizeof *d->tok);
+    if (!d->tok) return zb_fail(err, ZB_ENOMEM, "%s: out of memory", path);
+    for (size_t i = 0; i < n; i++) d->tok[i] = b[i];
+    d->count = n;
+    return ZB_OK;
+}
+
+static zb_status load_shard(zb_data *d, const char *path,
+                            const unsigned char *b, size_t n, int vocab,
+                            zb_err *err) {
+    if (n < ZB_SHARD_HEADER_BYTES)
+        return zb_fail_at(err, path, 0, 0, "shard is %zu bytes, shorter than "
+                          "its %d-byte header", n, ZB_SHARD_HEADER_BYTES);
+    int32_t magic = le32(b), version = le32(b + 4), count = le32(b + 8);
+    if (magic != ZB_SHARD_MAGIC)
+        return zb_fail_at(err, path, 0, 0, "bad shard magic %d (expected %d)",
+                          (int)magic, ZB_SHARD_MAGIC);
+    if (version != ZB_SHARD_VERSION)
+        return zb_fail_at(err, path, 0, 0, "unsupported shard version %d "
+                          "(expected %d)", (int)version, ZB_SHARD_VERSION);
+    if (count < 0)
+        return zb_fail_at(err, path, 0, 0, "negative token count %d", (int)count);
+    size_t want = ZB_SHARD_HEADER_BYTES + 2 * (size_t)count;
+    if (n != want)
+        return zb_fail_at(err, path, 0, 0, "file is %zu bytes but the header "
+                          "says %d tokens (%zu bytes expected)", n, (int)count, want);
+    d->tok = malloc(((size_t)count > 0 ? (size_t)count : 1) * sizeof *d->tok);
+    if (!d->tok) return zb_fail(err, ZB_ENOMEM, "%s: out of memory", path);
+    const unsigned char *p = b + ZB_SHARD_HEADER_BYTES;
+    for (size_t i = 0; i < (size_t)count; i++) {
+        d->tok[i] = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
+        if (d->tok[i] >= vocab)
+            return zb_fail_at(err, path, 0, 0, "token %u at index %zu is >= "
+                              "the model's vocab %d", d->tok[i], i, vocab);
+    }
+    d->count = (size_t)count;
+    return ZB_OK;
+}
+
+zb_status zb_data_open(const zb_model *m, zb_data **out, zb_err *err) {
+    *out = NULL;
+    const char *path = m->train.data_path;
+    if (!path[0]) return zb_fail(err, ZB_EINPUT, "no data file given");
+    zb_data *d = zb_calloc(1, sizeof *d, err);
+    if (!d) return ZB_ENOMEM;
+    d->seq_len = m->arch.seq_len;
+    d->global_batch = m->train.global_batch;
+    d->seed = m->train.seed;
+    unsigned char *buf = NULL;
+    size_t size = 0;
+    zb_status rc = read_file(path, &buf, &size, err);
+    if (rc == ZB_OK) {
+        rc = m->train.data_kind == ZB_DATA_TEXT
+                 ? load_text(d, path, buf, size, m->arch.vocab, err)
+                 : load_shard(d, path, buf, size, m->arch.vocab, err);
+        free(buf);
+    }
+    if (rc == ZB_OK && d->count < (size_t)d->seq_len + 1)
+        rc = zb_fail_at(err, path, 0, 0, "holds %zu tokens, fewer than "
+                        "seq_len + 1 = %d", d->count, d->seq_len + 1);
+    if (rc != ZB_OK) {
+        zb_data_free(d);
+        return rc;
+    }
+    *out = d;
+    return ZB_OK;
+}
+
+void zb_data_free(zb_data *d) {
+    if (!d) return;
+    free(d->tok);
+    free(d);
+}
+
+size_t zb_data_tokens(const zb_data *d) { return d->count; }
+
+zb_status zb_data_batch(const zb_data *d, int step, int seq, int *tokens,
+                        int *targets, zb_err *err) {
+    if (step < 0 || seq < 0 || seq >= d->global_batch)
+        return zb_fail(err, ZB_ERUNTIME, "data: step %d sequence %d out of "
+                       "range (global batch %d)", step, seq, d->global_batch);
+    int T = d->seq_len;
+    uint64_t h = mix64(mix64(mix64(d->seed) ^ (uint64_t)step) ^
+                       ((uint64_t)seq << 32 | 0x5eedu));
+    size_t off = (size_t)(h % (uint64_t)(d->count - (size_t)T)); /* [0, count-T-1] */
+    const uint16_t *p = d->tok + off;
+    for (int t = 0; t < T; t++) {
+        tokens[t] = p[t];
+        targets[t] = p[t + 1];
+    }
+    return ZB_OK;
+}
+
+zb_status zb_data_microbatch(const zb_data *d, int step, int dp_rank, int j,
+                             int m, int micro_batch, int *tokens, int *targets,
+                             zb_err *err) {
+    int first = (dp_rank * m + j) * micro_batch;
+    for (int i = 0; i < micro_batch; i++) {
+        size_t at = (size_t)i * d->seq_len;
+        ZB_TRY(zb_data_batch(d, step, first + i, tokens + at, targets + at, err));
+    }
+    return ZB_OK;
+}

@@ -1,0 +1,52 @@
+/* data.h - training data: a token file read once at open, and the
+ * deterministic choice of which tokens each sequence of each step sees.
+ *
+ * Kinds (model.training.data.kind):
+ *   text    every byte of the file is a token (vocab must be >= 256)
+ *   shards  one llm.c token shard: a header of 256 little-endian int32
+ *           (magic 20240520, version 1, token count), then the tokens as
+ *           little-endian uint16; file size must be exactly 1024 + 2*count;
+ *           every token must be < vocab. (Several shards: concatenate the
+ *           token parts into one shard first.)
+ * The path is model.training.data_path, already resolved by the model
+ * loader relative to the model file; an empty path is an error. The file
+ * must hold at least seq_len + 1 tokens.
+ *
+ * Batches: sequence `seq` (0 .. global_batch-1) of step `step` is the
+ * seq_len tokens starting at an offset drawn uniformly from
+ * [0, count - seq_len - 1] by a counter-based hash of (seed, step, seq);
+ * its targets are the same tokens shifted by one. A batch therefore depends
+ * only on (file, seed, step, seq), never on the parallel layout: DP rank d,
+ * microbatch j of m covers global sequences (d*m + j)*micro_batch + i,
+ * i = 0 .. micro_batch-1 (zb_data_microbatch).
+ *
+ * Errors: ZB_EINPUT "path: what is wrong" for bad content, ZB_EIO when the
+ * file cannot be opened or read.
+ */
+#ifndef ZB_DATA_H
+#define ZB_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/zb_model.h"
+
+typedef struct zb_data zb_data;
+
+zb_status zb_data_open(const zb_model *m, zb_data **out, zb_err *err);
+void zb_data_free(zb_data *d);
+
+/* Tokens in the file. */
+size_t zb_data_tokens(const zb_data *d);
+
+/* One sequence: tokens, targets [seq_len]. seq >= 0, step >= 0. */
+zb_status zb_data_batch(const zb_data *d, int step, int seq, int *tokens,
+                        int *targets, zb_err *err);
+
+/* A microbatch: tokens, targets [micro_batch, seq_len] for DP rank dp_rank
+ * and microbatch j of m per DP rank (see above). */
+zb_status zb_data_microbatch(const zb_data *d, int step, int dp_rank, int j,
+                             int m, int micro_batch, int *tokens, int *targets,
+                             zb_err *err);
+
+#endif

@@ -1,0 +1,819 @@
+/* stage_cpu.c - the GPT stage on the CPU (kernels/ + OpenBLAS), see stage.h.
+ *
+ * Model (GPT-2): x0 = wte[tokens] + wpe; block: x + attn(ln1(x)) then
+ * x + mlp(ln2(x)), attn = proj(attention(qkv(.))), mlp = fc2(gelu(fc(.)));
+ * head: final LayerNorm, logits = lnf @ W^T (W = wte when tied), loss =
+ * cross-entropy. Parameters: stage_params.h (layout, TP shards, init).
+ *
+ * Sizes: N = B*T tokens of a microbatch, C hidden, Cl = C/tp and Fl = F/tp
+ * the local widths of the sharded matmuls, NHl = heads/tp, V vocab.
+ *
+ * Passes of one chunk and microbatch:
+ *   F  embedding (if held), blocks, head (if held): the head also computes
+ *      the loss and dlogits (scaled by loss_scale) and keeps them.
+ *   B  input gradients only, last block to first; keeps the dout of every
+ *      linear layer and LayerNorm in the microbatch's slot for W.
+ *   W  all weight gradients (+=) from what F and B kept; embedding last.
+ *   BW B then W (so split and fused give bitwise equal gradients).
+ * TP: the partial outputs of proj and fc2 (row-parallel) are all-reduced in
+ * F before the replicated bias and the residual are added; the partial
+ * input gradients of qkv and fc (column-parallel) are all-reduced in B.
+ *
+ * Neighbouring virtual stage on this rank (V placement's turn, or any
+ * placement with p = 1): F copies that chunk's act_out into this chunk's
+ * act_in, and B copies this chunk's grad_out into that chunk's grad_in.
+ * Copies rather than pointers: each chunk's slot then owns everything its
+ * W reads, whatever order the two chunks' W passes run in.
+ *
+ * Activation slots: per chunk, as many as the schedule ever has in flight
+ * (F seen, W/BW not yet); all allocated in zb_stage_new. A microbatch takes
+ * a slot at act_in or F and gives it back after W/BW; the given-back slot
+ * keeps its contents until the next microbatch takes it, so grad_out can be
+ * read (sent) after BW. A schedule needing more slots fails in F with
+ * "no free activation slot ..." instead of overwriting live activations.
+ */
+#include "executor/stage.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor/stage_params.h"
+#include "kernels/adamw.h"
+#include "kernels/attention.h"
+#include "kernels/crossentropy.h"
+#include "kernels/embed.h"
+#include "kernels/gelu.h"
+#include "kernels/layernorm.h"
+#include "kernels/matmul.h"
+
+/* What a slot holds so far; passes check it so a wrong order fails. */
+enum { SLOT_FREE = 0, SLOT_TAKEN, SLOT_FWD, SLOT_BWD };
+
+typedef struct {
+    int vstage, n_layers;
+    bool embed, head;
+    int prev;               /* chunk on this rank holding vstage-1, or -1 */
+    zb_pchunk pc;           /* its tensors */
+    int nslots;
+    size_t layer_floats;    /* one block's activations in a slot */
+    size_t slot_floats;
+    float *slots;           /* [nslots, slot_floats] */
+    int *tokens;            /* [nslots, N] */
+    int *slot_of;           /* [m] slot of each microbatch, -1 */
+    int *slot_mb;           /* [nslots] microbatch in each slot, -1 */
+    unsigned char *state;   /* [nslots] SLOT_* */
+} chunk;
+
+struct zb_stage {
+    zb_stage_cfg cfg;
+    const zb_plan *plan;
+    int B, T, N, C, V, NH, F;  /* model dims, N = B*T */
+    int tp, Cl, Fl, NHl;       /* local dims under TP */
+    int v, m;
+    zb_ptable pt;
+    float *params, *grads, *mom1, *mom2; /* [pt.floats] each */
+    chunk *chunks;             /* [v] */
+    float *scratch;            /* one allocation for the buffers below */
+    float *partial;            /* [N, C] row-parallel output before reduce */
+    float *logits;             /* [N, V] */
+    float *losses;             /* [N] */
+    float *dgelu;              /* [N, Fl] grad wrt gelu output */
+    float *datty;              /* [N, Cl] grad wrt attention output */
+    double loss_sum;
+    double act_bytes, act_peak_bytes;
+};
+
+/* ---- slot layout ---- */
+
+typedef struct {
+    float *ln1, *ln1_mean, *ln1_rstd; /* [N, C] [N] [N] */
+    float *qkv;                       /* [N, 3Cl] */
+    float *att;                       /* [B, NHl, T, T] */
+    float *atty;                      /* [N, Cl] attention output */
+    float *res2;                      /* [N, C] x + attn */
+    float *ln2, *ln2_mean, *ln2_rstd; /* [N, C] [N] [N] */
+    float *fch, *fch_gelu;            /* [N, Fl] */
+    /* kept by B for W */
+    float *dres2;                     /* [N, C] grad wrt res2 (proj dout) */
+    float *dln2;                      /* [N, C] grad wrt ln2 out, reduced */
+    float *dfch;                      /* [N, Fl] grad wrt fch (fc dout) */
+    float *dqkv;                      /* [N, 3Cl] qkv dout */
+    float *dln1;                      /* [N, C] grad wrt ln1 out, reduced */
+} layer_acts;
+
+typedef struct {
+    float *resid;   /* [L+1, N, C]: [0] chunk input (act_in or embedding
+                       output), [l+1] output of block l, [L] = act_out */
+    float *dresid;  /* [L+1, N, C]: their gradients, [0] = grad_out,
+                       [L] = grad_in */
+    float *lnf, *lnf_mean, *lnf_rstd; /* head: [N, C] [N] [N] */
+    float *dlnf;    /* [N, C] grad wrt lnf output */
+    float *dlogits; /* [N, V] loss_scale * (softmax - onehot) */
+    float *layers;  /* [L, layer_floats] */
+    int *tokens;    /* [N] (embedding chunk) */
+} slot_view;
+
+/* Next n floats from base + *off; with base NULL only counts. */
+static float *take(float *base, size_t *off, size_t n) {
+    float *p = base ? base + *off : NULL;
+    *off += n;
+    return p;
+}
+
+static size_t layer_carve(const zb_stage *st, float *base, layer_acts *a) {
+    size_t N = (size_t)st->N, C = (size_t)st->C, Cl = (size_t)st->Cl,
+           Fl = (size_t)st->Fl, off = 0;
+    a->ln1 = take(base, &off, N * C);
+    a->ln1_mean = take(base, &off, N);
+    a->ln1_rstd = take(base, &off, N);
+    a->qkv = take(base, &off, N * 3 * Cl);
+    a->att = take(base, &off, (size_t)st->B * st->NHl * st->T * st->T);
+    a->atty = take(base, &off, N * Cl);
+    a->res2 = take(base, &off, N * C);
+    a->ln2 = take(base, &off, N * C);
+    a->ln2_mean = take(base, &off, N);
+    a->ln2_rstd = take(base, &off, N);
+    a->fch = take(base, &off, N * Fl);
+    a->fch_gelu = take(base, &off, N * Fl);
+    a->dres2 = take(base, &off, N * C);
+    a->dln2 = take(base, &off, N * C);
+    a->dfch = take(base, &off, N * Fl);
+    a->dqkv = take(base, &off, N * 3 * Cl);
+    a->dln1 = take(base, &off, N * C);
+    return off;
+}
+
+static size_t slot_carve(const zb_stage *st, const chunk *ck, float *base,
+                         slot_view *sv) {
+    size_t N = (size_t)st->N, C = (size_t)st->C, L = (size_t)ck->n_layers,
+           off = 0;
+    size_t hn = ck->head ? 1 : 0; /* head buffers only on the head chunk */
+    sv->resid = take(base, &off, (L + 1) * N * C);
+    sv->dresid = take(base, &off, (L + 1) * N * C);
+    sv->lnf = take(base, &off, hn * N * C);
+    sv->lnf_mean = take(base, &off, hn * N);
+    sv->lnf_rstd = take(base, &off, hn * N);
+    sv->dlnf = take(base, &off, hn * N * C);
+    sv->dlogits = take(base, &off, hn * N * (size_t)st->V);
+    sv->layers = take(base, &off, L * ck->layer_floats);
+    sv->tokens = NULL;
+    return off;
+}
+
+static void slot_get(const zb_stage *st, const chunk *ck, int slot,
+                     slot_view *sv) {
+    slot_carve(st, ck, ck->slots + (size_t)slot * ck->slot_floats, sv);
+    sv->tokens = ck->tokens + (size_t)slot * st->N;
+}
+
+static float *resid_at(const zb_stage *st, float *buf, int l) {
+    return buf + (size_t)l * st->N * st->C;
+}
+
+/* ---- parameters of a block ---- */
+
+typedef struct {
+    float *ln1w, *ln1b, *qkvw, *qkvb, *projw, *projb;
+    float *ln2w, *ln2b, *fcw, *fcb, *fc2w, *fc2b;
+} layer_params;
+
+static float *tensor(const zb_stage *st, float *base, int idx) {
+    return base + st->pt.t[idx].off;
+}
+
+/* Block l of chunk ck in base (params or grads). */
+static void layer_params_get(const zb_stage *st, float *base, const chunk *ck,
+                             int l, layer_params *w) {
+    int t0 = ck->pc.layer0 + l * ZB_T_PER_LAYER;
+    w->ln1w = tensor(st, base, t0 + ZB_T_LN1W);
+    w->ln1b = tensor(st, base, t0 + ZB_T_LN1B);
+    w->qkvw = tensor(st, base, t0 + ZB_T_QKVW);
+    w->qkvb = tensor(st, base, t0 + ZB_T_QKVB);
+    w->projw = tensor(st, base, t0 + ZB_T_PROJW);
+    w->projb = tensor(st, base, t0 + ZB_T_PROJB);
+    w->ln2w = tensor(st, base, t0 + ZB_T_LN2W);
+    w->ln2b = tensor(st, base, t0 + ZB_T_LN2B);
+    w->fcw = tensor(st, base, t0 + ZB_T_FCW);
+    w->fcb = tensor(st, base, t0 + ZB_T_FCB);
+    w->fc2w = tensor(st, base, t0 + ZB_T_FC2W);
+    w->fc2b = tensor(st, base, t0 + ZB_T_FC2B);
+}
+
+/* ---- helpers ---- */
+
+static zb_status tp_allreduce(zb_stage *st, float *buf, size_t n, zb_err *err) {
+    if (st->tp == 1) return ZB_OK;
+    return st->cfg.tr->allreduce(st->cfg.tr, st->cfg.tp_group, buf, n, err);
+}
+
+/* Elements below which a loop runs on one thread: starting a team costs
+ * more than the work (and spinning threads hurt on a busy machine). */
+#define ZB_OMP_MIN_ELEMS (1 << 16)
+
+/* out[N, C] = x + part + bias (bias replicated, added once after reduce) */
+static void residual_add(float *out, const float *x, const float *part,
+                         const float *bias, int N, int C) {
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= ZB_OMP_MIN_ELEMS)
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) {
+            size_t i = (size_t)n * C + c;
+            out[i] = x[i] + (part[i] + bias[c]);
+        }
+}
+
+static void zero(float *p, size_t n) { memset(p, 0, n * sizeof *p); }
+
+/* ---- one block ---- */
+
+/* x, out [N, C] */
+static zb_status layer_forward(zb_stage *st, const layer_params *w,
+                               const layer_acts *a, const float *x, float *out,
+                               zb_err *err) {
+    int N = st->N, C = st->C, Cl = st->Cl, Fl = st->Fl;
+    zb_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
+    zb_matmul_forward(a->qkv, a->ln1, w->qkvw, w->qkvb, N, C, 3 * Cl);
+    zb_attention_forward(a->atty, a->att, a->qkv, st->B, st->T, Cl, st->NHl);
+    zb_matmul_forward(st->partial, a->atty, w->projw, NULL, N, Cl, C);
+    ZB_TRY(tp_allreduce(st, st->partial, (size_t)N * C, err));
+    residual_add(a->res2, x, st->partial, w->projb, N, C);
+    zb_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, w->ln2w, w->ln2b, N, C);
+    zb_matmul_forward(a->fch, a->ln2, w->fcw, w->fcb, N, C, Fl);
+    zb_gelu_forward(a->fch_gelu, a->fch, (size_t)N * Fl);
+    zb_matmul_forward(st->partial, a->fch_gelu, w->fc2w, NULL, N, Fl, C);
+    ZB_TRY(tp_allreduce(st, st->partial, (size_t)N * C, err));
+    residual_add(out, a->res2, st->partial, w->fc2b, N, C);
+    return ZB_OK;
+}
+
+/* B: dx [N, C] = gradient wrt x given dout [N, C] wrt the block output. */
+static zb_status layer_backward_b(zb_stage *st, const layer_params *w,
+                                  const layer_acts *a, const float *x,
+                                  const float *dout, float *dx, zb_err *err) {
+    int N = st->N, C = st->C, Cl = st->Cl, Fl = st->Fl;
+    size_t NC = (size_t)N * C;
+    /* MLP branch */
+    zero(st->dgelu, (size_t)N * Fl);
+    zb_matmul_backward_input(st->dgelu, dout, w->fc2w, N, Fl, C);
+    zero(a->dfch, (size_t)N * Fl);
+    zb_gelu_backward(a->dfch, a->fch, st->dgelu, (size_t)N * Fl);
+    zero(a->dln2, NC);
+    zb_matmul_backward_input(a->dln2, a->dfch, w->fcw, N, C, Fl);
+    ZB_TRY(tp_allreduce(st, a->dln2, NC, err));
+    memcpy(a->dres2, dout, NC * sizeof(float));
+    zb_layernorm_backward_input(a->dres2, a->dln2, a->res2, w->ln2w,
+                                a->ln2_mean, a->ln2_rstd, N, C);
+    /* attention branch */
+    zero(st->datty, (size_t)N * Cl);
+    zb_matmul_backward_input(st->datty, a->dres2, w->projw, N, Cl, C);
+    zero(a->dqkv, (size_t)N * 3 * Cl);
+    zb_attention_backward(a->dqkv, st->datty, a->qkv, a->att, st->B, st->T, Cl, st->NHl);
+    zero(a->dln1, NC);
+    zb_matmul_backward_input(a->dln1, a->dqkv, w->qkvw, N, C, 3 * Cl);
+    ZB_TRY(tp_allreduce(st, a->dln1, NC, err));
+    memcpy(dx, a->dres2, NC * sizeof(float));
+    zb_layernorm_backward_input(dx, a->dln1, x, w->ln1w, a->ln1_mean,
+                                a->ln1_rstd, N, C);
+    return ZB_OK;
+}
+
+/* W: weight gradients (+= into g) from what F and B kept. */
+static void layer_backward_w(zb_stage *st, const layer_params *g,
+                             const layer_acts *a, const float *x,
+                             const float *dout) {
+    int N = st->N, C = st->C, Cl = st->Cl, Fl = st->Fl;
+    zb_matmul_backward_weight(g->fc2w, g->fc2b, dout, a->fch_gelu, N, Fl, C);
+    zb_matmul_backward_weight(g->fcw, g->fcb, a->dfch, a->ln2, N, C, Fl);
+    zb_layernorm_backward_weight(g->ln2w, g->ln2b, a->dln2, a->res2,
+                                 a->ln2_mean, a->ln2_rstd, N, C);
+    zb_matmul_backward_weight(g->projw, g->projb, a->dres2, a->atty, N, Cl, C);
+    zb_matmul_backward_weight(g->qkvw, g->qkvb, a->dqkv, a->ln1, N, C, 3 * Cl);
+    zb_layernorm_backward_weight(g->ln1w, g->ln1b, a->dln1, x, a->ln1_mean,
+                                 a->ln1_rstd, N, C);
+}
+
+static void layer_acts_get(const zb_stage *st, const chunk *ck,
+                           const slot_view *sv, int l, layer_acts *a) {
+    layer_carve(st, sv->layers + (size_t)l * ck->layer_floats, a);
+}
+
+/* ---- head: final LayerNorm, LM head, loss ---- */
+
+static void head_forward(zb_stage *st, const chunk *ck, const slot_view *sv,
+                         const int *targets, float loss_scale) {
+    int N = st->N, C = st->C, V = st->V;
+    const float *h = resid_at(st, sv->resid, ck->n_layers); /* [N, C] */
+    zb_layernorm_forward(sv->lnf, sv->lnf_mean, sv->lnf_rstd, h,
+                         tensor(st, st->params, ck->pc.lnfw),
+                         tensor(st, st->params, ck->pc.lnfb), N, C);
+    const float *wh = tensor(st, st->params, ck->pc.head); /* [V, C] */
+    zb_matmul_forward(st->logits, sv->lnf, wh, NULL, N, C, V);
+    st->loss_sum += zb_crossentropy_forward(st->losses, st->logits, targets, N, V);
+    zb_crossentropy_backward(sv->dlogits, st->logits, targets, loss_scale, N, V);
+}
+
+static void head_backward_b(zb_stage *st, const chunk *ck, const slot_view *sv) {
+    int N = st->N, C = st->C, V = st->V;
+    const float *h = resid_at(st, sv->resid, ck->n_layers);
+    float *dh = resid_at(st, sv->dresid, ck->n_layers);
+    zero(sv->dlnf, (size_t)N * C);
+    zb_matmul_backward_input(sv->dlnf, sv->dlogits,
+                             tensor(st, st->params, ck->pc.head), N, C, V);
+    zero(dh, (size_t)N * C);
+    zb_layernorm_backward_input(dh, sv->dlnf, h, tensor(st, st->params, ck->pc.lnfw),
+                                sv->lnf_mean, sv->lnf_rstd, N, C);
+}
+
+static void head_backward_w(zb_stage *st, const chunk *ck, const slot_view *sv) {
+    int N = st->N, C = st->C, V = st->V;
+    const float *h = resid_at(st, sv->resid, ck->n_layers);
+    zb_matmul_backward_weight(tensor(st, st->grads, ck->pc.head), NULL,
+                              sv->dlogits, sv->lnf, N, C, V);
+    zb_layernorm_backward_weight(tensor(st, st->grads, ck->pc.lnfw),
+                                 tensor(st, st->grads, ck->pc.lnfb), sv->dlnf,
+                                 h, sv->lnf_mean, sv->lnf_rstd, N, C);
+}
+
+/* ---- slots ---- */
+
+static bool bad_index(const zb_stage *st, int c, int mb) {
+    return c < 0 || c >= st->v || mb < 0 || mb >= st->m;
+}
+
+/* Slot of (chunk c, mb), taking a free one on first touch; -1 if none.
+ * A released slot keeps its buffers and its microbatch mapping until it is
+ * taken again, so grad_out stays readable after BW (the runtime sends it
+ * then); a stale mapping (state FREE) is not an owner. */
+static int slot_acquire(zb_stage *st, int c, int mb) {
+    chunk *ck = &st->chunks[c];
+    int s = ck->slot_of[mb];
+    if (s >= 0 && ck->state[s] != SLOT_FREE) return s;
+    for (s = 0; s < ck->nslots; s++) {
+        if (ck->state[s] != SLOT_FREE) continue;
+        if (ck->slot_mb[s] >= 0 && ck->slot_of[ck->slot_mb[s]] == s)
+            ck->slot_of[ck->slot_mb[s]] = -1; /* forget the stale owner */
+        ck->state[s] = SLOT_TAKEN;
+        ck->slot_mb[s] = mb;
+        ck->slot_of[mb] = s;
+        st->act_bytes += (double)ck->slot_floats * sizeof(float) +
+                         (double)st->N * sizeof(int);
+        if (st->act_bytes > st->act_peak_bytes) st->act_peak_bytes = st->act_bytes;
+        return s;
+    }
+    return -1;
+}
+
+/* Back to the pool; mapping and buffers stay until reuse (see above). */
+static void slot_release(zb_stage *st, int c, int s) {
+    chunk *ck = &st->chunks[c];
+    ck->state[s] = SLOT_FREE;
+    st->act_bytes -= (double)ck->slot_floats * sizeof(float) +
+                     (double)st->N * sizeof(int);
+}
+
+/* The slot of (c, mb) if it is in state `want`, else an error naming why. */
+static zb_status slot_expect(zb_stage *st, int c, int mb, int want,
+                             const char *pass, int *slot, zb_err *err) {
+    if (bad_index(st, c, mb))
+        return zb_fail(err, ZB_ERUNTIME, "%s: chunk %d mb %d out of range "
+                       "(v=%d, m=%d)", pass, c, mb, st->v, st->m);
+    int s = st->chunks[c].slot_of[mb];
+    if (s < 0 || st->chunks[c].state[s] != want)
+        return zb_fail(err, ZB_ERUNTIME, "%s on chunk %d mb %d out of order "
+                       "(needs %s first)", pass, c, mb,
+                       want == SLOT_FWD ? "F" : "B");
+    *slot = s;
+    return ZB_OK;
+}
+
+/* ---- transfer buffers ---- */
+
+size_t zb_stage_msg_floats(const zb_stage *st) {
+    return (size_t)st->N * st->C;
+}
+
+/* Buffer l of resid (grad = false) or dresid of an existing slot. */
+static float *slot_buffer(zb_stage *st, int c, int mb, bool grad, bool last) {
+    if (bad_index(st, c, mb)) return NULL;
+    chunk *ck = &st->chunks[c];
+    int s = ck->slot_of[mb];
+    if (s < 0) return NULL;
+    slot_view sv;
+    slot_get(st, ck, s, &sv);
+    return resid_at(st, grad ? sv.dresid : sv.resid, last ? ck->n_layers : 0);
+}
+
+/* NULL when (chunk, mb) is out of range or no slot is free; F then reports
+ * the error in full. */
+float *zb_stage_act_in(zb_stage *st, int chunk, int mb) {
+    if (bad_index(st, chunk, mb) || slot_acquire(st, chunk, mb) < 0) return NULL;
+    return slot_buffer(st, chunk, mb, false, false);
+}
+float *zb_stage_act_out(zb_stage *st, int chunk, int mb) {
+    return slot_buffer(st, chunk, mb, false, true);
+}
+float *zb_stage_grad_in(zb_stage *st, int chunk, int mb) {
+    return slot_buffer(st, chunk, mb, true, true);
+}
+float *zb_stage_grad_out(zb_stage *st, int chunk, int mb) {
+    return slot_buffer(st, chunk, mb, true, false);
+}
+
+/* ---- passes ---- */
+
+static zb_status check_ids(const zb_stage *st, const int *ids, const char *what,
+                           zb_err *err) {
+    for (int i = 0; i < st->N; i++)
+        if (ids[i] < 0 || ids[i] >= st->V)
+            return zb_fail(err, ZB_ERUNTIME, "%s[%d] = %d outside the "
+                           "vocabulary [0, %d)", what, i, ids[i], st->V);
+    return ZB_OK;
+}
+
+/* Inputs of F: the previous chunk's output when it is on this rank. */
+static zb_status forward_input(zb_stage *st, int c, int mb, const int *tokens,
+                               const slot_view *sv, zb_err *err) {
+    const chunk *ck = &st->chunks[c];
+    size_t NC = (size_t)st->N * st->C;
+    if (ck->embed) {
+        memcpy(sv->tokens, tokens, (size_t)st->N * sizeof(int));
+        zb_embed_forward(sv->resid, tokens, tensor(st, st->params, ck->pc.wte),
+                         tensor(st, st->params, ck->pc.wpe), st->B, st->T, st->C);
+    } else if (ck->prev >= 0) {
+        const float *src = zb_stage_act_out(st, ck->prev, mb);
+        int ps = st->chunks[ck->prev].slot_of[mb];
+        if (!src || st->chunks[ck->prev].state[ps] < SLOT_FWD)
+            return zb_fail(err, ZB_ERUNTIME, "F on chunk %d mb %d before F "
+                           "on chunk %d (its input)", c, mb, ck->prev);
+        memcpy(sv->resid, src, NC * sizeof(float));
+    }
+    return ZB_OK;
+}
+
+zb_status zb_stage_forward(zb_stage *st, int c, int mb, const int *tokens,
+                           const int *targets, float loss_scale, zb_err *err) {
+    if (bad_index(st, c, mb))
+        return zb_fail(err, ZB_ERUNTIME, "F: chunk %d mb %d out of range "
+                       "(v=%d, m=%d)", c, mb, st->v, st->m);
+    chunk *ck = &st->chunks[c];
+    if (ck->embed && !tokens)
+        return zb_fail(err, ZB_ERUNTIME, "F on chunk %d needs tokens", c);
+    if (ck->head && !targets)
+        return zb_fail(err, ZB_ERUNTIME, "F on chunk %d needs targets", c);
+    if (ck->embed) ZB_TRY(check_ids(st, tokens, "tokens", err));
+    if (ck->head) ZB_TRY(check_ids(st, targets, "targets", err));
+    int s = slot_acquire(st, c, mb);
+    if (s < 0)
+        return zb_fail(err, ZB_ERUNTIME, "no free activation slot on chunk "
+                       "%d for mb %d (the plan allows %d in flight)", c, mb,
+                       ck->nslots);
+    if (ck->state[s] != SLOT_TAKEN)
+        return zb_fail(err, ZB_ERUNTIME, "F on chunk %d mb %d twice", c, mb);
+    slot_view sv;
+    slot_get(st, ck, s, &sv);
+    ZB_TRY(forward_input(st, c, mb, tokens, &sv, err));
+    for (int l = 0; l < ck->n_layers; l++) {
+        layer_params w;
+        layer_acts a;
+        layer_params_get(st, st->params, ck, l, &w);
+        layer_acts_get(st, ck, &sv, l, &a);
+        ZB_TRY(layer_forward(st, &w, &a, resid_at(st, sv.resid, l),
+                             resid_at(st, sv.resid, l + 1), err));
+    }
+    if (ck->head) head_forward(st, ck, &sv, targets, loss_scale);
+    ck->state[s] = SLOT_FWD;
+    return ZB_OK;
+}
+
+zb_status zb_stage_backward_b(zb_stage *st, int c, int mb, zb_err *err) {
+    int s;
+    ZB_TRY(slot_expect(st, c, mb, SLOT_FWD, "B", &s, err));
+    chunk *ck = &st->chunks[c];
+    slot_view sv;
+    slot_get(st, ck, s, &sv);
+    if (ck->head) head_backward_b(st, ck, &sv);
+    for (int l = ck->n_layers - 1; l >= 0; l--) {
+        layer_params w;
+        layer_acts a;
+        layer_params_get(st, st->params, ck, l, &w);
+        layer_acts_get(st, ck, &sv, l, &a);
+        ZB_TRY(layer_backward_b(st, &w, &a, resid_at(st, sv.resid, l),
+                                resid_at(st, sv.dresid, l + 1),
+                                resid_at(st, sv.dresid, l), err));
+    }
+    if (ck->prev >= 0) { /* hand grad_out to the chunk before, on this rank */
+        float *dst = zb_stage_grad_in(st, ck->prev, mb);
+        if (!dst)
+            return zb_fail(err, ZB_ERUNTIME, "B on chunk %d mb %d: chunk %d "
+                           "holds no activations for it", c, mb, ck->prev);
+        memcpy(dst, sv.dresid, (size_t)st->N * st->C * sizeof(float));
+    }
+    ck->state[s] = SLOT_BWD;
+    return ZB_OK;
+}
+
+zb_status zb_stage_backward_w(zb_stage *st, int c, int mb, zb_err *err) {
+    int s;
+    ZB_TRY(slot_expect(st, c, mb, SLOT_BWD, "W", &s, err));
+    chunk *ck = &st->chunks[c];
+    slot_view sv;
+    slot_get(st, ck, s, &sv);
+    if (ck->head) head_backward_w(st, ck, &sv);
+    for (int l = ck->n_layers - 1; l >= 0; l--) {
+        layer_params g;
+        layer_acts a;
+        layer_params_get(st, st->grads, ck, l, &g);
+        layer_acts_get(st, ck, &sv, l, &a);
+        layer_backward_w(st, &g, &a, resid_at(st, sv.resid, l),
+                         resid_at(st, sv.dresid, l + 1));
+    }
+    if (ck->embed)
+        zb_embed_backward(tensor(st, st->grads, ck->pc.wte),
+                          tensor(st, st->grads, ck->pc.wpe), sv.dresid,
+                          sv.tokens, st->B, st->T, st->C);
+    slot_release(st, c, s);
+    return ZB_OK;
+}
+
+zb_status zb_stage_backward_bw(zb_stage *st, int c, int mb, zb_err *err) {
+    ZB_TRY(zb_stage_backward_b(st, c, mb, err));
+    return zb_stage_backward_w(st, c, mb, err);
+}
+
+/* ---- set-up ---- */
+
+/* Most microbatches in flight on chunk c of this rank's action list. */
+static int max_in_flight(const zb_schedule *s, int rank, int c) {
+    int cur = 0, peak = 0;
+    for (int i = 0; i < s->len[rank]; i++) {
+        const zb_action *a = &s->acts[rank][i];
+        if (a->chunk != c) continue;
+        if (a->pass == ZB_F && ++cur > peak) peak = cur;
+        if (a->pass == ZB_W || a->pass == ZB_BW) cur--;
+    }
+    return peak;
+}
+
+static zb_status check_plan(const zb_stage_cfg *cfg, zb_err *err) {
+    const zb_plan *p = cfg->plan;
+    const zb_arch *a = &p->model.arch;
+    if (p->pp < 1 || p->v < 1 || p->m < 1 || p->micro_batch < 1 || p->tp < 1)
+        return zb_fail(err, ZB_EINPUT, "stage: bad plan sizes pp=%d v=%d m=%d "
+                       "micro_batch=%d tp=%d", p->pp, p->v, p->m,
+                       p->micro_batch, p->tp);
+    if (p->sched.p != p->pp || p->sched.v != p->v || !p->stages)
+        return zb_fail(err, ZB_EINPUT, "stage: schedule (p=%d v=%d) does not "
+                       "match the plan (pp=%d v=%d)", p->sched.p, p->sched.v,
+                       p->pp, p->v);
+    if (a->layers < 1 || a->hidden < 1 || a->seq_len < 1 || a->vocab < 1 ||
+        a->ffn_hidden < 1)
+        return zb_fail(err, ZB_EINPUT, "stage: bad model shape");
+    for (int s = 0; s < p->pp * p->v; s++) {
+        const zb_stage_span *sp = &p->stages[s];
+        if (sp->first_layer < 0 || sp->n_layers < 0 ||
+            sp->first_layer + sp->n_layers > a->layers)
+            return zb_fail(err, ZB_EINPUT, "stage: virtual stage %d holds "
+                           "layers [%d, %d) outside [0, %d)", s,
+                           sp->first_layer, sp->first_layer + sp->n_layers,
+                           a->layers);
+    }
+    if (p->tp > 1 && (!cfg->tr || !cfg->tp_group || cfg->tp_group->n != p->tp))
+        return zb_fail(err, ZB_EINPUT, "stage: tp=%d needs a transport and a "
+                       "TP group of %d ranks", p->tp, p->tp);
+    return ZB_OK;
+}
+
+static void set_dims(zb_stage *st, const zb_plan *p) {
+    const zb_arch *a = &p->model.arch;
+    st->B = p->micro_batch;
+    st->T = a->seq_len;
+    st->N = st->B * st->T;
+    st->C = a->hidden;
+    st->V = a->vocab;
+    st->NH = a->heads;
+    st->F = a->ffn_hidden;
+    st->tp = p->tp;
+    st->Cl = st->C / st->tp;
+    st->Fl = st->F / st->tp;
+    st->NHl = st->NH / st->tp;
+    st->v = p->v;
+    st->m = p->m;
+}
+
+static zb_status chunk_init(zb_stage *st, int c, zb_err *err) {
+    const zb_plan *p = st->plan;
+    chunk *ck = &st->chunks[c];
+    int rank = st->cfg.pp_rank;
+    ck->vstage = zb_vstage(&p->sched, rank, c);
+    const zb_stage_span *sp = &p->stages[ck->vstage];
+    ck->n_layers = sp->n_layers;
+    ck->embed = sp->embed;
+    ck->head = sp->head;
+    ck->pc = st->pt.chunk[c];
+    ck->prev = -1;
+    if (ck->vstage > 0) {
+        int r, pc;
+        zb_vstage_owner(&p->sched, ck->vstage - 1, &r, &pc);
+        if (r == rank) ck->prev = pc;
+    }
+    layer_acts la;
+    slot_view sv;
+    ck->layer_floats = layer_carve(st, NULL, &la);
+    ck->slot_floats = slot_carve(st, ck, NULL, &sv);
+    ck->nslots = max_in_flight(&p->sched, rank, c);
+    size_t ns = (size_t)(ck->nslots > 0 ? ck->nslots : 1);
+    ck->slots = zb_calloc((size_t)ck->nslots * ck->slot_floats, sizeof(float), err);
+    ck->tokens = zb_calloc(ns * (size_t)st->N, sizeof(int), err);
+    ck->slot_of = zb_calloc((size_t)st->m, sizeof(int), err);
+    ck->slot_mb = zb_calloc(ns, sizeof(int), err);
+    ck->state = zb_calloc(ns, 1, err);
+    if (!ck->slots || !ck->tokens || !ck->slot_of || !ck->slot_mb || !ck->state)
+        return ZB_ENOMEM;
+    for (int j = 0; j < st->m; j++) ck->slot_of[j] = -1;
+    for (size_t s = 0; s < ns; s++) ck->slot_mb[s] = -1;
+    return ZB_OK;
+}
+
+static zb_status alloc_buffers(zb_stage *st, zb_err *err) {
+    size_t n = st->pt.floats > 0 ? st->pt.floats : 1;
+    st->params = zb_calloc(n, sizeof(float), err);
+    st->grads = zb_calloc(n, sizeof(float), err);
+    st->mom1 = zb_calloc(n, sizeof(float), err);
+    st->mom2 = zb_calloc(n, sizeof(float), err);
+    size_t N = (size_t)st->N, off = 0;
+    take(NULL, &off, N * st->C);
+    take(NULL, &off, N * st->V);
+    take(NULL, &off, N);
+    take(NULL, &off, N * st->Fl);
+    take(NULL, &off, N * st->Cl);
+    st->scratch = zb_calloc(off, sizeof(float), err);
+    if (!st->params || !st->grads || !st->mom1 || !st->mom2 || !st->scratch)
+        return ZB_ENOMEM;
+    off = 0;
+    st->partial = take(st->scratch, &off, N * st->C);
+    st->logits = take(st->scratch, &off, N * st->V);
+    st->losses = take(st->scratch, &off, N);
+    st->dgelu = take(st->scratch, &off, N * st->Fl);
+    st->datty = take(st->scratch, &off, N * st->Cl);
+    return ZB_OK;
+}
+
+zb_status zb_stage_new(const zb_stage_cfg *cfg, zb_stage **out, zb_err *err) {
+    *out = NULL;
+    ZB_TRY(check_plan(cfg, err));
+    zb_stage *st = zb_calloc(1, sizeof *st, err);
+    if (!st) return ZB_ENOMEM;
+    st->cfg = *cfg;
+    st->plan = cfg->plan;
+    set_dims(st, cfg->plan);
+    zb_status rc = zb_ptable_build(&st->pt, cfg->plan, cfg->pp_rank,
+                                   cfg->tp_rank, err);
+    if (rc == ZB_OK) rc = alloc_buffers(st, err);
+    if (rc == ZB_OK) {
+        st->chunks = zb_calloc((size_t)st->v, sizeof *st->chunks, err);
+        if (!st->chunks) rc = ZB_ENOMEM;
+    }
+    for (int c = 0; rc == ZB_OK && c < st->v; c++) rc = chunk_init(st, c, err);
+    if (rc != ZB_OK) {
+        zb_stage_free(st);
+        return rc;
+    }
+    zb_ptable_init(&st->pt, st->params, cfg->plan->model.train.seed);
+    *out = st;
+    return ZB_OK;
+}
+
+void zb_stage_free(zb_stage *st) {
+    if (!st) return;
+    if (st->chunks)
+        for (int c = 0; c < st->v; c++) {
+            chunk *ck = &st->chunks[c];
+            free(ck->slots);
+            free(ck->tokens);
+            free(ck->slot_of);
+            free(ck->slot_mb);
+            free(ck->state);
+        }
+    free(st->chunks);
+    free(st->params);
+    free(st->grads);
+    free(st->mom1);
+    free(st->mom2);
+    free(st->scratch);
+    zb_ptable_free(&st->pt);
+    free(st);
+}
+
+/* ---- gradients, optimizer, accounting ---- */
+
+double zb_stage_loss_sum(const zb_stage *st) { return st->loss_sum; }
+
+void zb_stage_zero_grads(zb_stage *st) {
+    zero(st->grads, st->pt.floats);
+    st->loss_sum = 0.0;
+}
+
+float *zb_stage_params(zb_stage *st, size_t *n) {
+    *n = st->pt.floats;
+    return st->params;
+}
+
+float *zb_stage_grads(zb_stage *st, size_t *n) {
+    *n = st->pt.floats;
+    return st->grads;
+}
+
+float *zb_stage_tied_grad(zb_stage *st, size_t *n) {
+    if (st->pt.tied < 0) {
+        *n = 0;
+        return NULL;
+    }
+    const zb_ptensor *t = &st->pt.t[st->pt.tied];
+    *n = (size_t)t->rows * t->cols;
+    return st->grads + t->off;
+}
+
+double zb_stage_grad_sumsq(const zb_stage *st) {
+    if (st->cfg.dp_rank != 0) return 0.0;
+    double s = 0.0;
+    for (int j = 0; j < st->pt.n; j++) {
+        const zb_ptensor *t = &st->pt.t[j];
+        if (t->norm) s += zb_sumsq(st->grads + t->off, (size_t)t->rows * t->cols);
+    }
+    return s;
+}
+
+zb_status zb_stage_adamw(zb_stage *st, float lr, float grad_scale, int t,
+                         zb_err *err) {
+    if (t < 1) return zb_fail(err, ZB_ERUNTIME, "AdamW step %d < 1", t);
+    const zb_optim *o = &st->plan->model.train.opt;
+    for (int j = 0; j < st->pt.n; j++) {
+        const zb_ptensor *pt = &st->pt.t[j];
+        size_t off = pt->off, n = (size_t)pt->rows * pt->cols;
+        float wd = pt->decay ? (float)o->weight_decay : 0.0f;
+        zb_adamw_update(st->params + off, st->grads + off, st->mom1 + off,
+                        st->mom2 + off, n, lr, (float)o->beta1, (float)o->beta2,
+                        (float)o->eps, wd, grad_scale, t);
+    }
+    return ZB_OK;
+}
+
+double zb_stage_static_bytes(const zb_stage *st) {
+    return 4.0 * (double)st->pt.floats * sizeof(float);
+}
+
+double zb_stage_act_peak_bytes(const zb_stage *st) {
+    return st->act_peak_bytes;
+}
+
+/* ---- checkpoint: header, then params, AdamW m, AdamW v (native floats) ---- */
+
+#define ZB_CKPT_MAGIC "ZBSTAGE"
+#define ZB_CKPT_VERSION 1u
+
+typedef struct {
+    char magic[8];      /* "ZBSTAGE\0" */
+    uint32_t version;
+    uint32_t float_bytes;
+    uint64_t n;         /* floats in each of the three arrays */
+} ckpt_header;
+
+zb_status zb_stage_save(const zb_stage *st, FILE *f, zb_err *err) {
+    ckpt_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, ZB_CKPT_MAGIC, sizeof ZB_CKPT_MAGIC);
+    h.version = ZB_CKPT_VERSION;
+    h.float_bytes = sizeof(float);
+    h.n = st->pt.floats;
+    size_t n = st->pt.floats;
+    if (fwrite(&h, sizeof h, 1, f) != 1 ||
+        fwrite(st->params, sizeof(float), n, f) != n ||
+        fwrite(st->mom1, sizeof(float), n, f) != n ||
+        fwrite(st->mom2, sizeof(float), n, f) != n)
+        return zb_fail(err, ZB_EIO, "checkpoint: write failed");
+    return ZB_OK;
+}
+
+zb_status zb_stage_load(zb_stage *st, FILE *f, zb_err *err) {
+    ckpt_header h;
+    if (fread(&h, sizeof h, 1, f) != 1)
+        return zb_fail(err, ZB_EIO, "checkpoint: truncated header");
+    if (memcmp(h.magic, ZB_CKPT_MAGIC, sizeof ZB_CKPT_MAGIC) != 0)
+        return zb_fail(err, ZB_EINPUT, "checkpoint: not a zb stage checkpoint "
+                       "(bad magic)");
+    if (h.version != ZB_CKPT_VERSION || h.float_bytes != sizeof(float))
+        return zb_fail(err, ZB_EINPUT, "checkpoint: version %u with %u-byte "
+                       "floats, expected version %u with %zu-byte floats",
+                       h.version, h.float_bytes, ZB_CKPT_VERSION, sizeof(float));
+    size_t n = st->pt.floats;
+    if (h.n != n)
+        return zb_fail(err, ZB_EINPUT, "checkpoint: holds %llu parameters, "
+                       "this stage has %zu (another model or layout?)",
+                       (unsigned long long)h.n, n);
+    if (fread(st->params, sizeof(float), n, f) != n ||
+        fread(st->mom1, sizeof(float), n, f) != n ||
+        fread(st->mom2, sizeof(float), n, f) != n)
+        return zb_fail(err, ZB_EIO, "checkpoint: truncated data");
+    return ZB_OK;
+}

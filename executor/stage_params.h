@@ -1,0 +1,100 @@
+/* stage_params.h - the parameter table of one rank's stage: which tensors
+ * it holds, where each lives in the flat parameter buffer, how it is sharded
+ * over TP, and its deterministic initialisation. Backend independent: the
+ * CPU stage (stage_cpu.c) uses it, a CUDA stage can initialise on the host
+ * with it and copy, and tests use it to gather shards into full tensors.
+ *
+ * Tensors, in buffer order, per chunk (chunk 0 first):
+ *   embedding chunk:  wte [V, C], wpe [T, C]                      (layer -1)
+ *   block l (global index), ids 0..11:
+ *     ln1.w, ln1.b [C]; qkv.w [3C/t, C], qkv.b [3C/t];
+ *     proj.w [C, C/t], proj.b [C]; ln2.w, ln2.b [C];
+ *     fc.w [F/t, C], fc.b [F/t]; fc2.w [C, F/t], fc2.b [C]
+ *   head chunk:       lnf.w, lnf.b [C]; then the LM head weight [V, C]:
+ *     untied: "lm_head" (own tensor id); tied and the embedding on this
+ *     rank: wte itself (no new tensor); tied and the embedding elsewhere:
+ *     "wte.copy", drawn with wte's (layer, id) so both copies start equal.
+ * TP shards (Megatron): qkv keeps rows of q, k and v of its heads; fc keeps
+ * rows; proj and fc2 keep columns; everything else is replicated.
+ *
+ * Init: element (r, c) of a full tensor [R, Cols] is the normal number drawn
+ * from counter r*Cols + c of a counter-based generator keyed by (seed,
+ * layer, id); std 0.02 (0.02/sqrt(2*layers) for proj.w and fc2.w, GPT-2),
+ * LayerNorm weights 1, biases 0. A rank computes only its shard's counters,
+ * which is the same as drawing the whole tensor and keeping the shard.
+ */
+#ifndef ZB_STAGE_PARAMS_H
+#define ZB_STAGE_PARAMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/zb_plan.h"
+
+typedef enum {
+    ZB_SHARD_NONE = 0, /* replicated over TP */
+    ZB_SHARD_ROWS,     /* rows [tp_rank*rows, +rows) */
+    ZB_SHARD_COLS,     /* columns [tp_rank*cols, +cols) */
+    ZB_SHARD_QKV       /* the q, k and v row blocks of this rank's heads */
+} zb_shard;
+
+/* Tensor ids of a block's tensors (layer >= 0) ... */
+enum {
+    ZB_T_LN1W, ZB_T_LN1B, ZB_T_QKVW, ZB_T_QKVB, ZB_T_PROJW, ZB_T_PROJB,
+    ZB_T_LN2W, ZB_T_LN2B, ZB_T_FCW, ZB_T_FCB, ZB_T_FC2W, ZB_T_FC2B,
+    ZB_T_PER_LAYER
+};
+/* ... and of the embedding/head tensors (layer -1). */
+enum { ZB_T_WTE, ZB_T_WPE, ZB_T_LNFW, ZB_T_LNFB, ZB_T_LMHEAD };
+
+typedef struct {
+    char name[16];
+    int layer;              /* global block index, -1 embedding/head */
+    int id;                 /* ZB_T_* */
+    int rows, cols;         /* local shape (vectors: cols = 1) */
+    int full_rows, full_cols;
+    zb_shard shard;
+    bool decay;             /* 2-D weight: AdamW weight decay applies */
+    bool norm;              /* counted by this rank in the global grad norm */
+    bool copy;              /* tied wte copy on the head's rank */
+    float std;              /* > 0: normal(0, std); else constant value */
+    float value;
+    size_t off;             /* first float in the flat buffer */
+} zb_ptensor;
+
+/* Tensor indices (into zb_ptable.t) of one chunk; -1 where absent. */
+typedef struct {
+    int wte, wpe;           /* embedding */
+    int layer0;             /* first tensor of the chunk's first block */
+    int n_layers;
+    int lnfw, lnfb, head;   /* head: head may point at the shared wte */
+} zb_pchunk;
+
+typedef struct {
+    int tp, tp_rank;
+    int n;                  /* tensors */
+    zb_ptensor *t;          /* [n] */
+    size_t floats;          /* total floats of the flat buffer */
+    int v;
+    zb_pchunk *chunk;       /* [v] */
+    int tied;               /* tensor synced over the embedding group, -1 */
+} zb_ptable;
+
+/* Build the table of (plan, pp_rank, tp_rank). Checks the shapes divide
+ * (heads and ffn_hidden by tp, hidden by heads). */
+zb_status zb_ptable_build(zb_ptable *pt, const zb_plan *plan, int pp_rank,
+                          int tp_rank, zb_err *err);
+void zb_ptable_free(zb_ptable *pt);
+
+/* Fill params [pt->floats] with the initial values. */
+void zb_ptable_init(const zb_ptable *pt, float *params, uint64_t seed);
+
+/* Flat index in the full (unsharded) tensor of local element i of t. */
+size_t zb_ptable_full_index(const zb_ptable *pt, const zb_ptensor *t,
+                            size_t i);
+
+/* Index of the tensor (layer, id, copy) or -1. */
+int zb_ptable_find(const zb_ptable *pt, int layer, int id, bool copy);
+
+#endif

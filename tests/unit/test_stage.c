@@ -1,0 +1,816 @@
+/* test_stage.c - the CPU GPT stage (executor/stage.h, stage_cpu.c):
+ *  - gradients against central finite differences of the loss (1 rank);
+ *  - split B then W equals fused BW, bitwise;
+ *  - pipeline layouts (pp = 2 loop, interleaved, V placement on 1 and 2
+ *    ranks) give the loss and gradients of the one-stage model, the test
+ *    moving act_out -> act_in and grad_out -> grad_in itself;
+ *  - TP = 2 on two threads with the local transport equals TP = 1;
+ *  - every layout starts from the identical full model;
+ *  - slots, out-of-order passes, AdamW by hand, grad norm ownership,
+ *    checkpoints.
+ * Plans are built in memory (spans and a schedule), no plan file. */
+#include <check.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor/stage.h"
+#include "executor/stage_params.h"
+
+#define MAXR 4 /* pipeline ranks in these tests */
+
+typedef struct {
+    int layers, C, NH, F, T, V, B, m, pp, v, tp;
+    bool tied;
+    zb_placement pl;
+    int split[2 * MAXR]; /* layers per virtual stage */
+} spec;
+
+/* The one-stage model most tests compare against. */
+static spec base_spec(int layers) {
+    spec s = {.layers = layers, .C = 8, .NH = 2, .F = 16, .T = 5, .V = 13,
+              .B = 2, .m = 2, .pp = 1, .v = 1, .tp = 1, .tied = true,
+              .pl = ZB_PLACE_LOOP};
+    s.split[0] = layers;
+    return s;
+}
+
+/* A plan whose schedule is, on every rank: all F (chunk by chunk), then all
+ * B, then all W, so each chunk has m slots. */
+static void plan_build(zb_plan *p, const spec *s) {
+    memset(p, 0, sizeof *p);
+    zb_arch *a = &p->model.arch;
+    a->layers = s->layers;
+    a->hidden = s->C;
+    a->heads = s->NH;
+    a->ffn_hidden = s->F;
+    a->seq_len = s->T;
+    a->vocab = s->V;
+    a->tied_embeddings = s->tied;
+    p->model.train.seed = 1234;
+    p->model.train.global_batch = s->B * s->m;
+    p->model.train.opt = (zb_optim){.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95,
+                                    .eps = 1e-8, .weight_decay = 0.1};
+    p->dp = 1;
+    p->tp = s->tp;
+    p->pp = s->pp;
+    p->v = s->v;
+    p->micro_batch = s->B;
+    p->m = s->m;
+    int n = s->pp * s->v, first = 0;
+    p->stages = calloc((size_t)n, sizeof *p->stages);
+    ck_assert_ptr_nonnull(p->stages);
+    for (int vs = 0; vs < n; vs++) {
+        p->stages[vs] = (zb_stage_span){first, s->split[vs], vs == 0, vs == n - 1};
+        first += s->split[vs];
+    }
+    ck_assert_int_eq(first, s->layers);
+    zb_err err;
+    ck_assert_int_eq(zb_schedule_init(&p->sched, "test", s->pp, s->m, s->v,
+                                      s->pl, 0, &err), ZB_OK);
+    zb_pass passes[3] = {ZB_F, ZB_B, ZB_W};
+    for (int r = 0; r < s->pp; r++)
+        for (int k = 0; k < 3; k++)
+            for (int c = 0; c < s->v; c++)
+                for (int j = 0; j < s->m; j++)
+                    ck_assert_int_eq(zb_schedule_push(&p->sched, r, passes[k],
+                                                      j, c, &err), ZB_OK);
+}
+
+static void plan_release(zb_plan *p) {
+    free(p->stages);
+    zb_schedule_free(&p->sched);
+}
+
+static zb_stage *stage_make(const zb_plan *p, int pp_rank, int tp_rank,
+                            zb_transport *tr, const zb_group *g) {
+    zb_stage_cfg cfg = {.plan = p, .pp_rank = pp_rank, .tp_rank = tp_rank,
+                        .tr = tr, .tp_group = g};
+    zb_stage *st = NULL;
+    zb_err err;
+    zb_status rc = zb_stage_new(&cfg, &st, &err);
+    ck_assert_msg(rc == ZB_OK, "zb_stage_new: %s", err.msg);
+    return st;
+}
+
+/* Deterministic tokens/targets [m][B*T]. */
+static void make_tokens(const spec *s, int *tok, int *tgt) {
+    uint32_t x = 12345;
+    for (int i = 0; i < s->m * s->B * s->T; i++) {
+        x = x * 1664525u + 1013904223u;
+        tok[i] = (int)((x >> 8) % (uint32_t)s->V);
+        x = x * 1664525u + 1013904223u;
+        tgt[i] = (int)((x >> 8) % (uint32_t)s->V);
+    }
+}
+
+/* One step of a pipeline of stage objects st[pp] (GPipe order: all F, all
+ * B, all W), moving messages between ranks by memcpy; neighbours on the same
+ * rank pass data themselves. split: B then W, else BW. Returns the summed
+ * loss of the heads times loss_scale (the mean loss). */
+static double run_step(zb_stage **st, const zb_plan *p, const int *tok,
+                       const int *tgt, bool split) {
+    int n = p->pp * p->v, N = p->micro_batch * p->model.arch.seq_len;
+    size_t msg = zb_stage_msg_floats(st[0]) * sizeof(float);
+    float scale = 1.0f / (float)(N * p->m);
+    zb_err err;
+    for (int r = 0; r < p->pp; r++) zb_stage_zero_grads(st[r]);
+    for (int j = 0; j < p->m; j++)
+        for (int s = 0; s < n; s++) {
+            int r, c, pr, pc;
+            zb_vstage_owner(&p->sched, s, &r, &c);
+            if (s > 0) {
+                zb_vstage_owner(&p->sched, s - 1, &pr, &pc);
+                if (pr != r) {
+                    float *dst = zb_stage_act_in(st[r], c, j);
+                    ck_assert_ptr_nonnull(dst);
+                    memcpy(dst, zb_stage_act_out(st[pr], pc, j), msg);
+                }
+            }
+            zb_status rc = zb_stage_forward(st[r], c, j, tok + j * N, tgt + j * N,
+                                            scale, &err);
+            ck_assert_msg(rc == ZB_OK, "F: %s", err.msg);
+        }
+    for (int j = 0; j < p->m; j++)
+        for (int s = n - 1; s >= 0; s--) {
+            int r, c, nr, nc;
+            zb_vstage_owner(&p->sched, s, &r, &c);
+            if (s < n - 1) {
+                zb_vstage_owner(&p->sched, s + 1, &nr, &nc);
+                if (nr != r)
+                    memcpy(zb_stage_grad_in(st[r], c, j),
+                           zb_stage_grad_out(st[nr], nc, j), msg);
+            }
+            zb_status rc = split ? zb_stage_backward_b(st[r], c, j, &err)
+                                 : zb_stage_backward_bw(st[r], c, j, &err);
+            ck_assert_msg(rc == ZB_OK, "B: %s", err.msg);
+        }
+    if (split)
+        for (int j = 0; j < p->m; j++)
+            for (int s = n - 1; s >= 0; s--) {
+                int r, c;
+                zb_vstage_owner(&p->sched, s, &r, &c);
+                zb_status rc = zb_stage_backward_w(st[r], c, j, &err);
+                ck_assert_msg(rc == ZB_OK, "W: %s", err.msg);
+            }
+    double loss = 0;
+    for (int r = 0; r < p->pp; r++) loss += zb_stage_loss_sum(st[r]);
+    return loss * scale;
+}
+
+/* ---- comparing a layout against the reference (tp = 1, pp = 1) ---- */
+
+typedef struct {
+    zb_ptable pt;
+    float *params, *grads;
+} view;
+
+static view view_of(const zb_plan *p, zb_stage *st, int pp_rank, int tp_rank) {
+    view v;
+    zb_err err;
+    ck_assert_int_eq(zb_ptable_build(&v.pt, p, pp_rank, tp_rank, &err), ZB_OK);
+    size_t n, n2;
+    v.params = zb_stage_params(st, &n);
+    v.grads = zb_stage_grads(st, &n2);
+    ck_assert_uint_eq(n, v.pt.floats);
+    ck_assert_uint_eq(n2, v.pt.floats);
+    return v;
+}
+
+/* Every tensor of `part` (copies included) against the reference tensor it
+ * is (a shard of): params bitwise; grads within rtol of the tensor's largest
+ * reference gradient. Counts the reference elements covered in seen. */
+static void compare_view(const view *ref, const view *part, double rtol,
+                         int *seen) {
+    for (int k = 0; k < part->pt.n; k++) {
+        const zb_ptensor *t = &part->pt.t[k];
+        int rk = zb_ptable_find(&ref->pt, t->layer, t->id, false);
+        ck_assert_int_ge(rk, 0);
+        const zb_ptensor *rt = &ref->pt.t[rk];
+        size_t rn = (size_t)rt->rows * rt->cols;
+        double gmax = 0;
+        for (size_t i = 0; i < rn; i++)
+            gmax = fmax(gmax, fabs(ref->grads[rt->off + i]));
+        for (size_t i = 0; i < (size_t)t->rows * t->cols; i++) {
+            size_t fi = zb_ptable_full_index(&part->pt, t, i);
+            ck_assert_uint_lt(fi, rn);
+            float pv = part->params[t->off + i], rv = ref->params[rt->off + fi];
+            ck_assert_msg(pv == rv, "%s layer %d [%zu]: param %g vs %g",
+                          t->name, t->layer, i, pv, rv);
+            double g = part->grads[t->off + i], rg = ref->grads[rt->off + fi];
+            ck_assert_msg(fabs(g - rg) <= rtol * gmax + 1e-30,
+                          "%s layer %d [%zu]: grad %.9g vs %.9g (max %.3g)",
+                          t->name, t->layer, i, g, rg, gmax);
+            if (!t->copy) seen[rt->off + fi]++;
+        }
+    }
+}
+
+/* All reference elements are covered exactly `times` times. */
+static void check_coverage(const view *ref, const int *seen, int times) {
+    for (size_t i = 0; i < ref->pt.floats; i++)
+        ck_assert_msg(seen[i] == times, "reference float %zu covered %d times",
+                      i, seen[i]);
+}
+
+/* Sum the tied embedding gradients of all ranks into each (what the runtime
+ * does over the embedding group). */
+static void sync_tied(zb_stage **st, int pp) {
+    size_t n = 0, nn;
+    float *sum = NULL;
+    for (int r = 0; r < pp; r++) {
+        float *g = zb_stage_tied_grad(st[r], &nn);
+        if (!g) continue;
+        if (!sum) {
+            n = nn;
+            sum = calloc(n, sizeof *sum);
+        }
+        ck_assert_uint_eq(nn, n);
+        for (size_t i = 0; i < n; i++) sum[i] += g[i];
+    }
+    for (int r = 0; sum && r < pp; r++) {
+        float *g = zb_stage_tied_grad(st[r], &nn);
+        if (g) memcpy(g, sum, n * sizeof *g);
+    }
+    free(sum);
+}
+
+/* Reference run of spec s with layers in one stage. */
+typedef struct {
+    zb_plan plan;
+    zb_stage *st;
+    view v;
+    double loss;
+    int *tok, *tgt;
+} refrun;
+
+static void ref_run(refrun *rr, spec s) {
+    s.pp = s.v = s.tp = 1;
+    s.pl = ZB_PLACE_LOOP;
+    memset(s.split, 0, sizeof s.split);
+    s.split[0] = s.layers;
+    plan_build(&rr->plan, &s);
+    rr->st = stage_make(&rr->plan, 0, 0, NULL, NULL);
+    size_t n = (size_t)s.m * s.B * s.T;
+    rr->tok = calloc(n, sizeof(int));
+    rr->tgt = calloc(n, sizeof(int));
+    make_tokens(&s, rr->tok, rr->tgt);
+    rr->loss = run_step(&rr->st, &rr->plan, rr->tok, rr->tgt, true);
+    rr->v = view_of(&rr->plan, rr->st, 0, 0);
+}
+
+static void ref_free(refrun *rr) {
+    zb_ptable_free(&rr->v.pt);
+    zb_stage_free(rr->st);
+    plan_release(&rr->plan);
+    free(rr->tok);
+    free(rr->tgt);
+}
+
+/* Run a pipeline layout and compare it with the reference. */
+static void check_pipeline(spec s, int expect_tied_ranks) {
+    refrun rr;
+    ref_run(&rr, s);
+    zb_plan p;
+    plan_build(&p, &s);
+    zb_stage *st[MAXR];
+    for (int r = 0; r < s.pp; r++) st[r] = stage_make(&p, r, 0, NULL, NULL);
+    double loss = run_step(st, &p, rr.tok, rr.tgt, true);
+    ck_assert_msg(fabs(loss - rr.loss) <= 1e-6 * fabs(rr.loss),
+                  "loss %.9g vs %.9g", loss, rr.loss);
+    int tied = 0;
+    size_t nn;
+    for (int r = 0; r < s.pp; r++) tied += zb_stage_tied_grad(st[r], &nn) != NULL;
+    ck_assert_int_eq(tied, expect_tied_ranks);
+    sync_tied(st, s.pp);
+    int *seen = calloc(rr.v.pt.floats, sizeof *seen);
+    for (int r = 0; r < s.pp; r++) {
+        view v = view_of(&p, st[r], r, 0);
+        compare_view(&rr.v, &v, 1e-5, seen);
+        zb_ptable_free(&v.pt);
+    }
+    check_coverage(&rr.v, seen, 1);
+    /* norm: each parameter counted once over the ranks */
+    double sq = 0, rsq = zb_stage_grad_sumsq(rr.st);
+    for (int r = 0; r < s.pp; r++) sq += zb_stage_grad_sumsq(st[r]);
+    ck_assert_msg(fabs(sq - rsq) <= 1e-5 * rsq, "sumsq %g vs %g", sq, rsq);
+    free(seen);
+    for (int r = 0; r < s.pp; r++) zb_stage_free(st[r]);
+    plan_release(&p);
+    ref_free(&rr);
+}
+
+/* ---- (a) finite differences ---- */
+
+/* Mean loss of one microbatch (F then BW so the slot is returned). */
+static double loss_of(zb_stage *st, const zb_plan *p, const int *tok,
+                      const int *tgt) {
+    return run_step(&st, p, tok, tgt, false);
+}
+
+/* Checks 3 elements of every tensor (only the embedding/head tensors when
+ * head_only: the untied variant differs from the tied one only there). */
+static void fd_check(bool tied, bool head_only) {
+    spec s = base_spec(2);
+    s.m = 1;
+    s.tied = tied;
+    zb_plan p;
+    plan_build(&p, &s);
+    zb_stage *st = stage_make(&p, 0, 0, NULL, NULL);
+    int tok[2 * 5], tgt[2 * 5];
+    make_tokens(&s, tok, tgt);
+    size_t n;
+    float *w = zb_stage_params(st, &n);
+    /* Larger weights than GPT-2's 0.02 make every gradient big enough for a
+     * float32 finite difference to resolve. */
+    uint32_t x = 7;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        w[i] += 0.4f * ((float)(x >> 8) / 16777216.0f - 0.5f);
+    }
+    loss_of(st, &p, tok, tgt);
+    float *g = zb_stage_grads(st, &n);
+    float *grad = malloc(n * sizeof *grad);
+    memcpy(grad, g, n * sizeof *grad);
+    zb_ptable pt;
+    zb_err err;
+    ck_assert_int_eq(zb_ptable_build(&pt, &p, 0, 0, &err), ZB_OK);
+    const float eps = 1e-2f;
+    double worst = 0;
+    int checked = 0;
+    for (int k = 0; k < pt.n; k++) {
+        const zb_ptensor *t = &pt.t[k];
+        if (head_only && t->layer >= 0) continue;
+        size_t tn = (size_t)t->rows * t->cols;
+        size_t picks[3] = {0, (2 * tn) / 3, tn - 1};
+        for (int q = 0; q < 3; q++) {
+            size_t i = t->off + picks[q];
+            float w0 = w[i];
+            w[i] = w0 + eps;
+            double lp = loss_of(st, &p, tok, tgt);
+            w[i] = w0 - eps;
+            double lm = loss_of(st, &p, tok, tgt);
+            w[i] = w0;
+            double fd = (lp - lm) / (2.0 * eps), an = grad[i];
+            double e = fabs(fd - an) / fmax(fabs(fd) + fabs(an), 1e-2);
+            worst = fmax(worst, e);
+            ck_assert_msg(e < 1e-2, "%s layer %d [%zu]: analytic %.6g, "
+                          "finite difference %.6g", t->name, t->layer,
+                          picks[q], an, fd);
+            checked++;
+        }
+    }
+    if (getenv("ZB_TEST_VERBOSE")) fprintf(stderr, "fd worst rel err %g over %d\n", worst, checked);
+    ck_assert_int_eq(checked, 3 * (head_only ? 5 : pt.n));
+    free(grad);
+    zb_ptable_free(&pt);
+    zb_stage_free(st);
+    plan_release(&p);
+}
+
+START_TEST(test_finite_differences_tied) { fd_check(true, false); }
+END_TEST
+
+START_TEST(test_finite_differences_untied) { fd_check(false, true); }
+END_TEST
+
+/* ---- (b) split B + W equals BW ---- */
+
+START_TEST(test_split_equals_fused) {
+    spec layouts[2] = {base_spec(2), base_spec(2)};
+    layouts[1].pp = 2; /* pipeline of two, one layer each */
+    layouts[1].split[0] = layouts[1].split[1] = 1;
+    for (int k = 0; k < 2; k++) {
+        spec s = layouts[k];
+        zb_plan p;
+        plan_build(&p, &s);
+        zb_stage *a[2], *b[2];
+        for (int r = 0; r < s.pp; r++) {
+            a[r] = stage_make(&p, r, 0, NULL, NULL);
+            b[r] = stage_make(&p, r, 0, NULL, NULL);
+        }
+        int tok[2 * 10], tgt[2 * 10];
+        make_tokens(&s, tok, tgt);
+        double la = run_step(a, &p, tok, tgt, true);
+        double lb = run_step(b, &p, tok, tgt, false);
+        ck_assert(la == lb);
+        for (int r = 0; r < s.pp; r++) {
+            size_t n;
+            float *ga = zb_stage_grads(a[r], &n), *gb = zb_stage_grads(b[r], &n);
+            ck_assert_mem_eq(ga, gb, n * sizeof(float));
+            double nz = zb_stage_grad_sumsq(a[r]);
+            ck_assert(nz > 0);
+            zb_stage_free(a[r]);
+            zb_stage_free(b[r]);
+        }
+        plan_release(&p);
+    }
+}
+END_TEST
+
+/* ---- (c) pipeline layouts equal the one-stage model ---- */
+
+START_TEST(test_pp2_tied) {
+    spec s = base_spec(2);
+    s.pp = 2;
+    s.split[0] = s.split[1] = 1;
+    check_pipeline(s, 2); /* both ranks hold a wte to sync */
+}
+END_TEST
+
+START_TEST(test_pp2_untied_uneven) {
+    spec s = base_spec(3);
+    s.tied = false;
+    s.pp = 2;
+    s.split[0] = 2;
+    s.split[1] = 1;
+    check_pipeline(s, 0);
+}
+END_TEST
+
+START_TEST(test_pp3_empty_middle_head_only) {
+    spec s = base_spec(2);
+    s.pp = 3;
+    s.split[0] = 2; /* embedding + 2 layers | nothing | head only */
+    s.split[1] = 0;
+    s.split[2] = 0;
+    check_pipeline(s, 2);
+}
+END_TEST
+
+START_TEST(test_interleaved) {
+    spec s = base_spec(4);
+    s.pp = 2;
+    s.v = 2; /* rank 0: vstages 0, 2; rank 1: 1, 3 */
+    for (int i = 0; i < 4; i++) s.split[i] = 1;
+    check_pipeline(s, 2);
+}
+END_TEST
+
+/* ---- (e) V placement ---- */
+
+START_TEST(test_v_one_rank) {
+    spec s = base_spec(2);
+    s.v = 2;
+    s.pl = ZB_PLACE_V; /* both chunks on rank 0: the turn is local */
+    s.split[0] = s.split[1] = 1;
+    check_pipeline(s, 0); /* one shared wte */
+}
+END_TEST
+
+START_TEST(test_v_two_ranks) {
+    spec s = base_spec(4);
+    s.pp = 2;
+    s.v = 2;
+    s.pl = ZB_PLACE_V; /* rank 0: vstages 0, 3; rank 1: 1, 2 (the turn) */
+    for (int i = 0; i < 4; i++) s.split[i] = 1;
+    check_pipeline(s, 0);
+}
+END_TEST
+
+/* ---- (d) TP = 2 on threads equals TP = 1 ---- */
+
+typedef struct {
+    const zb_plan *plan;
+    zb_local_world *w;
+    zb_group g;
+    int rank;
+    const int *tok, *tgt;
+    zb_stage *st;
+    double loss;
+} tp_arg;
+
+static void *tp_thread(void *p) {
+    tp_arg *a = p;
+    a->loss = run_step(&a->st, a->plan, a->tok, a->tgt, true);
+    return NULL;
+}
+
+START_TEST(test_tp2_equals_tp1) {
+    spec s = base_spec(2);
+    s.NH = 4;
+    s.C = 16;
+    s.F = 24; /* Fl = 12 */
+    refrun rr;
+    ref_run(&rr, s);
+    s.tp = 2;
+    zb_plan p;
+    plan_build(&p, &s);
+    zb_local_world *w;
+    zb_err err;
+    ck_assert_int_eq(zb_local_world_new(2, 4, (size_t)s.B * s.T * s.C, 0, &w,
+                                        &err), ZB_OK);
+    tp_arg args[2];
+    pthread_t th[2];
+    for (int r = 0; r < 2; r++) {
+        args[r] = (tp_arg){.plan = &p, .w = w, .g = {.id = 1, .n = 2, .ranks = {0, 1}},
+                           .rank = r, .tok = rr.tok, .tgt = rr.tgt};
+        args[r].st = stage_make(&p, 0, r, zb_local_transport(w, r), &args[r].g);
+    }
+    for (int r = 0; r < 2; r++)
+        ck_assert_int_eq(pthread_create(&th[r], NULL, tp_thread, &args[r]), 0);
+    for (int r = 0; r < 2; r++) pthread_join(th[r], NULL);
+    int *seen = calloc(rr.v.pt.floats, sizeof *seen);
+    double sq = 0;
+    for (int r = 0; r < 2; r++) {
+        ck_assert_msg(fabs(args[r].loss - rr.loss) <= 1e-5 * rr.loss,
+                      "loss %.9g vs %.9g", args[r].loss, rr.loss);
+        view v = view_of(&p, args[r].st, 0, r);
+        compare_view(&rr.v, &v, 1e-5, seen);
+        zb_ptable_free(&v.pt);
+        sq += zb_stage_grad_sumsq(args[r].st);
+    }
+    /* sharded tensors are covered once, replicated ones on both ranks */
+    for (int k = 0; k < rr.v.pt.n; k++) {
+        const zb_ptensor *t = &rr.v.pt.t[k];
+        bool sharded = t->id == ZB_T_QKVW || t->id == ZB_T_QKVB || t->id == ZB_T_PROJW ||
+                       t->id == ZB_T_FCW || t->id == ZB_T_FCB || t->id == ZB_T_FC2W;
+        if (t->layer < 0) sharded = false;
+        for (size_t i = 0; i < (size_t)t->rows * t->cols; i++)
+            ck_assert_int_eq(seen[t->off + i], sharded ? 1 : 2);
+    }
+    double rsq = zb_stage_grad_sumsq(rr.st);
+    ck_assert_msg(fabs(sq - rsq) <= 1e-5 * rsq, "sumsq %g vs %g", sq, rsq);
+    free(seen);
+    for (int r = 0; r < 2; r++) zb_stage_free(args[r].st);
+    zb_local_world_free(w);
+    plan_release(&p);
+    ref_free(&rr);
+}
+END_TEST
+
+/* ---- slots and pass order ---- */
+
+START_TEST(test_slot_bound_and_order) {
+    spec s = base_spec(1);
+    zb_plan p;
+    plan_build(&p, &s);
+    /* 1F1B-like list on one rank: F0 BW0 F1 BW1 -> one slot */
+    p.sched.len[0] = 0;
+    zb_err err;
+    for (int j = 0; j < 2; j++) {
+        zb_schedule_push(&p.sched, 0, ZB_F, j, 0, &err);
+        zb_schedule_push(&p.sched, 0, ZB_BW, j, 0, &err);
+    }
+    zb_stage *st = stage_make(&p, 0, 0, NULL, NULL);
+    int tok[20], tgt[20];
+    make_tokens(&s, tok, tgt);
+    ck_assert_int_eq(zb_stage_backward_b(st, 0, 0, &err), ZB_ERUNTIME);
+    ck_assert_ptr_nonnull(strstr(err.msg, "needs F first"));
+    ck_assert_int_eq(zb_stage_forward(st, 0, 0, tok, tgt, 0.1f, &err), ZB_OK);
+    ck_assert_int_eq(zb_stage_forward(st, 0, 0, tok, tgt, 0.1f, &err), ZB_ERUNTIME);
+    ck_assert_int_eq(zb_stage_forward(st, 0, 1, tok, tgt, 0.1f, &err), ZB_ERUNTIME);
+    ck_assert_str_eq(err.msg, "no free activation slot on chunk 0 for mb 1 "
+                              "(the plan allows 1 in flight)");
+    ck_assert_ptr_null(zb_stage_act_in(st, 0, 1));
+    ck_assert_int_eq(zb_stage_backward_w(st, 0, 0, &err), ZB_ERUNTIME);
+    ck_assert_ptr_nonnull(strstr(err.msg, "needs B first"));
+    double one = zb_stage_act_peak_bytes(st);
+    ck_assert(one > 0);
+    ck_assert_int_eq(zb_stage_backward_bw(st, 0, 0, &err), ZB_OK);
+    ck_assert_int_eq(zb_stage_forward(st, 0, 1, tok, tgt, 0.1f, &err), ZB_OK);
+    ck_assert_int_eq(zb_stage_backward_bw(st, 0, 1, &err), ZB_OK);
+    ck_assert(zb_stage_act_peak_bytes(st) == one);
+    ck_assert_int_eq(zb_stage_forward(st, 0, 2, tok, tgt, 0.1f, &err), ZB_ERUNTIME);
+    int bad[10];
+    memcpy(bad, tok, sizeof bad);
+    bad[3] = s.V;
+    ck_assert_int_eq(zb_stage_forward(st, 0, 0, bad, tgt, 0.1f, &err), ZB_ERUNTIME);
+    ck_assert_ptr_nonnull(strstr(err.msg, "tokens[3]"));
+    zb_stage_free(st);
+
+    /* the all-F-first list keeps two in flight: twice the peak */
+    plan_release(&p);
+    plan_build(&p, &s);
+    st = stage_make(&p, 0, 0, NULL, NULL);
+    int tok2[20], tgt2[20];
+    make_tokens(&s, tok2, tgt2);
+    run_step(&st, &p, tok2, tgt2, true);
+    ck_assert(zb_stage_act_peak_bytes(st) == 2 * one);
+    size_t n;
+    zb_stage_params(st, &n);
+    ck_assert(zb_stage_static_bytes(st) == 16.0 * (double)n);
+    zb_stage_free(st);
+    plan_release(&p);
+}
+END_TEST
+
+START_TEST(test_bad_shapes) {
+    spec s = base_spec(1);
+    s.tp = 2;
+    s.NH = 1; /* not divisible by tp */
+    zb_plan p;
+    plan_build(&p, &s);
+    zb_local_world *w;
+    zb_err err;
+    ck_assert_int_eq(zb_local_world_new(2, 2, 16, 0, &w, &err), ZB_OK);
+    zb_group g = {.id = 1, .n = 2, .ranks = {0, 1}};
+    zb_stage_cfg cfg = {.plan = &p, .tr = zb_local_transport(w, 0), .tp_group = &g};
+    zb_stage *st = (zb_stage *)1;
+    ck_assert_int_eq(zb_stage_new(&cfg, &st, &err), ZB_EINPUT);
+    ck_assert_ptr_null(st);
+    ck_assert_ptr_nonnull(strstr(err.msg, "tp=2 must divide heads (1)"));
+    cfg.tr = NULL;
+    ck_assert_int_eq(zb_stage_new(&cfg, &st, &err), ZB_EINPUT);
+    zb_local_world_free(w);
+    plan_release(&p);
+}
+END_TEST
+
+/* ---- optimizer, norm, checkpoint ---- */
+
+START_TEST(test_adamw_by_hand) {
+    spec s = base_spec(1);
+    zb_plan p;
+    plan_build(&p, &s);
+    zb_stage *st = stage_make(&p, 0, 0, NULL, NULL);
+    zb_ptable pt;
+    zb_err err;
+    ck_assert_int_eq(zb_ptable_build(&pt, &p, 0, 0, &err), ZB_OK);
+    size_t n;
+    float *w = zb_stage_params(st, &n), *g = zb_stage_grads(st, &n);
+    float *w0 = malloc(n * sizeof *w0);
+    for (size_t i = 0; i < n; i++) g[i] = 0.01f * (float)((int)(i % 7) - 3);
+    memcpy(w0, w, n * sizeof *w0);
+    const float lr = 0.01f, gs = 0.5f;
+    ck_assert_int_eq(zb_stage_adamw(st, lr, gs, 1, &err), ZB_OK);
+    /* t = 1: mhat = g', vhat = g'^2 with g' = gs * g, so the step is
+     * lr * (g' / (|g'| + eps) + wd * w) (wd only on matrices/tables) */
+    for (int k = 0; k < pt.n; k++) {
+        const zb_ptensor *t = &pt.t[k];
+        bool decay = t->id == ZB_T_WTE || t->id == ZB_T_WPE;
+        if (t->layer >= 0)
+            decay = t->id == ZB_T_QKVW || t->id == ZB_T_PROJW ||
+                    t->id == ZB_T_FCW || t->id == ZB_T_FC2W;
+        for (size_t i = t->off; i < t->off + (size_t)t->rows * t->cols; i++) {
+            double gp = (double)gs * g[i];
+            double want = w0[i] - lr * (gp / (fabs(gp) + 1e-8) + (decay ? 0.1 * w0[i] : 0));
+            ck_assert_msg(fabs(w[i] - want) < 1e-6, "%s [%zu]: %g vs %g",
+                          t->name, i - t->off, w[i], want);
+        }
+    }
+    ck_assert_int_eq(zb_stage_adamw(st, lr, gs, 0, &err), ZB_ERUNTIME);
+    free(w0);
+    zb_ptable_free(&pt);
+    zb_stage_free(st);
+    plan_release(&p);
+}
+END_TEST
+
+START_TEST(test_grad_sumsq_dp) {
+    spec s = base_spec(1);
+    zb_plan p;
+    plan_build(&p, &s);
+    p.dp = 2;
+    zb_stage_cfg cfg = {.plan = &p, .dp_rank = 1};
+    zb_stage *st;
+    zb_err err;
+    ck_assert_int_eq(zb_stage_new(&cfg, &st, &err), ZB_OK);
+    size_t n;
+    float *g = zb_stage_grads(st, &n);
+    for (size_t i = 0; i < n; i++) g[i] = 1.0f;
+    ck_assert(zb_stage_grad_sumsq(st) == 0.0); /* dp rank 0 counts */
+    zb_stage_free(st);
+    cfg.dp_rank = 0;
+    ck_assert_int_eq(zb_stage_new(&cfg, &st, &err), ZB_OK);
+    g = zb_stage_grads(st, &n);
+    for (size_t i = 0; i < n; i++) g[i] = 1.0f;
+    ck_assert(zb_stage_grad_sumsq(st) == (double)n);
+    zb_stage_free(st);
+    plan_release(&p);
+}
+END_TEST
+
+START_TEST(test_checkpoint) {
+    spec s = base_spec(2);
+    zb_plan p;
+    plan_build(&p, &s);
+    zb_stage *st = stage_make(&p, 0, 0, NULL, NULL);
+    int tok[20], tgt[20];
+    make_tokens(&s, tok, tgt);
+    run_step(&st, &p, tok, tgt, true);
+    zb_err err;
+    ck_assert_int_eq(zb_stage_adamw(st, 1e-2f, 1.0f, 1, &err), ZB_OK);
+    size_t n;
+    float *w = zb_stage_params(st, &n);
+    float *saved = malloc(n * sizeof *saved);
+    memcpy(saved, w, n * sizeof *saved);
+    FILE *f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(zb_stage_save(st, f, &err), ZB_OK);
+    /* one more identical step from the checkpoint must match */
+    run_step(&st, &p, tok, tgt, true);
+    ck_assert_int_eq(zb_stage_adamw(st, 1e-2f, 1.0f, 2, &err), ZB_OK);
+    float *after = malloc(n * sizeof *after);
+    memcpy(after, w, n * sizeof *after);
+    rewind(f);
+    zb_stage *st2 = stage_make(&p, 0, 0, NULL, NULL);
+    ck_assert_int_eq(zb_stage_load(st2, f, &err), ZB_OK);
+    float *w2 = zb_stage_params(st2, &n);
+    ck_assert_mem_eq(w2, saved, n * sizeof *saved);
+    run_step(&st2, &p, tok, tgt, true);
+    ck_assert_int_eq(zb_stage_adamw(st2, 1e-2f, 1.0f, 2, &err), ZB_OK);
+    ck_assert_mem_eq(w2, after, n * sizeof *after);
+    /* a stage of another shape refuses it */
+    spec s3 = base_spec(3);
+    zb_plan p3;
+    plan_build(&p3, &s3);
+    zb_stage *st3 = stage_make(&p3, 0, 0, NULL, NULL);
+    rewind(f);
+    ck_assert_int_eq(zb_stage_load(st3, f, &err), ZB_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "parameters"));
+    /* garbage */
+    FILE *g = tmpfile();
+    fputs("this is not a checkpoint at all, no", g);
+    rewind(g);
+    ck_assert_int_eq(zb_stage_load(st2, g, &err), ZB_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "magic"));
+    fclose(g);
+    fclose(f);
+    free(saved);
+    free(after);
+    zb_stage_free(st);
+    zb_stage_free(st2);
+    zb_stage_free(st3);
+    plan_release(&p);
+    plan_release(&p3);
+}
+END_TEST
+
+/* Init statistics: GPT-2 stds and LayerNorm constants, and a different
+ * seed gives a different model. */
+START_TEST(test_init) {
+    spec s = base_spec(2);
+    s.C = 32;
+    s.F = 64;
+    s.V = 97;
+    zb_plan p;
+    plan_build(&p, &s);
+    zb_ptable pt;
+    zb_err err;
+    ck_assert_int_eq(zb_ptable_build(&pt, &p, 0, 0, &err), ZB_OK);
+    float *w = malloc(pt.floats * sizeof *w), *w2 = malloc(pt.floats * sizeof *w2);
+    zb_ptable_init(&pt, w, 1234);
+    zb_ptable_init(&pt, w2, 1235);
+    for (int k = 0; k < pt.n; k++) {
+        const zb_ptensor *t = &pt.t[k];
+        size_t n = (size_t)t->rows * t->cols;
+        const float *x = w + t->off;
+        if (t->std <= 0) {
+            for (size_t i = 0; i < n; i++) ck_assert(x[i] == t->value);
+            continue;
+        }
+        double want = (t->id == ZB_T_PROJW || t->id == ZB_T_FC2W) && t->layer >= 0
+                          ? 0.02 / sqrt(2.0 * s.layers) : 0.02;
+        double sum = 0, sq = 0;
+        for (size_t i = 0; i < n; i++) {
+            sum += x[i];
+            sq += (double)x[i] * x[i];
+        }
+        double mean = sum / n, sd = sqrt(sq / n - mean * mean);
+        ck_assert_msg(fabs(sd - want) < 0.12 * want && fabs(mean) < 0.15 * want,
+                      "%s: mean %g sd %g (want sd %g)", t->name, mean, sd, want);
+        ck_assert(memcmp(x, w2 + t->off, n * sizeof *x) != 0);
+    }
+    free(w);
+    free(w2);
+    zb_ptable_free(&pt);
+    plan_release(&p);
+}
+END_TEST
+
+static Suite *stage_suite(void) {
+    Suite *s = suite_create("stage");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_finite_differences_tied);
+    tcase_add_test(tc, test_finite_differences_untied);
+    tcase_add_test(tc, test_split_equals_fused);
+    tcase_add_test(tc, test_pp2_tied);
+    tcase_add_test(tc, test_pp2_untied_uneven);
+    tcase_add_test(tc, test_pp3_empty_middle_head_only);
+    tcase_add_test(tc, test_interleaved);
+    tcase_add_test(tc, test_v_one_rank);
+    tcase_add_test(tc, test_v_two_ranks);
+    tcase_add_test(tc, test_tp2_equals_tp1);
+    tcase_add_test(tc, test_slot_bound_and_order);
+    tcase_add_test(tc, test_bad_shapes);
+    tcase_add_test(tc, test_adamw_by_hand);
+    tcase_add_test(tc, test_grad_sumsq_dp);
+    tcase_add_test(tc, test_checkpoint);
+    tcase_add_test(tc, test_init);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(stage_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
