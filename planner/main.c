@@ -1,0 +1,198 @@
+/* main.c - zbplan: plan zero-bubble pipeline-parallel training.
+ *
+ *   zbplan MODEL.yaml [options]   search, print the best candidates, write
+ *                                 the plan (docs/zbplan.md)
+ *   zbplan sim [options]          the schedule simulator (sim_cmd.c)
+ *
+ * Exit status: 0 ok, 2 bad input (model file or arguments; one line on
+ * stderr), 1 anything else (no candidate fits, I/O).
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/zb_model.h"
+#include "common/zb_plan.h"
+#include "planner/cli.h"
+#include "planner/search.h"
+#include "planner/sim_cmd.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static const char usage[] =
+    "usage: zbplan MODEL.yaml [-o FILE] [--dp N] [--tp N] [--pp N]\n"
+    "              [--chunks V] [--schedule NAME] [--micro-batch N]\n"
+    "              [--max-micro-batch N] [--solver heuristic|ilp|auto]\n"
+    "              [--time-limit S] [--top K] [--compare] [-q]\n"
+    "       zbplan sim --help\n"
+    "Searches data/tensor/pipeline sizes, micro-batch size, chunks and\n"
+    "schedule for MODEL.yaml's model and cluster, prints the best K\n"
+    "candidates (default 5) and writes the best as a plan (default\n"
+    "plan.yaml). Forced options fix a dimension of the search. --compare\n"
+    "also prints every schedule for the chosen split. -q prints nothing.\n";
+
+typedef struct {
+    const char *model_path, *out_path;
+    zb_search_opts so;
+    bool compare, quiet, help;
+} args;
+
+static const char *const solver_names[] = {"heuristic", "ilp", "auto", NULL};
+
+/* One option; false if argv[*i] is not one. *st reports a bad value. */
+static bool parse_one(int argc, char **argv, int *i, args *a, zb_status *st,
+                      zb_err *err) {
+    zb_search_opts *o = &a->so;
+    const struct { const char *name; int *dst; } ints[] = {
+        {"--dp", &o->dp}, {"--tp", &o->tp}, {"--pp", &o->pp},
+        {"--chunks", &o->v}, {"--micro-batch", &o->micro_batch},
+        {"--max-micro-batch", &o->max_micro_batch}, {"--top", &o->top_k}};
+    const char *val;
+    int k;
+    for (size_t n = 0; n < sizeof ints / sizeof ints[0]; n++)
+        if (zb_cli_opt(argc, argv, i, ints[n].name, &val, st, err)) {
+            if (val) *st = zb_cli_int(ints[n].name, val, 1, ints[n].dst, err);
+            return true;
+        }
+    if (zb_cli_opt(argc, argv, i, "-o", &val, st, err)) {
+        if (val) a->out_path = val;
+    } else if (zb_cli_opt(argc, argv, i, "--time-limit", &val, st, err)) {
+        if (val) *st = zb_cli_double("--time-limit", val, true, &o->time_limit_s, err);
+    } else if (zb_cli_opt(argc, argv, i, "--schedule", &val, st, err)) {
+        if (val && strlen(val) >= sizeof o->schedule)
+            *st = zb_fail(err, ZB_EINPUT, "unknown schedule '%.40s...'", val);
+        else if (val)
+            snprintf(o->schedule, sizeof o->schedule, "%s", val);
+    } else if (zb_cli_opt(argc, argv, i, "--solver", &val, st, err)) {
+        if (val && (*st = zb_cli_enum("--solver", val, solver_names, &k, err)) == ZB_OK)
+            o->solver = (zb_solver)k;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
+    memset(a, 0, sizeof *a);
+    zb_search_opts_default(&a->so);
+    a->out_path = "plan.yaml";
+    for (int i = 1; i < argc;) {
+        zb_status st = ZB_OK;
+        const char *s = argv[i];
+        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+            a->help = true;
+            return ZB_OK;
+        }
+        if (strcmp(s, "--compare") == 0) { a->compare = true; i++; continue; }
+        if (strcmp(s, "-q") == 0) { a->quiet = true; i++; continue; }
+        if (parse_one(argc, argv, &i, a, &st, err)) { ZB_TRY(st); continue; }
+        if (s[0] == '-' && s[1] != '\0')
+            return zb_fail(err, ZB_EINPUT, "unknown option '%s' (see zbplan "
+                           "--help)", s);
+        if (a->model_path)
+            return zb_fail(err, ZB_EINPUT, "unexpected argument '%s' (one "
+                           "model file only)", s);
+        a->model_path = s;
+        i++;
+    }
+    if (!a->model_path)
+        return zb_fail(err, ZB_EINPUT, "missing MODEL.yaml (see zbplan --help)");
+    return ZB_OK;
+}
+
+/* ---- printing ---- */
+
+static void print_header(const zb_model *m, const zb_search_result *r) {
+    printf("%s: %d x %d %s, %d layout(s), %d schedule(s) simulated, %d "
+           "pruned, %d over memory, %d not applicable, %.3f s\n", m->name,
+           m->cluster.nodes, m->cluster.devices_per_node,
+           m->cluster.device.name, r->splits, r->simulated, r->pruned,
+           r->over_memory, r->not_applicable, r->elapsed_s);
+}
+
+static void print_table(const zb_search_result *r, bool compare) {
+    printf("%3s %5s %3s %4s %2s %4s %5s %-12s %-9s %10s %12s %6s %7s %9s\n",
+           "#", "dp", "tp", "pp", "v", "mb", "m", "schedule", "solver",
+           "step (s)", "tokens/s", "MFU", "bubble", "mem GiB");
+    for (int i = 0; i < r->n; i++) {
+        const zb_candidate *c = &r->cand[i];
+        printf("%3d %5d %3d %4d %2d %4d %5d %-12s %-9s %10.4f %12.0f %5.1f%% "
+               "%7.4f %9.2f%s\n", i + 1, c->dp, c->tp, c->pp, c->v,
+               c->micro_batch, c->m, c->schedule, c->rep.solver, c->step_s,
+               c->tokens_per_s, 100 * c->mfu, c->bubble_rate,
+               c->peak_mem_bytes / GIB,
+               compare && !c->fits ? "  (over memory)" : "");
+    }
+}
+
+/* Every schedule for the winner's split, side by side. */
+static zb_status compare(const zb_model *m, const args *a,
+                         const zb_candidate *best, zb_err *err) {
+    zb_search_opts o = a->so;
+    o.dp = best->dp;
+    o.tp = best->tp;
+    o.pp = best->pp;
+    o.micro_batch = best->micro_batch;
+    o.schedule[0] = '\0';
+    o.exhaustive = true;
+    zb_search_result r;
+    zb_status st = zb_search(m, &o, &r, err);
+    if (st == ZB_OK) {
+        printf("\nall schedules for dp %d tp %d pp %d micro-batch %d:\n",
+               best->dp, best->tp, best->pp, best->micro_batch);
+        print_table(&r, true);
+    }
+    zb_search_result_free(&r);
+    return st;
+}
+
+static zb_status write_plan(const zb_model *m, const args *a,
+                            const zb_candidate *best, zb_err *err) {
+    zb_plan plan;
+    zb_status st = zb_search_make_plan(m, best, &plan, err);
+    if (st == ZB_OK) st = zb_plan_write(a->out_path, &plan, err);
+    zb_plan_free(&plan);
+    if (st == ZB_OK && !a->quiet)
+        printf("wrote %s: dp %d tp %d pp %d v %d micro-batch %d m %d %s, "
+               "step %.4f s\n", a->out_path, best->dp, best->tp, best->pp,
+               best->v, best->micro_batch, best->m, best->schedule,
+               best->step_s);
+    return st;
+}
+
+static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
+    zb_model m;
+    zb_status st = zb_model_load(a->model_path, &m, err);
+    if (st != ZB_OK) {
+        fprintf(stderr, "%s\n", err->msg);   /* already file:line:col: */
+        *printed = true;
+        return st;
+    }
+    zb_search_result r;
+    st = zb_search(&m, &a->so, &r, err);
+    if (st == ZB_OK && !a->quiet) {
+        print_header(&m, &r);
+        print_table(&r, false);
+    }
+    if (st == ZB_OK && a->compare && !a->quiet)
+        st = compare(&m, a, &r.cand[0], err);
+    if (st == ZB_OK) st = write_plan(&m, a, &r.cand[0], err);
+    zb_search_result_free(&r);
+    return st;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "sim") == 0)
+        return zb_sim_cmd(argc - 1, argv + 1);
+    args a;
+    zb_err err = {{0}};
+    bool printed = false;
+    zb_status st = parse_args(argc, argv, &a, &err);
+    if (st == ZB_OK && a.help) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (st == ZB_OK) st = plan_main(&a, &err, &printed);
+    if (st != ZB_OK && !printed) fprintf(stderr, "zbplan: %s\n", err.msg);
+    return zb_exit_code(st);
+}

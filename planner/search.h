@@ -1,0 +1,110 @@
+/* search.h - the plan search: every data/tensor/pipeline split, micro-batch
+ * size, chunk count and schedule for a model and cluster, ranked by the
+ * predicted step time; and turning the winner into a zb_plan.
+ * docs/zbplan.md describes the search space, the pruning and the formulas.
+ *
+ * Per candidate (units: seconds, bytes):
+ *   step_s      = pipeline_s (simulated makespan)
+ *               + allreduce_s (ring all-reduce over the DP group of the
+ *                 largest pipeline rank's gradients, not overlapped)
+ *               + optimizer_s (AdamW: ZB_SEARCH_OPT_BYTES per parameter of
+ *                 the largest rank, divided by dp under zero1, moved at
+ *                 the device's memory bandwidth, see search.c)
+ *   peak_mem    = max over pipeline ranks of
+ *                 zb_static_mem_bytes(rank params) + peak activations
+ *               + zb_workspace_bytes
+ *   tokens/s    = global_batch * seq_len / step_s
+ *   mfu         = zb_model_step_flops / step_s / (world * peak FLOP/s)
+ * Candidates whose peak memory exceeds the device memory are dropped
+ * (kept with fits = false only in exhaustive mode, for --compare).
+ *
+ * Ownership: a zb_search_result owns its candidates and each candidate's
+ * schedule and stage spans; free with zb_search_result_free.
+ */
+#ifndef ZB_SEARCH_H
+#define ZB_SEARCH_H
+
+#include <stdbool.h>
+
+#include "common/zb_model.h"
+#include "common/zb_plan.h"
+#include "common/zb_schedule.h"
+#include "planner/schedules.h"
+
+/* Bytes of memory traffic per parameter for one AdamW step (read weight,
+ * gradient and two moments, write weight and two moments, ~4 B each). */
+#define ZB_SEARCH_OPT_BYTES 16.0
+/* Memory bandwidth is not in the device table; the search assumes a
+ * machine balance of this many FLOPs (at the precision's peak) per byte,
+ * close to A100/H100 class devices. */
+#define ZB_SEARCH_FLOPS_PER_BYTE 250.0
+
+typedef struct {
+    int dp, tp, pp;          /* > 0 forces; 0 searches (device "cpu": 0 = 1) */
+    int v;                   /* > 0 forces the chunks of interleaved; 0 tries
+                                2 and 4 */
+    char schedule[32];       /* "" = every schedule, else only this one */
+    int micro_batch;         /* > 0 forces; 0 = the model's if fixed, else
+                                powers of two up to max_micro_batch */
+    int max_micro_batch;     /* cap of the micro-batch search */
+    zb_solver solver;        /* for the automatic schedules */
+    double time_limit_s;     /* ILP time limit per solve */
+    double mip_gap;
+    int top_k;               /* candidates kept, best first */
+    int auto_splits;         /* best splits that also get the automatic
+                                schedules (when no schedule is forced) */
+    bool exhaustive;         /* no pruning, automatic schedules on every
+                                split, keep candidates over memory */
+} zb_search_opts;
+
+typedef struct {
+    int dp, tp, pp, v, micro_batch, m;
+    char schedule[32];
+    zb_sched_report rep;     /* rep.solver: "generator", "heuristic", "ilp" */
+    double step_s, pipeline_s, allreduce_s, optimizer_s;
+    double tokens_per_s, mfu, bubble_rate;
+    double peak_mem_bytes;   /* max over pipeline ranks (static+act+ws) */
+    bool fits;               /* peak_mem_bytes <= device memory */
+    long key;                /* enumeration order, breaks ties */
+    zb_schedule sched;       /* owned */
+    zb_stage_span *spans;    /* owned, [pp*v] */
+} zb_candidate;
+
+typedef struct {
+    zb_candidate *cand;      /* [n], by step time (then memory, key) */
+    int n, cap;
+    int splits;              /* (dp, tp, pp, micro-batch) combinations */
+    int simulated;           /* schedules built and simulated */
+    int pruned;              /* skipped: lower bound >= the k-th best */
+    int over_memory;         /* dropped: did not fit */
+    int not_applicable;      /* generator conditions did not hold */
+    double elapsed_s;
+} zb_search_result;
+
+void zb_search_opts_default(zb_search_opts *o);
+
+/* Run the search. res is initialised by the call (free it also after an
+ * error). Forced values that cannot hold (tp not dividing heads, dp*tp*pp
+ * not the cluster size, unknown schedule...) are ZB_EINPUT naming the
+ * option; no fitting candidate at all is ZB_EINFEASIBLE. */
+zb_status zb_search(const zb_model *m, const zb_search_opts *o,
+                    zb_search_result *res, zb_err *err);
+void zb_search_result_free(zb_search_result *res);
+
+/* Fill a plan from a candidate of a zb_search on the same model: sizes,
+ * stages, a copy of the schedule, the simulator costs and the full
+ * prediction (per-rank bubble and memory from zb_simulate). plan is
+ * initialised by the call (zb_plan_free it also after an error). */
+zb_status zb_search_make_plan(const zb_model *m, const zb_candidate *c,
+                              zb_plan *plan, zb_err *err);
+
+/* Predicted step-time parts and memory for one candidate's parts, exposed
+ * for tests and the docs: bytes of gradients per parameter and the
+ * optimizer time of a rank holding `params` parameters. */
+double zb_search_optimizer_s(const zb_model *m, double params, int dp,
+                             double peak_flops);
+double zb_search_grad_bytes(const zb_model *m);
+/* True when the DP group (fixed pp rank and tp rank) crosses a node. */
+bool zb_search_dp_inter_node(int dp, int tp, int pp, int devices_per_node);
+
+#endif

@@ -1,0 +1,122 @@
+/* bench_search.c - how fast the planner is.
+ *
+ *   1. The whole plan for models/gpt3-175b.yaml (1024 GPUs): load, search,
+ *      build the plan; median of 5 runs; target < 1 s on one core.
+ *   2. Simulator throughput (zb_simulate_fast with a reused workspace) for
+ *      1F1B and ZB-H1 at p = 32, m = 256, in passes (actions) per second;
+ *      median of 5 runs of >= 0.2 s each; target >= 5 million passes/s.
+ * Prints PASS or MISS per target; the exit status is 0 either way (numbers
+ * depend on the machine). Run from the repository root.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/zb_model.h"
+#include "common/zb_plan.h"
+#include "common/zb_sim.h"
+#include "planner/schedules.h"
+#include "planner/search.h"
+
+#define RUNS 5
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+/* One full planning run; returns its time or -1 (message printed). */
+static double plan_once(const char *path, int *ncand) {
+    double t0 = now_s();
+    zb_model m;
+    zb_err err;
+    zb_search_opts o;
+    zb_search_result r;
+    zb_plan plan;
+    if (zb_model_load(path, &m, &err) != ZB_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        return -1;
+    }
+    zb_search_opts_default(&o);
+    zb_status st = zb_search(&m, &o, &r, &err);
+    if (st == ZB_OK) st = zb_search_make_plan(&m, &r.cand[0], &plan, &err);
+    double t = now_s() - t0;
+    if (st == ZB_OK) {
+        *ncand = r.simulated;
+        zb_plan_free(&plan);
+    } else {
+        fprintf(stderr, "search: %s\n", err.msg);
+    }
+    zb_search_result_free(&r);
+    return st == ZB_OK ? t : -1;
+}
+
+static void bench_search(void) {
+    const char *path = "models/gpt3-175b.yaml";
+    double t[RUNS];
+    int sims = 0;
+    for (int i = 0; i < RUNS; i++)
+        if ((t[i] = plan_once(path, &sims)) < 0) return;
+    double med = median(t, RUNS);
+    printf("search %s: median %.4f s of %d runs (%d schedules simulated), "
+           "target < 1 s: %s\n", path, med, RUNS, sims,
+           med < 1.0 ? "PASS" : "MISS");
+}
+
+/* Simulations per second of one schedule, as passes per second. */
+static void bench_sim(const char *name, int p, int m) {
+    zb_sched_params prm = {.p = p, .m = m, .v = 1};
+    zb_schedule s;
+    zb_costs c;
+    zb_err err;
+    if (zb_schedule_make(name, &prm, &s, NULL, &err) != ZB_OK ||
+        zb_costs_uniform(&c, p, 1.0, 1.1, 0.9, 0.05, 1.0, 0.5, &err) != ZB_OK) {
+        fprintf(stderr, "bench %s: %s\n", name, err.msg);
+        return;
+    }
+    zb_sim_ws *ws = zb_sim_ws_new();
+    long passes = 0;
+    for (int r = 0; r < p; r++) passes += s.len[r];
+    double rate[RUNS], mk = 0, pk = 0;
+    for (int k = 0; k < RUNS && ws; k++) {
+        long iters = 0;
+        double t0 = now_s(), t;
+        do {
+            if (zb_simulate_fast(&s, &c, ws, &mk, &pk, &err) != ZB_OK) {
+                fprintf(stderr, "bench %s: %s\n", name, err.msg);
+                goto out;
+            }
+            iters++;
+        } while ((t = now_s() - t0) < 0.2);
+        rate[k] = (double)iters * (double)passes / t;
+    }
+    if (ws) {
+        double med = median(rate, RUNS);
+        printf("sim %s p=%d m=%d: %ld passes, median %.2f M passes/s, "
+               "target >= 5 M: %s\n", name, p, m, passes, med / 1e6,
+               med >= 5e6 ? "PASS" : "MISS");
+    }
+out:
+    zb_sim_ws_free(ws);
+    zb_schedule_free(&s);
+    zb_costs_free(&c);
+}
+
+int main(void) {
+    bench_search();
+    bench_sim("1f1b", 32, 256);
+    bench_sim("zb-h1", 32, 256);
+    return 0;
+}

@@ -1,0 +1,387 @@
+/* test_search.c - the plan search (planner/search.c): forced choices,
+ * layout rules, memory dropping, ranking (checked against an exhaustive
+ * run without pruning), the step-time formula by hand, and the plan made
+ * from the winner surviving zb_plan_write / zb_plan_read. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/zb_plan.h"
+#include "planner/cost.h"
+#include "planner/search.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* A small GPT on `nodes` x `dpn` devices of type dev. */
+static zb_model model(int layers, int gb, int nodes, int dpn, const char *dev) {
+    zb_model m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "t");
+    m.arch = (zb_arch){.layers = layers, .hidden = 512, .heads = 8,
+                       .ffn_hidden = 2048, .seq_len = 256, .vocab = 1024,
+                       .tied_embeddings = true};
+    m.train.global_batch = gb;
+    m.train.micro_batch = 0;
+    m.train.steps = 1;
+    m.train.seed = 1;
+    m.train.precision = ZB_PREC_BF16;
+    m.train.opt = (zb_optim){.lr = 1e-3, .min_lr = 1e-4, .beta1 = 0.9,
+                             .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1,
+                             .grad_clip = 1.0, .warmup_steps = 1,
+                             .cosine = true};
+    m.cluster.nodes = nodes;
+    m.cluster.devices_per_node = dpn;
+    m.cluster.device = *zb_device_lookup(dev);
+    m.cluster.intra_bw_Bps = 300e9;
+    m.cluster.intra_lat_s = 5e-6;
+    m.cluster.inter_bw_Bps = 25e9;
+    m.cluster.inter_lat_s = 10e-6;
+    return m;
+}
+
+static void run(const zb_model *m, const zb_search_opts *o,
+                zb_search_result *r) {
+    zb_err err;
+    zb_status st = zb_search(m, o, r, &err);
+    ck_assert_msg(st == ZB_OK, "zb_search: %s", err.msg);
+    ck_assert_int_gt(r->n, 0);
+}
+
+static void check_batch(const zb_model *m, const zb_search_result *r) {
+    for (int i = 0; i < r->n; i++) {
+        const zb_candidate *c = &r->cand[i];
+        ck_assert_int_eq(c->m * c->micro_batch * c->dp, m->train.global_batch);
+        ck_assert_int_le(c->pp * c->v, m->arch.layers);
+    }
+}
+
+START_TEST(forced_choices) {
+    zb_model m = model(8, 32, 1, 8, "a100-80gb");
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.dp = 2; o.tp = 2; o.pp = 2; o.micro_batch = 2; o.top_k = 20;
+    snprintf(o.schedule, sizeof o.schedule, "1f1b");
+    zb_search_result r;
+    run(&m, &o, &r);
+    for (int i = 0; i < r.n; i++) {
+        const zb_candidate *c = &r.cand[i];
+        ck_assert(c->dp == 2 && c->tp == 2 && c->pp == 2 && c->v == 1);
+        ck_assert_int_eq(c->micro_batch, 2);
+        ck_assert_int_eq(c->m, 8);
+        ck_assert_str_eq(c->schedule, "1f1b");
+    }
+    zb_search_result_free(&r);
+    /* interleaved with forced chunks */
+    snprintf(o.schedule, sizeof o.schedule, "interleaved");
+    o.v = 4; o.dp = 0; o.tp = 1; o.pp = 2; o.micro_batch = 0;
+    run(&m, &o, &r);
+    for (int i = 0; i < r.n; i++) {
+        ck_assert_int_eq(r.cand[i].v, 4);
+        ck_assert_int_eq(r.cand[i].dp, 4);
+        ck_assert_str_eq(r.cand[i].schedule, "interleaved");
+    }
+    check_batch(&m, &r);
+    zb_search_result_free(&r);
+}
+END_TEST
+
+START_TEST(bad_forced) {
+    zb_model m = model(8, 32, 1, 8, "a100-80gb");
+    zb_search_opts o;
+    zb_search_result r;
+    zb_err err;
+    struct { int dp, tp, pp, v; const char *sched, *want; } cases[] = {
+        {0, 3, 0, 0, "", "--tp 3"},
+        {0, 16, 0, 0, "", "--tp 16"},
+        {2, 2, 1, 0, "", "cluster has 8"},
+        {0, 0, 9, 0, "", "--pp 9"},
+        {3, 0, 0, 0, "", "--dp 3"},
+        {0, 0, 0, 0, "zb-x", "unknown schedule 'zb-x'"},
+        {0, 0, 0, 3, "zb-v", "--chunks 3"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        zb_search_opts_default(&o);
+        o.dp = cases[i].dp; o.tp = cases[i].tp; o.pp = cases[i].pp;
+        o.v = cases[i].v;
+        snprintf(o.schedule, sizeof o.schedule, "%s", cases[i].sched);
+        ck_assert_int_eq(zb_search(&m, &o, &r, &err), ZB_EINPUT);
+        ck_assert_msg(strstr(err.msg, cases[i].want), "case %zu: %s", i, err.msg);
+        ck_assert_ptr_null(strchr(err.msg, '\n'));
+        zb_search_result_free(&r);
+    }
+}
+END_TEST
+
+/* GPU clusters: all devices used, tp a power of two inside a node. */
+START_TEST(gpu_world_rules) {
+    zb_model m = model(8, 64, 2, 8, "h100-sxm");
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.exhaustive = true;
+    zb_search_result r;
+    run(&m, &o, &r);
+    bool seen_tp[9] = {false}, seen_pp[9] = {false};
+    for (int i = 0; i < r.n; i++) {
+        const zb_candidate *c = &r.cand[i];
+        ck_assert_int_eq(c->dp * c->tp * c->pp, 16);
+        ck_assert(c->tp == 1 || c->tp == 2 || c->tp == 4 || c->tp == 8);
+        ck_assert_int_le(c->micro_batch, o.max_micro_batch);
+        ck_assert_int_eq(c->micro_batch & (c->micro_batch - 1), 0);
+        seen_tp[c->tp] = true;
+        if (c->pp <= 8) seen_pp[c->pp] = true;
+    }
+    /* the whole space was visited: every tp and pp that divide 16 */
+    for (int t = 1; t <= 8; t *= 2) ck_assert(seen_tp[t]);
+    for (int p = 1; p <= 8; p *= 2) ck_assert(seen_pp[p]);
+    check_batch(&m, &r);
+    zb_search_result_free(&r);
+}
+END_TEST
+
+/* The CPU device: the world is whatever dp*tp*pp the user forces. */
+START_TEST(cpu_world_rules) {
+    zb_model m = model(8, 16, 1, 16, "cpu");
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.top_k = 50;
+    zb_search_result r;
+    run(&m, &o, &r);
+    for (int i = 0; i < r.n; i++)
+        ck_assert(r.cand[i].dp == 1 && r.cand[i].tp == 1 && r.cand[i].pp == 1);
+    check_batch(&m, &r);
+    zb_search_result_free(&r);
+    o.pp = 4;
+    run(&m, &o, &r);
+    for (int i = 0; i < r.n; i++)
+        ck_assert(r.cand[i].dp == 1 && r.cand[i].tp == 1 && r.cand[i].pp == 4);
+    zb_search_result_free(&r);
+    o.dp = 2; o.tp = 2; o.pp = 2;
+    run(&m, &o, &r);
+    for (int i = 0; i < r.n; i++)
+        ck_assert(r.cand[i].dp == 2 && r.cand[i].tp == 2 && r.cand[i].pp == 2);
+    check_batch(&m, &r);
+    zb_search_result_free(&r);
+}
+END_TEST
+
+/* Pruned top-k == the first k fitting candidates of a run with no pruning
+ * (brute force), for a device small enough that many do not fit. */
+static void compare_with_brute_force(double mem_gib, int top_k,
+                                     bool expect_unfit) {
+    zb_model m = model(8, 64, 1, 8, "a100-80gb");
+    m.cluster.device.mem_bytes = mem_gib * GIB;
+    snprintf(m.cluster.device.name, sizeof m.cluster.device.name, "small");
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.exhaustive = true;
+    zb_search_result all, top;
+    run(&m, &o, &all);
+    o.exhaustive = false;
+    o.top_k = top_k;
+    o.auto_splits = 1000;   /* same schedule set as the exhaustive run */
+    run(&m, &o, &top);
+    int fit = 0, unfit = 0, faster_unfit = 0;
+    for (int i = 0; i < all.n; i++) {
+        const zb_candidate *c = &all.cand[i];
+        ck_assert_int_eq(c->fits, c->peak_mem_bytes <= m.cluster.device.mem_bytes);
+        if (!c->fits) {
+            unfit++;
+            faster_unfit += top.n > 0 && c->step_s < top.cand[top.n - 1].step_s;
+            continue;
+        }
+        if (fit < top.n)
+            ck_assert_msg(top.cand[fit].step_s == c->step_s,
+                          "rank %d: %.17g vs brute force %.17g", fit,
+                          top.cand[fit].step_s, c->step_s);
+        fit++;
+    }
+    ck_assert_int_eq(top.n, fit < top_k ? fit : top_k);
+    /* some faster candidates were dropped for memory, not ranked */
+    if (expect_unfit) ck_assert_int_gt(faster_unfit, 0);
+    else ck_assert_int_eq(unfit, 0);
+    for (int i = 0; i < top.n; i++) {
+        ck_assert(top.cand[i].fits);
+        ck_assert(top.cand[i].peak_mem_bytes <= m.cluster.device.mem_bytes);
+        if (i) ck_assert(top.cand[i - 1].step_s <= top.cand[i].step_s);
+    }
+    zb_search_result_free(&all);
+    zb_search_result_free(&top);
+}
+
+START_TEST(drops_and_ranking) {
+    compare_with_brute_force(80, 4, false);   /* plenty of memory */
+    compare_with_brute_force(1.7, 3, true);   /* workspace 1 GiB: tight */
+    compare_with_brute_force(1.3, 30, true);
+}
+END_TEST
+
+START_TEST(nothing_fits) {
+    zb_model m = model(8, 64, 1, 8, "a100-80gb");
+    m.cluster.device.mem_bytes = 0.5 * GIB;  /* below the workspace */
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    zb_search_result r;
+    zb_err err;
+    ck_assert_int_eq(zb_search(&m, &o, &r, &err), ZB_EINFEASIBLE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no candidate fits"));
+    zb_search_result_free(&r);
+}
+END_TEST
+
+/* pp = 1, 1F1B: the step time and memory by hand from the cost table. */
+START_TEST(formulas_by_hand) {
+    zb_model m = model(4, 16, 1, 4, "a100-80gb");
+    m.train.zero1 = true;
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.dp = 4; o.tp = 1; o.pp = 1; o.micro_batch = 2;
+    snprintf(o.schedule, sizeof o.schedule, "1f1b");
+    zb_search_result r;
+    run(&m, &o, &r);
+    const zb_candidate *c = &r.cand[0];
+    ck_assert_int_eq(c->m, 2);
+    zb_cost_table ct;
+    zb_err err;
+    ck_assert_int_eq(zb_cost_eval(&m, 1, 2, &ct, &err), ZB_OK);
+    /* one stage, one rank: F then BW per microbatch, back to back */
+    const zb_pass_cost *L = &ct.layer, *E = &ct.embed, *H = &ct.head;
+    double work = 4 * (L->f_s + L->b_s + L->w_s) + E->f_s + E->b_s + E->w_s +
+                  H->f_s + H->b_s + H->w_s;
+    ck_assert(fabs(c->pipeline_s - 2 * work) <= 1e-12 * work);
+    double params = 4 * L->params + E->params + H->params - 1024.0 * 512;
+    double ar = 2.0 * 3 / 4 * params * 2 / 300e9 + 2 * 3 * 5e-6;
+    double opt = params / 4 * 16 / (312e12 / 250);
+    ck_assert(fabs(c->allreduce_s - ar) <= 1e-9 * ar);
+    ck_assert(fabs(c->optimizer_s - opt) <= 1e-9 * opt);
+    ck_assert(fabs(c->step_s - (c->pipeline_s + ar + opt)) <= 1e-9 * c->step_s);
+    double act = 4 * L->m_b_bytes + E->m_b_bytes + H->m_b_bytes;
+    double stat = params * (2 + 2 + 12.0 / 4);   /* bf16, zero1 over 4 */
+    double peak = stat + act + fmax(0.05 * 80 * GIB, GIB);
+    ck_assert(fabs(c->peak_mem_bytes - peak) <= 1e-9 * peak);
+    double tok = 16.0 * 256 / c->step_s;
+    ck_assert(fabs(c->tokens_per_s - tok) <= 1e-9 * tok);
+    double mfu = zb_model_step_flops(&m) / c->step_s / (4 * 312e12);
+    ck_assert(fabs(c->mfu - mfu) <= 1e-9 * mfu);
+    ck_assert(c->bubble_rate >= 0 && c->bubble_rate < 1e-9);
+    zb_search_result_free(&r);
+}
+END_TEST
+
+START_TEST(dp_group_links) {
+    ck_assert(!zb_search_dp_inter_node(2, 4, 1, 8));
+    ck_assert(zb_search_dp_inter_node(4, 4, 1, 8));
+    ck_assert(!zb_search_dp_inter_node(1, 8, 16, 8));
+    /* dp 3 x tp 2 = 6 devices per pp rank: rank 1 covers devices 6..10 */
+    ck_assert(!zb_search_dp_inter_node(3, 2, 1, 8));
+    ck_assert(zb_search_dp_inter_node(3, 2, 2, 8));
+}
+END_TEST
+
+static void check_round_trip(const zb_model *m, const zb_candidate *c) {
+    zb_plan plan, back;
+    zb_err err;
+    char path[] = "/tmp/zb_test_search_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_msg(zb_search_make_plan(m, c, &plan, &err) == ZB_OK, "%s", err.msg);
+    ck_assert_int_eq(plan.m * plan.micro_batch * plan.dp, m->train.global_batch);
+    ck_assert(fabs(plan.pred.step_s - c->step_s) <= 1e-12 * c->step_s);
+    double pk = 0;
+    for (int r = 0; r < plan.pp; r++) pk = fmax(pk, plan.pred.peak_mem_bytes[r]);
+    ck_assert(fabs(pk - c->peak_mem_bytes) <= 1e-9 * pk);
+    ck_assert_msg(zb_plan_write(path, &plan, &err) == ZB_OK, "%s", err.msg);
+    zb_status st = zb_plan_read(path, &back, &err);
+    unlink(path);
+    ck_assert_msg(st == ZB_OK, "zb_plan_read: %s", err.msg);
+    ck_assert(back.dp == plan.dp && back.tp == plan.tp && back.pp == plan.pp &&
+              back.v == plan.v && back.m == plan.m &&
+              back.micro_batch == plan.micro_batch);
+    ck_assert_str_eq(back.sched.name, c->schedule);
+    ck_assert_int_eq(back.sched.placement, c->sched.placement);
+    for (int r = 0; r < plan.pp; r++) {
+        ck_assert_int_eq(back.sched.len[r], c->sched.len[r]);
+        ck_assert(memcmp(back.sched.acts[r], c->sched.acts[r],
+                         (size_t)c->sched.len[r] * sizeof(zb_action)) == 0);
+        ck_assert(back.pred.bubble[r] == plan.pred.bubble[r]);
+    }
+    for (int s = 0; s < plan.pp * plan.v; s++) {
+        ck_assert_int_eq(back.stages[s].first_layer, c->spans[s].first_layer);
+        ck_assert_int_eq(back.stages[s].n_layers, c->spans[s].n_layers);
+        ck_assert(back.costs.t_f[s] == plan.costs.t_f[s]);
+    }
+    ck_assert(back.pred.step_s == plan.pred.step_s);
+    zb_plan_free(&plan);
+    zb_plan_free(&back);
+}
+
+START_TEST(plan_round_trip) {
+    zb_model m = model(8, 64, 2, 4, "a100-80gb");
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.top_k = 3;
+    zb_search_result r;
+    run(&m, &o, &r);
+    for (int i = 0; i < r.n; i++) check_round_trip(&m, &r.cand[i]);
+    zb_search_result_free(&r);
+    /* a V-placement schedule and an interleaved one */
+    const char *names[] = {"zb-v", "interleaved"};
+    for (int k = 0; k < 2; k++) {
+        zb_search_opts_default(&o);
+        o.pp = 4;
+        snprintf(o.schedule, sizeof o.schedule, "%s", names[k]);
+        run(&m, &o, &r);
+        check_round_trip(&m, &r.cand[0]);
+        zb_search_result_free(&r);
+    }
+}
+END_TEST
+
+/* The shipped models plan without error. */
+START_TEST(shipped_models) {
+    const char *files[] = {"models/tiny.yaml", "models/gpt3-175b.yaml"};
+    for (int k = 0; k < 2; k++) {
+        zb_model m;
+        zb_err err;
+        ck_assert_msg(zb_model_load(files[k], &m, &err) == ZB_OK, "%s", err.msg);
+        zb_search_opts o;
+        zb_search_opts_default(&o);
+        zb_search_result r;
+        run(&m, &o, &r);
+        check_batch(&m, &r);
+        if (k == 1)
+            for (int i = 0; i < r.n; i++)
+                ck_assert_int_eq(r.cand[i].dp * r.cand[i].tp * r.cand[i].pp, 1024);
+        zb_search_result_free(&r);
+    }
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("search");
+    TCase *t = tcase_create("core");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, forced_choices);
+    tcase_add_test(t, bad_forced);
+    tcase_add_test(t, gpu_world_rules);
+    tcase_add_test(t, cpu_world_rules);
+    tcase_add_test(t, drops_and_ranking);
+    tcase_add_test(t, nothing_fits);
+    tcase_add_test(t, formulas_by_hand);
+    tcase_add_test(t, dp_group_links);
+    tcase_add_test(t, plan_round_trip);
+    tcase_add_test(t, shipped_models);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
