@@ -352,7 +352,8 @@ zb_status zb_ydoc_load_string(const char *name, const char *text, zb_ydoc *doc,
 /* Whole file into a malloc'ed buffer. */
 static zb_status read_file(const char *path, char **out, size_t *len, zb_err *err) {
     FILE *f = fopen(path, "rb");
-    if (!f) return zb_fail(err, ZB_EIO, "cannot open '%s': %s", path, strerror(errno));
+    /* a model or plan that cannot be opened is bad input (exit 2) */
+    if (!f) return zb_fail_at(err, path, 0, 0, "cannot open: %s", strerror(errno));
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     zb_status s = buf ? ZB_OK : oom(err);

@@ -201,6 +201,18 @@ START_TEST(truncated_plan) {
 }
 END_TEST
 
+START_TEST(missing_file_is_bad_input) {
+    char path[160];
+    snprintf(path, sizeof path, "%s/none.yaml", dir);
+    zb_plan pl;
+    zb_err err;
+    ck_assert_int_eq(zb_plan_read(path, &pl, &err), ZB_EINPUT);
+    char want[220];
+    snprintf(want, sizeof want, "%s: cannot open: No such file or directory", path);
+    ck_assert_str_eq(err.msg, want);
+}
+END_TEST
+
 START_TEST(layout_helpers) {
     zb_plan pl = {.dp = 3, .tp = 2, .pp = 4};
     ck_assert_int_eq(zb_plan_world(&pl), 24);
@@ -225,6 +237,7 @@ int main(void) {
     tcase_add_test(tc, round_trip);
     tcase_add_test(tc, bad_plans);
     tcase_add_test(tc, truncated_plan);
+    tcase_add_test(tc, missing_file_is_bad_input);
     tcase_add_test(tc, layout_helpers);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
