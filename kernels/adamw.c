@@ -1,0 +1,51 @@
+/* adamw.c - AdamW update and gradient sum of squares, see adamw.h.
+ *   params, grads, m, v [n]
+ * AdamW (Loshchilov & Hutter, "Decoupled Weight Decay Regularization"):
+ *   g = grad * grad_scale
+ *   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+ *   mhat = m / (1 - b1^t);  vhat = v / (1 - b2^t)
+ *   p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p)
+ * The decay acts on p directly and never enters m or v.
+ */
+#include "kernels/adamw.h"
+
+#include <math.h>
+
+#include "kernels/parallel.h"
+
+/* zb_sumsq splits x into this many fixed chunks whatever the thread count,
+ * then adds the chunk sums in order, so the result is reproducible. */
+#define ZB_SUMSQ_CHUNKS 64
+
+void zb_adamw_update(float *params, const float *grads, float *m, float *v,
+                     size_t n, float lr, float beta1, float beta2, float eps,
+                     float weight_decay, float grad_scale, int t) {
+    float bc1 = (float)(1.0 - pow(beta1, t)); /* bias corrections */
+    float bc2 = (float)(1.0 - pow(beta2, t));
+#pragma omp parallel for schedule(static) if (ZB_OMP_WORTH(n))
+    for (size_t i = 0; i < n; i++) {
+        float g = grads[i] * grad_scale;
+        float mi = beta1 * m[i] + (1.0f - beta1) * g;
+        float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        float mhat = mi / bc1, vhat = vi / bc2;
+        params[i] -= lr * (mhat / (sqrtf(vhat) + eps) + weight_decay * params[i]);
+    }
+}
+
+double zb_sumsq(const float *x, size_t n) {
+    double part[ZB_SUMSQ_CHUNKS]; /* sum of squares of each chunk */
+    size_t chunk = (n + ZB_SUMSQ_CHUNKS - 1) / ZB_SUMSQ_CHUNKS;
+#pragma omp parallel for schedule(static) if (ZB_OMP_WORTH(n))
+    for (int k = 0; k < ZB_SUMSQ_CHUNKS; k++) {
+        size_t i0 = (size_t)k * chunk;
+        size_t i1 = i0 + chunk < n ? i0 + chunk : n;
+        double s = 0.0;
+        for (size_t i = i0; i < i1; i++) s += (double)x[i] * x[i];
+        part[k] = s;
+    }
+    double total = 0.0;
+    for (int k = 0; k < ZB_SUMSQ_CHUNKS; k++) total += part[k];
+    return total;
+}
