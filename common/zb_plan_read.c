@@ -181,9 +181,6 @@ static zb_status read_stage(rd *r, const zb_ynode *st, int s, zb_plan *plan,
     ZB_TRY(get_double(r, st, "t_comm", &c->t_comm[s]));
     ZB_TRY(get_double(r, st, "m_b", &c->m_b[s]));
     ZB_TRY(get_double(r, st, "m_w", &c->m_w[s]));
-    if (c->m_w[s] > c->m_b[s])
-        return zb_fail_at(r->err, r->doc->file, st->line, st->col,
-                          "stage %d: m_w (%g) exceeds m_b (%g)", s, c->m_w[s], c->m_b[s]);
     return ZB_OK;
 }
 

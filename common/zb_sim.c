@@ -211,7 +211,6 @@ static double run_action(const zb_costs *c, zb_sim_ws *ws, int r, int vs,
         d = c->t_f[vs];
         ws->end_f[cell] = t0 + d;
         ws->mem[r] += c->m_b[vs];
-        if (ws->mem[r] > ws->peak[r]) ws->peak[r] = ws->mem[r];
         break;
     case ZB_B:
         d = c->t_b[vs];
@@ -229,6 +228,9 @@ static double run_action(const zb_costs *c, zb_sim_ws *ws, int r, int vs,
         ws->mem[r] -= c->m_b[vs];
         break;
     }
+    /* B can raise memory too (m_w > m_b under full recompute, where B
+     * rebuilds what W needs) */
+    if (ws->mem[r] > ws->peak[r]) ws->peak[r] = ws->mem[r];
     ws->busy[r] += d;
     return t0 + d;
 }

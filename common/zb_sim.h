@@ -8,7 +8,9 @@
  * its B on the same rank), naming the rank and the action.
  *
  * Memory per rank: F adds m_b[s], B releases m_b[s]-m_w[s], W releases
- * m_w[s], BW releases m_b[s]. Peak = running maximum (starting from 0).
+ * m_w[s], BW releases m_b[s]. Peak = running maximum (starting from 0);
+ * m_w may exceed m_b (full recompute: B rebuilds what W needs), then B
+ * raises memory.
  * Bubble: per rank, span = last end - first start, busy = sum of its pass
  * times, bubble[r] = (span - busy) / span. Overall bubble_rate is taken over
  * the longest span: (max_span - mean busy) / max_span, which is the Zero

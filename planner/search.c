@@ -522,8 +522,20 @@ static zb_status score(ctx *x, const split *s, zb_placement pl,
 }
 
 /* Build, simulate and maybe keep one schedule of the current group. */
+/* Jobs the search does not try unless the schedule is forced: with one
+ * pipeline stage every schedule is the same F/BW sequence, so only 1F1B is
+ * kept; under full recompute B rebuilds the activations W needs (m_w >
+ * m_b), which defeats deferring W, so only fused-backward schedules. */
+static bool redundant_job(const ctx *x, const split *s, const job *jb) {
+    if (x->o->schedule[0]) return false;
+    if (s->pp == 1) return strcmp(jb->name, "1f1b") != 0;
+    return x->mdl->train.recompute == ZB_RECOMPUTE_FULL &&
+           zb_schedule_splits_bw(jb->name);
+}
+
 static zb_status run_job(ctx *x, split *s, const job *jb, long key,
                          zb_err *err) {
+    if (redundant_job(x, s, jb)) { x->res->not_applicable++; return ZB_OK; }
     zb_placement pl = placement_of(jb->name);
     if (!x->g_ready[pl]) prepare_placement(x, s, pl);
     if (x->g_lb[pl] > threshold(x)) { x->res->pruned++; return ZB_OK; }

@@ -88,6 +88,35 @@ START_TEST(forced_choices) {
 }
 END_TEST
 
+/* One pipeline stage: only 1F1B; full recompute: no split-B/W schedule,
+ * unless forced. */
+START_TEST(redundant_schedules_skipped) {
+    zb_model m = model(8, 32, 1, 8, "a100-80gb");
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.top_k = 200;
+    o.pp = 1;
+    zb_search_result r;
+    run(&m, &o, &r);
+    ck_assert_int_gt(r.n, 0);
+    for (int i = 0; i < r.n; i++) ck_assert_str_eq(r.cand[i].schedule, "1f1b");
+    zb_search_result_free(&r);
+    o.pp = 4;
+    m.train.recompute = ZB_RECOMPUTE_FULL;
+    run(&m, &o, &r);
+    ck_assert_int_gt(r.n, 0);
+    for (int i = 0; i < r.n; i++)
+        ck_assert_msg(!zb_schedule_splits_bw(r.cand[i].schedule), "%s",
+                      r.cand[i].schedule);
+    zb_search_result_free(&r);
+    snprintf(o.schedule, sizeof o.schedule, "zb-h1");
+    run(&m, &o, &r);
+    ck_assert_int_gt(r.n, 0);
+    ck_assert_str_eq(r.cand[0].schedule, "zb-h1");
+    zb_search_result_free(&r);
+}
+END_TEST
+
 START_TEST(bad_forced) {
     zb_model m = model(8, 32, 1, 8, "a100-80gb");
     zb_search_opts o;
@@ -365,6 +394,7 @@ static Suite *suite(void) {
     TCase *t = tcase_create("core");
     tcase_set_timeout(t, 60);
     tcase_add_test(t, forced_choices);
+    tcase_add_test(t, redundant_schedules_skipped);
     tcase_add_test(t, bad_forced);
     tcase_add_test(t, gpu_world_rules);
     tcase_add_test(t, cpu_world_rules);

@@ -116,6 +116,22 @@ START_TEST(deadlock_between_ranks) {
 }
 END_TEST
 
+START_TEST(b_can_raise_memory) {
+    /* full recompute: m_w (3) > m_b (1): after F 1, after B 3, after W 0 */
+    const char *ranks[] = {"F0 B0 W0"};
+    zb_schedule s;
+    build(&s, 1, 1, 1, ZB_PLACE_LOOP, ranks);
+    zb_costs c;
+    zb_err err;
+    ck_assert_int_eq(zb_costs_uniform(&c, 1, 1, 1, 1, 0, 1, 3, &err), ZB_OK);
+    double mk, pk;
+    ck_assert_int_eq(zb_simulate_fast(&s, &c, NULL, &mk, &pk, &err), ZB_OK);
+    ck_assert_double_eq_tol(pk, 3, 1e-12);
+    zb_costs_free(&c);
+    zb_schedule_free(&s);
+}
+END_TEST
+
 START_TEST(v_placement_turn_has_no_comm) {
     /* p=1, v=2 V placement: both chunks on rank 0, comm must not apply. */
     const char *ranks[] = {"F0.0 F0.1 B0.1 B0.0 W0.1 W0.0"};
@@ -184,6 +200,7 @@ int main(void) {
     tcase_add_test(tc, two_stage_timeline);
     tcase_add_test(tc, rejects_bad_schedules);
     tcase_add_test(tc, deadlock_between_ranks);
+    tcase_add_test(tc, b_can_raise_memory);
     tcase_add_test(tc, v_placement_turn_has_no_comm);
     tcase_add_test(tc, lowering_matches_dependencies);
     suite_add_tcase(su, tc);
