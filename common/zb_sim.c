@@ -335,6 +335,14 @@ static zb_status result_alloc(zb_sim_result *res, const zb_schedule *s,
     return ZB_OK;
 }
 
+/* (span - busy) / span, never negative: busy is a sum of the same pass
+ * times that make up the span, and rounding may leave busy a few ulps
+ * above it. */
+static double bubble_of(double span, double busy) {
+    if (span <= 0 || busy >= span) return 0;
+    return (span - busy) / span;
+}
+
 zb_status zb_simulate(const zb_schedule *s, const zb_costs *c,
                       zb_sim_result *res, zb_err *err) {
     memset(res, 0, sizeof *res);
@@ -348,14 +356,14 @@ zb_status zb_simulate(const zb_schedule *s, const zb_costs *c,
             double first = ws->first[r] < 0 ? 0 : ws->first[r];
             res->span[r] = ws->free_at[r] - first;
             res->busy[r] = ws->busy[r];
-            res->bubble[r] = res->span[r] > 0 ? (res->span[r] - res->busy[r]) / res->span[r] : 0;
+            res->bubble[r] = bubble_of(res->span[r], res->busy[r]);
             res->peak_mem[r] = ws->peak[r];
             if (ws->free_at[r] > res->makespan) res->makespan = ws->free_at[r];
             if (res->span[r] > res->max_span) res->max_span = res->span[r];
             sum_busy += ws->busy[r];
         }
         double mean_busy = sum_busy / s->p;
-        res->bubble_rate = res->max_span > 0 ? (res->max_span - mean_busy) / res->max_span : 0;
+        res->bubble_rate = bubble_of(res->max_span, mean_busy);
     }
     zb_sim_ws_free(ws);
     return st;

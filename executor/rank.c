@@ -1,0 +1,305 @@
+/* rank.c - the life of one rank thread inside zb_run (run_ctx.h): build the
+ * stage, load the checkpoint when resuming, then per step: read the batch,
+ * run the pipeline program, synchronise gradients, take the optimizer step,
+ * record timings, maybe checkpoint.
+ *
+ * Buffers that take part in all-reduces (gradients, rk->red) live until
+ * every thread is joined: the local transport reads peers' buffers in
+ * place, so a rank that fails must not free anything a peer may still read.
+ * runtime.c frees the stages after the join.
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "executor/checkpoint.h"
+#include "executor/run_ctx.h"
+
+double zb_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- one step's pieces ---- */
+
+/* Tokens and targets of every microbatch of this DP rank for 1-based step
+ * `step` (data batch step-1). */
+static zb_status load_batches(zb_rank *rk, int step, zb_err *err) {
+    const zb_plan *p = rk->ctx->plan;
+    if (!rk->tokens) return ZB_OK;
+    size_t per_mb = (size_t)p->micro_batch * (size_t)p->model.arch.seq_len;
+    for (int j = 0; j < p->m; j++)
+        ZB_TRY(zb_data_microbatch(rk->ctx->data, step - 1, rk->dp_rank, j,
+                                  p->m, p->micro_batch, rk->tokens + j * per_mb,
+                                  rk->targets + j * per_mb, err));
+    return ZB_OK;
+}
+
+/* One compute action, timed. */
+static zb_status run_action(zb_rank *rk, int i, zb_err *err) {
+    const zb_plan *p = rk->ctx->plan;
+    const zb_action *a = &rk->acts[i];
+    size_t per_mb = (size_t)p->micro_batch * (size_t)p->model.arch.seq_len;
+    const int *tok = rk->tokens ? rk->tokens + a->mb * per_mb : NULL;
+    const int *tgt = rk->targets ? rk->targets + a->mb * per_mb : NULL;
+    double t = zb_now_s();
+    zb_status s;
+    switch (a->pass) {
+    case ZB_F:
+        s = zb_stage_forward(rk->st, a->chunk, a->mb, tok, tgt,
+                             (float)rk->ctx->loss_scale, err);
+        break;
+    case ZB_B: s = zb_stage_backward_b(rk->st, a->chunk, a->mb, err); break;
+    case ZB_W: s = zb_stage_backward_w(rk->st, a->chunk, a->mb, err); break;
+    case ZB_BW: s = zb_stage_backward_bw(rk->st, a->chunk, a->mb, err); break;
+    default:
+        s = zb_fail(err, ZB_ERUNTIME, "action %d has unknown pass %d", i, a->pass);
+    }
+    rk->t_start[i] = t - rk->ctx->t0;
+    rk->t_end[i] = zb_now_s() - rk->ctx->t0;
+    return s;
+}
+
+/* A SEND or RECV op: the buffer of the action it belongs to. */
+static zb_status transfer(zb_rank *rk, const zb_op *op, zb_err *err) {
+    const zb_plan *p = rk->ctx->plan;
+    const zb_action *a = &rk->acts[op->action];
+    bool send = op->kind == ZB_OP_SEND, act = op->msg == ZB_MSG_ACT;
+    float *buf = send ? (act ? zb_stage_act_out(rk->st, a->chunk, a->mb)
+                             : zb_stage_grad_out(rk->st, a->chunk, a->mb))
+                      : (act ? zb_stage_act_in(rk->st, a->chunk, a->mb)
+                             : zb_stage_grad_in(rk->st, a->chunk, a->mb));
+    if (!buf)
+        return zb_fail(err, ZB_ERUNTIME, "rank %d: no %s %s buffer for chunk "
+                       "%d mb %d", rk->rank, act ? "activation" : "gradient",
+                       send ? "output" : "input", a->chunk, a->mb);
+    int peer = zb_plan_rank(p, op->peer, rk->dp_rank, rk->tp_rank);
+    int tag = zb_lower_tag(&p->sched, op->msg, op->vstage, op->mb);
+    if (send) return rk->tr->send(rk->tr, peer, tag, buf, rk->msg_floats, err);
+    return rk->tr->recv(rk->tr, peer, tag, buf, rk->msg_floats, err);
+}
+
+static zb_status run_program(zb_rank *rk, zb_err *err) {
+    for (int k = 0; k < rk->n_ops; k++) {
+        const zb_op *op = &rk->ops[k];
+        if (op->kind == ZB_OP_COMPUTE) ZB_TRY(run_action(rk, op->action, err));
+        else ZB_TRY(transfer(rk, op, err));
+    }
+    return ZB_OK;
+}
+
+/* Tied embedding (both copies), then data parallel: plain sums. */
+static zb_status sync_grads(zb_rank *rk, zb_err *err) {
+    size_t n;
+    float *tied = zb_stage_tied_grad(rk->st, &n);
+    if (tied && rk->in_emb_group)
+        ZB_TRY(rk->tr->allreduce(rk->tr, &rk->emb_g, tied, n, err));
+    if (rk->dp_g.n > 1) {
+        float *g = zb_stage_grads(rk->st, &n);
+        ZB_TRY(rk->tr->allreduce(rk->tr, &rk->dp_g, g, n, err));
+    }
+    return ZB_OK;
+}
+
+static const char *nonfinite_word(double x) { return isnan(x) ? "nan" : "inf"; }
+
+/* The lowest rank whose flag in flags[world] is set (0 if none). */
+static int first_flagged(const double *flags, int world) {
+    for (int r = 0; r < world; r++)
+        if (flags[r] != 0) return r;
+    return 0;
+}
+
+/* World sums of the squared gradients (each parameter once: dp_rank 0, the
+ * stage's ownership rule) and of the losses (tp_rank 0: the head is
+ * replicated over TP), plus per-rank flags of non-finite local values, so
+ * that every rank reaches the same verdict and names the same culprit. */
+static zb_status global_stats(zb_rank *rk, int step, double *norm,
+                              double *loss, zb_err *err) {
+    const zb_plan *p = rk->ctx->plan;
+    int world = rk->ctx->world;
+    double *red = rk->red;   /* [2 + 2*world] */
+    memset(red, 0, (2 + 2 * (size_t)world) * sizeof *red);
+    double sq = rk->dp_rank == 0 ? zb_stage_grad_sumsq(rk->st) : 0.0;
+    double ls = rk->tp_rank == 0 ? zb_stage_loss_sum(rk->st) : 0.0;
+    red[0] = sq;
+    red[1] = ls;
+    red[2 + rk->rank] = isfinite(ls) ? 0.0 : 1.0;
+    red[2 + world + rk->rank] = isfinite(sq) ? 0.0 : 1.0;
+    ZB_TRY(rk->tr->allreduce_f64(rk->tr, &rk->world_g, red,
+                                 2 + 2 * (size_t)world, err));
+    double tokens = (double)p->model.train.global_batch * p->model.arch.seq_len;
+    *loss = red[1] / tokens;
+    *norm = sqrt(red[0]);
+    if (!isfinite(*loss))
+        return zb_fail(err, ZB_ERUNTIME, "step %d rank %d: loss is %s", step,
+                       first_flagged(red + 2, world), nonfinite_word(*loss));
+    if (!isfinite(*norm))
+        return zb_fail(err, ZB_ERUNTIME, "step %d rank %d: grad norm is %s",
+                       step, first_flagged(red + 2 + world, world),
+                       nonfinite_word(*norm));
+    return ZB_OK;
+}
+
+/* Span and busy time of this step's compute actions. */
+static void record_times(zb_rank *rk, int k) {
+    double first = 0, last = 0, busy = 0;
+    for (int i = 0; i < rk->n_acts; i++) {
+        if (i == 0 || rk->t_start[i] < first) first = rk->t_start[i];
+        if (i == 0 || rk->t_end[i] > last) last = rk->t_end[i];
+        busy += rk->t_end[i] - rk->t_start[i];
+    }
+    size_t at = (size_t)k * (size_t)rk->ctx->world + (size_t)rk->rank;
+    rk->ctx->step_span[at] = last - first;
+    rk->ctx->step_busy[at] = busy;
+}
+
+static zb_status checkpoint(zb_rank *rk, int step, zb_err *err) {
+    zb_run_ctx *c = rk->ctx;
+    if (rk->rank == 0) ZB_TRY(zb_ckpt_begin(c->ckpt_dir, step, err));
+    ZB_TRY(rk->tr->barrier(rk->tr, &rk->world_g, err));
+    ZB_TRY(zb_ckpt_save_rank(c->ckpt_dir, step, rk->rank, c->world, rk->st,
+                             err));
+    /* the index may name this step only once every rank file exists */
+    ZB_TRY(rk->tr->barrier(rk->tr, &rk->world_g, err));
+    if (rk->rank == 0)
+        ZB_TRY(zb_ckpt_commit(c->ckpt_dir, c->plan, step, c->total_steps, err));
+    return ZB_OK;
+}
+
+/* Rank 0: the step's numbers into the result, and the caller's callback. */
+static void report_step(zb_rank *rk, int k, double loss, double lr,
+                        double norm, double step_s) {
+    zb_run_ctx *c = rk->ctx;
+    zb_run_result *res = c->res;
+    const zb_plan *p = c->plan;
+    res->loss[k] = loss;
+    res->lr[k] = lr;
+    res->grad_norm[k] = norm;
+    res->step_s[k] = step_s;
+    res->n_steps = k + 1;
+    if (!c->opts->on_step) return;
+    double tokens = (double)p->model.train.global_batch * p->model.arch.seq_len;
+    zb_step_info info = {.step = c->first_step + k, .steps = c->total_steps,
+                         .loss = loss, .lr = lr, .grad_norm = norm,
+                         .step_s = step_s,
+                         .tokens_per_s = step_s > 0 ? tokens / step_s : 0,
+                         .elapsed_s = zb_now_s() - c->t0};
+    c->opts->on_step(&info, c->opts->on_step_ctx);
+}
+
+static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
+    zb_run_ctx *c = rk->ctx;
+    zb_run_result *res = c->res;
+    const zb_optim *o = &c->plan->model.train.opt;
+    int k = step - c->first_step, slot = k % res->trace_n;
+    double t_begin = zb_now_s();
+    rk->t_start = res->t_start[rk->rank] + (size_t)slot * (size_t)rk->n_acts;
+    rk->t_end = res->t_end[rk->rank] + (size_t)slot * (size_t)rk->n_acts;
+    if (rk->rank == 0) res->trace_step[slot] = step;
+
+    ZB_TRY(load_batches(rk, step, err));
+    zb_stage_zero_grads(rk->st);
+    ZB_TRY(run_program(rk, err));
+    ZB_TRY(sync_grads(rk, err));
+    double norm, loss;
+    ZB_TRY(global_stats(rk, step, &norm, &loss, err));
+    float scale = o->grad_clip > 0 && norm > o->grad_clip
+                      ? (float)(o->grad_clip / norm) : 1.0f;
+    double lr = zb_lr_at(o, step, c->total_steps);
+    ZB_TRY(zb_stage_adamw(rk->st, (float)lr, scale, step, err));
+    record_times(rk, k);
+    if (rk->rank == 0) report_step(rk, k, loss, lr, norm, zb_now_s() - t_begin);
+    if (c->opts->checkpoint_every > 0 && step % c->opts->checkpoint_every == 0)
+        ZB_TRY(checkpoint(rk, step, err));
+    return ZB_OK;
+}
+
+/* ---- set-up ---- */
+
+/* The stage, and the agreement of both ends of every embedding group on
+ * whether a tied gradient exists (a mismatch would hang the all-reduce). */
+static zb_status rank_setup(zb_rank *rk, zb_err *err) {
+    zb_run_ctx *c = rk->ctx;
+    zb_stage_cfg cfg = {.plan = c->plan, .pp_rank = rk->pp_rank,
+                        .dp_rank = rk->dp_rank, .tp_rank = rk->tp_rank,
+                        .tr = rk->tr, .tp_group = &rk->tp_g};
+    ZB_TRY(zb_stage_new(&cfg, &rk->st, err));
+    if (zb_stage_msg_floats(rk->st) != rk->msg_floats)
+        return zb_fail(err, ZB_ERUNTIME, "rank %d: stage messages have %zu "
+                       "floats, the runtime expects %zu", rk->rank,
+                       zb_stage_msg_floats(rk->st), rk->msg_floats);
+    size_t n;
+    bool tied = zb_stage_tied_grad(rk->st, &n) != NULL;
+    if (tied && !rk->in_emb_group)
+        return zb_fail(err, ZB_ERUNTIME, "rank %d: the stage has a tied "
+                       "embedding gradient but no partner rank", rk->rank);
+    int world = c->world;
+    memset(rk->red, 0, (2 + 2 * (size_t)world) * sizeof *rk->red);
+    rk->red[2 + rk->rank] = tied;
+    ZB_TRY(rk->tr->allreduce_f64(rk->tr, &rk->world_g, rk->red,
+                                 2 + 2 * (size_t)world, err));
+    for (int i = 0; rk->in_emb_group && i < rk->emb_g.n; i++)
+        if ((rk->red[2 + rk->emb_g.ranks[i]] != 0) != tied)
+            return zb_fail(err, ZB_ERUNTIME, "ranks %d and %d disagree on "
+                           "holding a tied embedding gradient", rk->rank,
+                           rk->emb_g.ranks[i]);
+    if (c->first_step > 1)
+        ZB_TRY(zb_ckpt_load_rank(c->ckpt_dir, c->first_step - 1, rk->rank,
+                                 world, rk->st, err));
+    return ZB_OK;
+}
+
+/* After the last step: memory high-water marks and, if asked, a copy of
+ * the parameters. */
+static zb_status rank_finish(zb_rank *rk, zb_err *err) {
+    zb_run_result *res = rk->ctx->res;
+    res->static_bytes[rk->rank] = zb_stage_static_bytes(rk->st);
+    res->act_peak_bytes[rk->rank] = zb_stage_act_peak_bytes(rk->st);
+    if (!rk->ctx->opts->keep_params) return ZB_OK;
+    size_t n;
+    const float *p = zb_stage_params(rk->st, &n);
+    res->params[rk->rank] = zb_calloc(n, sizeof(float), err);
+    if (!res->params[rk->rank]) return ZB_ENOMEM;
+    memcpy(res->params[rk->rank], p, n * sizeof(float));
+    res->n_params[rk->rank] = n;
+    return ZB_OK;
+}
+
+static zb_status rank_run(zb_rank *rk, zb_err *err) {
+    zb_run_ctx *c = rk->ctx;
+    omp_set_num_threads(c->res->threads);
+    ZB_TRY(rank_setup(rk, err));
+    for (int step = c->first_step; step <= c->total_steps; step++)
+        ZB_TRY(rank_step(rk, step, err));
+    return rank_finish(rk, err);
+}
+
+/* Keep the first error; wake every other rank. Messages that do not say
+ * where they come from get the rank in front (input errors keep their
+ * "file:line:" start). */
+static void rank_fail(zb_rank *rk, zb_status s, const zb_err *err) {
+    zb_run_ctx *c = rk->ctx;
+    pthread_mutex_lock(&c->err_mu);
+    if (c->status == ZB_OK) {
+        c->status = s;
+        if (s == ZB_EINPUT || !strncmp(err->msg, "rank", 4) ||
+            !strncmp(err->msg, "step", 4))
+            c->err = *err;
+        else
+            zb_fail(&c->err, s, "rank %d: %.480s", rk->rank, err->msg);
+    }
+    pthread_mutex_unlock(&c->err_mu);
+    rk->tr->abort(rk->tr);
+}
+
+void *zb_rank_main(void *arg) {
+    zb_rank *rk = arg;
+    zb_err err = {{0}};
+    zb_status s = rank_run(rk, &err);
+    if (s != ZB_OK) rank_fail(rk, s, &err);
+    return NULL;
+}

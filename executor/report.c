@@ -1,0 +1,179 @@
+/* report.c - report.yaml and the table zbrun prints (see report.h). */
+#include "executor/report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/zb_sim.h"
+#include "common/zb_yaml.h"
+
+zb_status zb_report_pred_make(const zb_plan *plan, zb_report_pred *out,
+                              zb_err *err) {
+    memset(out, 0, sizeof *out);
+    zb_sim_result sim;
+    zb_status s = zb_simulate(&plan->sched, &plan->costs, &sim, err);
+    if (s == ZB_OK) {
+        out->busy_s = zb_calloc((size_t)plan->pp, sizeof(double), err);
+        out->span_s = zb_calloc((size_t)plan->pp, sizeof(double), err);
+        if (!out->busy_s || !out->span_s) s = ZB_ENOMEM;
+    }
+    for (int r = 0; s == ZB_OK && r < plan->pp; r++) {
+        out->busy_s[r] = sim.busy[r];
+        out->span_s[r] = sim.span[r];
+    }
+    zb_sim_result_free(&sim);
+    if (s != ZB_OK) zb_report_pred_free(out);
+    return s;
+}
+
+void zb_report_pred_free(zb_report_pred *p) {
+    free(p->busy_s);
+    free(p->span_s);
+    memset(p, 0, sizeof *p);
+}
+
+/* ---- YAML ---- */
+
+static void write_plan_info(zb_yw *w, const zb_plan *plan, const char *backend,
+                            const zb_run_result *res) {
+    zb_yw_str(w, "plan");
+    zb_yw_map_begin(w, true);
+    zb_yw_kstr(w, "name", plan->model.name);
+    zb_yw_kstr(w, "schedule", plan->sched.name);
+    zb_yw_kstr(w, "solver", plan->solver);
+    zb_yw_kint(w, "dp", plan->dp);
+    zb_yw_kint(w, "tp", plan->tp);
+    zb_yw_kint(w, "pp", plan->pp);
+    zb_yw_kint(w, "v", plan->v);
+    zb_yw_kint(w, "microbatches", plan->m);
+    zb_yw_kint(w, "micro_batch", plan->micro_batch);
+    zb_yw_map_end(w);
+    zb_yw_str(w, "run");
+    zb_yw_map_begin(w, true);
+    zb_yw_kstr(w, "backend", backend);
+    zb_yw_kint(w, "ranks", res->world);
+    zb_yw_kint(w, "threads_per_rank", res->threads);
+    zb_yw_kint(w, "first_step", res->first_step);
+    zb_yw_kint(w, "steps_run", res->n_steps);
+    zb_yw_kint(w, "total_steps", res->total_steps);
+    zb_yw_kint(w, "resumed_from", res->resumed_from);
+    zb_yw_map_end(w);
+}
+
+static void write_summary(zb_yw *w, const zb_plan *plan,
+                          const zb_run_result *res) {
+    zb_yw_str(w, "summary");
+    zb_yw_map_begin(w, false);
+    zb_yw_kdouble(w, "step_s", res->step_s_mean);
+    zb_yw_kdouble(w, "predicted_step_s", plan->pred.step_s);
+    zb_yw_kdouble(w, "tokens_per_s", res->tokens_per_s);
+    zb_yw_kdouble(w, "predicted_tokens_per_s", plan->pred.tokens_per_s);
+    zb_yw_kdouble(w, "mfu", res->mfu);
+    zb_yw_kdouble(w, "predicted_mfu", plan->pred.mfu);
+    zb_yw_kdouble(w, "bubble_rate", res->bubble_rate);
+    zb_yw_kdouble(w, "predicted_bubble_rate", plan->pred.bubble_rate);
+    if (res->n_steps > 0) {
+        zb_yw_kdouble(w, "first_loss", res->loss[0]);
+        zb_yw_kdouble(w, "final_loss", res->loss[res->n_steps - 1]);
+    }
+    zb_yw_map_end(w);
+}
+
+static void write_steps(zb_yw *w, const zb_run_result *res) {
+    zb_yw_str(w, "steps");
+    zb_yw_seq_begin(w, false);
+    for (int k = 0; k < res->n_steps; k++) {
+        zb_yw_map_begin(w, true);
+        zb_yw_kint(w, "step", res->first_step + k);
+        zb_yw_kdouble(w, "loss", res->loss[k]);
+        zb_yw_kdouble(w, "lr", res->lr[k]);
+        zb_yw_kdouble(w, "grad_norm", res->grad_norm[k]);
+        zb_yw_kdouble(w, "time_s", res->step_s[k]);
+        zb_yw_map_end(w);
+    }
+    zb_yw_seq_end(w);
+}
+
+static void write_pp_ranks(zb_yw *w, const zb_plan *plan,
+                           const zb_run_result *res, const zb_report_pred *pr) {
+    zb_yw_str(w, "pipeline_ranks");
+    zb_yw_seq_begin(w, false);
+    for (int r = 0; r < plan->pp; r++) {
+        zb_yw_map_begin(w, true);
+        zb_yw_kint(w, "pp_rank", r);
+        zb_yw_kdouble(w, "busy_s", res->pp_busy_s[r]);
+        zb_yw_kdouble(w, "predicted_busy_s", pr->busy_s[r]);
+        zb_yw_kdouble(w, "span_s", res->pp_span_s[r]);
+        zb_yw_kdouble(w, "predicted_span_s", pr->span_s[r]);
+        zb_yw_kdouble(w, "bubble", res->pp_bubble[r]);
+        zb_yw_kdouble(w, "predicted_bubble", plan->pred.bubble[r]);
+        zb_yw_kdouble(w, "peak_mem_bytes", res->pp_mem_bytes[r]);
+        zb_yw_kdouble(w, "predicted_peak_mem_bytes", plan->pred.peak_mem_bytes[r]);
+        zb_yw_map_end(w);
+    }
+    zb_yw_seq_end(w);
+}
+
+static void write_ranks(zb_yw *w, const zb_plan *plan, const zb_run_result *res) {
+    zb_yw_str(w, "ranks");
+    zb_yw_seq_begin(w, false);
+    for (int g = 0; g < res->world; g++) {
+        int pr, dr, tr;
+        zb_plan_coords(plan, g, &pr, &dr, &tr);
+        zb_yw_map_begin(w, true);
+        zb_yw_kint(w, "rank", g);
+        zb_yw_kint(w, "pp_rank", pr);
+        zb_yw_kint(w, "dp_rank", dr);
+        zb_yw_kint(w, "tp_rank", tr);
+        zb_yw_kdouble(w, "busy_s", res->busy_s[g]);
+        zb_yw_kdouble(w, "span_s", res->span_s[g]);
+        zb_yw_kdouble(w, "bubble", res->bubble[g]);
+        zb_yw_kdouble(w, "static_bytes", res->static_bytes[g]);
+        zb_yw_kdouble(w, "act_peak_bytes", res->act_peak_bytes[g]);
+        zb_yw_map_end(w);
+    }
+    zb_yw_seq_end(w);
+}
+
+zb_status zb_report_write(const char *path, const zb_plan *plan,
+                          const zb_run_result *res, const char *backend,
+                          zb_err *err) {
+    zb_report_pred pr;
+    ZB_TRY(zb_report_pred_make(plan, &pr, err));
+    zb_yw *w;
+    zb_status s = zb_yw_open(path, &w, err);
+    if (s == ZB_OK) {
+        zb_yw_map_begin(w, false);
+        zb_yw_kint(w, "report", 1);
+        write_plan_info(w, plan, backend, res);
+        write_summary(w, plan, res);
+        write_steps(w, res);
+        write_pp_ranks(w, plan, res, &pr);
+        write_ranks(w, plan, res);
+        zb_yw_map_end(w);
+        s = zb_yw_close(w, true, err);
+    }
+    zb_report_pred_free(&pr);
+    return s;
+}
+
+/* ---- table ---- */
+
+#define MIB (1024.0 * 1024.0)
+
+void zb_report_table(FILE *out, const zb_plan *plan, const zb_run_result *res,
+                     const zb_report_pred *pred) {
+    fprintf(out, "\n%-7s  %21s  %21s  %25s\n", "pp rank", "busy ms (predicted)",
+            "bubble % (predicted)", "peak mem MiB (predicted)");
+    for (int r = 0; r < plan->pp; r++)
+        fprintf(out, "%7d  %9.3f (%9.3f)  %9.1f (%9.1f)  %11.1f (%11.1f)\n", r,
+                res->pp_busy_s[r] * 1e3, pred->busy_s[r] * 1e3,
+                100 * res->pp_bubble[r], 100 * plan->pred.bubble[r],
+                res->pp_mem_bytes[r] / MIB, plan->pred.peak_mem_bytes[r] / MIB);
+    fprintf(out, "mean step %.3f ms (predicted %.3f ms), %.0f tokens/s (predicted "
+            "%.0f), MFU %.2f%% (predicted %.2f%%), bubble %.1f%% (predicted "
+            "%.1f%%)\n", res->step_s_mean * 1e3, plan->pred.step_s * 1e3,
+            res->tokens_per_s, plan->pred.tokens_per_s, 100 * res->mfu,
+            100 * plan->pred.mfu, 100 * res->bubble_rate,
+            100 * plan->pred.bubble_rate);
+}

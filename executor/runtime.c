@@ -1,0 +1,367 @@
+/* runtime.c - zb_run: set-up of the shared state (programs, transport,
+ * data, groups, result arrays), one thread per rank (rank.c), and the
+ * summary of the measurements once they are joined. See runtime.h.
+ *
+ * Group ids (unique per world, as transport.h asks): TP groups
+ * 0*world + pp*dp + dp, DP groups 1*world + pp*tp + tp, embedding groups
+ * 2*world + dp*tp + tp, the world 3*world.
+ */
+#include "executor/runtime.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor/checkpoint.h"
+#include "executor/run_ctx.h"
+
+#define ZB_TRACE_STEPS_DEFAULT 2
+
+double zb_lr_at(const zb_optim *o, int step, int total) {
+    if (o->warmup_steps > 0 && step <= o->warmup_steps)
+        return o->lr * step / o->warmup_steps;
+    if (!o->cosine) return o->lr;
+    int decay = total - o->warmup_steps;
+    if (decay <= 0) return o->lr;
+    double progress = (double)(step - o->warmup_steps) / decay;
+    if (progress > 1) progress = 1;
+    return o->min_lr + 0.5 * (o->lr - o->min_lr) * (1 + cos(M_PI * progress));
+}
+
+int zb_threads_per_rank(int cores, int world) {
+    int t = world > 0 ? cores / world : cores;
+    return t < 1 ? 1 : t;
+}
+
+/* ---- result ---- */
+
+void zb_run_result_free(zb_run_result *res) {
+    if (!res) return;
+    free(res->loss);
+    free(res->lr);
+    free(res->grad_norm);
+    free(res->step_s);
+    free(res->span_s);
+    free(res->busy_s);
+    free(res->bubble);
+    free(res->static_bytes);
+    free(res->act_peak_bytes);
+    free(res->pp_span_s);
+    free(res->pp_busy_s);
+    free(res->pp_bubble);
+    free(res->pp_mem_bytes);
+    free(res->trace_step);
+    free(res->n_acts);
+    for (int r = 0; r < res->world; r++) {
+        if (res->t_start) free(res->t_start[r]);
+        if (res->t_end) free(res->t_end[r]);
+        if (res->params) free(res->params[r]);
+    }
+    free(res->t_start);
+    free(res->t_end);
+    free(res->params);
+    free(res->n_params);
+    memset(res, 0, sizeof *res);
+}
+
+static zb_status alloc_doubles(double **p, size_t n, zb_err *err) {
+    *p = zb_calloc(n, sizeof **p, err);
+    return *p ? ZB_OK : ZB_ENOMEM;
+}
+
+static zb_status alloc_result(zb_run_result *res, const zb_plan *plan,
+                              int max_steps, zb_err *err) {
+    int w = res->world, pp = plan->pp;
+    size_t st = (size_t)(max_steps > 0 ? max_steps : 1);
+    ZB_TRY(alloc_doubles(&res->loss, st, err));
+    ZB_TRY(alloc_doubles(&res->lr, st, err));
+    ZB_TRY(alloc_doubles(&res->grad_norm, st, err));
+    ZB_TRY(alloc_doubles(&res->step_s, st, err));
+    ZB_TRY(alloc_doubles(&res->span_s, (size_t)w, err));
+    ZB_TRY(alloc_doubles(&res->busy_s, (size_t)w, err));
+    ZB_TRY(alloc_doubles(&res->bubble, (size_t)w, err));
+    ZB_TRY(alloc_doubles(&res->static_bytes, (size_t)w, err));
+    ZB_TRY(alloc_doubles(&res->act_peak_bytes, (size_t)w, err));
+    ZB_TRY(alloc_doubles(&res->pp_span_s, (size_t)pp, err));
+    ZB_TRY(alloc_doubles(&res->pp_busy_s, (size_t)pp, err));
+    ZB_TRY(alloc_doubles(&res->pp_bubble, (size_t)pp, err));
+    ZB_TRY(alloc_doubles(&res->pp_mem_bytes, (size_t)pp, err));
+    res->trace_step = zb_calloc((size_t)res->trace_n, sizeof(int), err);
+    res->n_acts = zb_calloc((size_t)w, sizeof(int), err);
+    res->t_start = zb_calloc((size_t)w, sizeof(double *), err);
+    res->t_end = zb_calloc((size_t)w, sizeof(double *), err);
+    res->params = zb_calloc((size_t)w, sizeof(float *), err);
+    res->n_params = zb_calloc((size_t)w, sizeof(size_t), err);
+    if (!res->trace_step || !res->n_acts || !res->t_start || !res->t_end ||
+        !res->params || !res->n_params)
+        return ZB_ENOMEM;
+    for (int r = 0; r < w; r++) {
+        int pr, dr, tr;
+        zb_plan_coords(plan, r, &pr, &dr, &tr);
+        res->n_acts[r] = plan->sched.len[pr];
+        size_t n = (size_t)res->trace_n * (size_t)res->n_acts[r];
+        ZB_TRY(alloc_doubles(&res->t_start[r], n, err));
+        ZB_TRY(alloc_doubles(&res->t_end[r], n, err));
+    }
+    return ZB_OK;
+}
+
+static void reverse_d(double *a, size_t lo, size_t hi) {
+    for (; lo + 1 < hi; lo++, hi--) {
+        double t = a[lo];
+        a[lo] = a[hi - 1];
+        a[hi - 1] = t;
+    }
+}
+
+/* Rotate a[0..n) left by k: three reversals, in place. */
+static void rotate_d(double *a, size_t n, size_t k) {
+    reverse_d(a, 0, k);
+    reverse_d(a, k, n);
+    reverse_d(a, 0, n);
+}
+
+/* The trace is a ring indexed by (step - first_step) % trace_n; put the
+ * oldest kept step first. */
+static void order_trace(zb_run_result *res) {
+    if (res->n_steps < res->trace_n) {
+        res->trace_n = res->n_steps;   /* slots 0..n_steps-1, in order */
+        return;
+    }
+    int oldest = res->n_steps % res->trace_n, n = res->trace_n;
+    if (oldest == 0) return;
+    for (int r = 0; r < res->world; r++) {
+        size_t na = (size_t)res->n_acts[r];
+        rotate_d(res->t_start[r], na * (size_t)n, na * (size_t)oldest);
+        rotate_d(res->t_end[r], na * (size_t)n, na * (size_t)oldest);
+    }
+    for (int rot = 0; rot < oldest; rot++) {   /* n is small: one at a time */
+        int first = res->trace_step[0];
+        memmove(res->trace_step, res->trace_step + 1, (size_t)(n - 1) * sizeof(int));
+        res->trace_step[n - 1] = first;
+    }
+}
+
+/* Means over the steps after the first (warm-up), per rank, per pipeline
+ * rank and overall. */
+static void summarize(zb_run_ctx *c) {
+    zb_run_result *res = c->res;
+    const zb_plan *p = c->plan;
+    int n = res->n_steps, w = c->world, k0 = n > 1 ? 1 : 0, per = p->dp * p->tp;
+    order_trace(res);
+    if (n == 0) return;
+    for (int r = 0; r < w; r++) {
+        double span = 0, busy = 0;
+        for (int k = k0; k < n; k++) {
+            span += c->step_span[(size_t)k * w + r];
+            busy += c->step_busy[(size_t)k * w + r];
+        }
+        res->span_s[r] = span / (n - k0);
+        res->busy_s[r] = busy / (n - k0);
+        res->bubble[r] = span > 0 ? (span - busy) / span : 0;
+    }
+    double max_span = 0, sum_busy = 0;
+    for (int r = 0; r < w; r++) {
+        int pr, dr, tr;
+        zb_plan_coords(p, r, &pr, &dr, &tr);
+        res->pp_span_s[pr] += res->span_s[r] / per;
+        res->pp_busy_s[pr] += res->busy_s[r] / per;
+        double mem = res->static_bytes[r] + res->act_peak_bytes[r];
+        if (mem > res->pp_mem_bytes[pr]) res->pp_mem_bytes[pr] = mem;
+    }
+    for (int pr = 0; pr < p->pp; pr++) {
+        double s = res->pp_span_s[pr];
+        res->pp_bubble[pr] = s > 0 ? (s - res->pp_busy_s[pr]) / s : 0;
+        if (s > max_span) max_span = s;
+        sum_busy += res->pp_busy_s[pr];
+    }
+    res->bubble_rate = max_span > 0 ? (max_span - sum_busy / p->pp) / max_span : 0;
+    double step_s = 0;
+    for (int k = k0; k < n; k++) step_s += res->step_s[k];
+    res->step_s_mean = step_s / (n - k0);
+    double tokens = (double)p->model.train.global_batch * p->model.arch.seq_len;
+    res->tokens_per_s = res->step_s_mean > 0 ? tokens / res->step_s_mean : 0;
+    res->mfu = res->step_s_mean > 0 ? p->pred.mfu * p->pred.step_s / res->step_s_mean : 0;
+}
+
+/* ---- set-up ---- */
+
+static zb_status check_plan(const zb_plan *p, const zb_run_opts *o, zb_err *err) {
+    int world = zb_plan_world(p);
+    if (world > ZB_RUN_MAX_WORLD)
+        return zb_fail(err, ZB_EINPUT, "the plan needs %d ranks; the cpu "
+                       "backend runs at most %d (threads of one process)",
+                       world, ZB_RUN_MAX_WORLD);
+    if (world < 1 || p->sched.p != p->pp || p->sched.v != p->v ||
+        p->sched.m != p->m || p->m * p->micro_batch * p->dp != p->model.train.global_batch)
+        return zb_fail(err, ZB_EINPUT, "inconsistent plan: dp %d tp %d pp %d v %d "
+                       "m %d micro_batch %d, schedule p %d v %d m %d, global_batch %d",
+                       p->dp, p->tp, p->pp, p->v, p->m, p->micro_batch, p->sched.p,
+                       p->sched.v, p->sched.m, p->model.train.global_batch);
+    if (o->steps < 0 || o->threads < 0 || o->checkpoint_every < 0 || o->trace_steps < 0)
+        return zb_fail(err, ZB_EINPUT, "steps, threads, checkpoint interval and "
+                       "trace steps must be >= 0");
+    return ZB_OK;
+}
+
+/* Messages in flight towards a rank never exceed the receives of its
+ * program in one step: every step ends with a world all-reduce. */
+static int max_recvs(const zb_program *prog) {
+    int most = 1;
+    for (int r = 0; r < prog->p; r++) {
+        int n = 0;
+        for (int i = 0; i < prog->len[r]; i++) n += prog->ops[r][i].kind == ZB_OP_RECV;
+        if (n > most) most = n;
+    }
+    return most;
+}
+
+static void make_groups(zb_rank *rk, const zb_plan *p, int world) {
+    int pr = rk->pp_rank, dr = rk->dp_rank, tr = rk->tp_rank, a, b, chunk;
+    rk->tp_g = (zb_group){.id = pr * p->dp + dr, .n = p->tp};
+    for (int t = 0; t < p->tp; t++) rk->tp_g.ranks[t] = zb_plan_rank(p, pr, dr, t);
+    rk->dp_g = (zb_group){.id = world + pr * p->tp + tr, .n = p->dp};
+    for (int d = 0; d < p->dp; d++) rk->dp_g.ranks[d] = zb_plan_rank(p, pr, d, tr);
+    rk->world_g = (zb_group){.id = 3 * world, .n = world};
+    for (int r = 0; r < world; r++) rk->world_g.ranks[r] = r;
+    /* the tied embedding lives with vstage 0 and the last vstage */
+    zb_vstage_owner(&p->sched, 0, &a, &chunk);
+    zb_vstage_owner(&p->sched, p->pp * p->v - 1, &b, &chunk);
+    rk->in_emb_group = a != b && (pr == a || pr == b);
+    rk->emb_g = (zb_group){.id = 2 * world + dr * p->tp + tr, .n = 2,
+                           .ranks = {zb_plan_rank(p, a, dr, tr), zb_plan_rank(p, b, dr, tr)}};
+}
+
+/* Does any chunk of pipeline rank pr hold the embedding or the head? */
+static bool needs_data(const zb_plan *p, int pr) {
+    for (int c = 0; c < p->v; c++) {
+        const zb_stage_span *sp = &p->stages[zb_vstage(&p->sched, pr, c)];
+        if (sp->embed || sp->head) return true;
+    }
+    return false;
+}
+
+static zb_status setup_rank(zb_run_ctx *c, int r, zb_err *err) {
+    const zb_plan *p = c->plan;
+    zb_rank *rk = &c->ranks[r];
+    rk->ctx = c;
+    rk->rank = r;
+    zb_plan_coords(p, r, &rk->pp_rank, &rk->dp_rank, &rk->tp_rank);
+    rk->tr = zb_local_transport(c->lw, r);
+    make_groups(rk, p, c->world);
+    rk->ops = c->prog.ops[rk->pp_rank];
+    rk->n_ops = c->prog.len[rk->pp_rank];
+    rk->acts = p->sched.acts[rk->pp_rank];
+    rk->n_acts = p->sched.len[rk->pp_rank];
+    size_t per_mb = (size_t)p->micro_batch * (size_t)p->model.arch.seq_len;
+    rk->msg_floats = per_mb * (size_t)p->model.arch.hidden;
+    rk->red = zb_calloc(2 + 2 * (size_t)c->world, sizeof(double), err);
+    if (!rk->red) return ZB_ENOMEM;
+    if (!needs_data(p, rk->pp_rank)) return ZB_OK;
+    rk->tokens = zb_calloc((size_t)p->m * per_mb, sizeof(int), err);
+    rk->targets = zb_calloc((size_t)p->m * per_mb, sizeof(int), err);
+    return rk->tokens && rk->targets ? ZB_OK : ZB_ENOMEM;
+}
+
+/* Where the run starts: after the newest checkpoint when resuming. */
+static zb_status find_start(zb_run_ctx *c, zb_err *err) {
+    c->first_step = 1;
+    if (!c->opts->resume) return ZB_OK;
+    zb_ckpt_index idx;
+    bool found;
+    ZB_TRY(zb_ckpt_find(c->ckpt_dir, c->plan, &idx, &found, err));
+    if (!found) return ZB_OK;
+    c->first_step = idx.step + 1;
+    c->res->resumed_from = idx.step;
+    return ZB_OK;
+}
+
+static zb_status setup(zb_run_ctx *c, zb_err *err) {
+    const zb_plan *p = c->plan;
+    zb_run_result *res = c->res;
+    int steps = res->total_steps - c->first_step + 1;
+    if (steps < 0) steps = 0;
+    ZB_TRY(alloc_result(res, p, steps, err));
+    if (steps == 0) return ZB_OK;
+    ZB_TRY(zb_lower(&p->sched, &c->prog, err));
+    ZB_TRY(zb_data_open(&p->model, &c->data, err));
+    size_t cells = (size_t)steps * (size_t)c->world;
+    ZB_TRY(alloc_doubles(&c->step_span, cells, err));
+    ZB_TRY(alloc_doubles(&c->step_busy, cells, err));
+    size_t msg = (size_t)p->micro_batch * p->model.arch.seq_len * p->model.arch.hidden;
+    ZB_TRY(zb_local_world_new(c->world, max_recvs(&c->prog), msg, 0, &c->lw, err));
+    c->ranks = zb_calloc((size_t)c->world, sizeof *c->ranks, err);
+    if (!c->ranks) return ZB_ENOMEM;
+    for (int r = 0; r < c->world; r++) ZB_TRY(setup_rank(c, r, err));
+    return ZB_OK;
+}
+
+static void teardown(zb_run_ctx *c) {
+    for (int r = 0; c->ranks && r < c->world; r++) {
+        zb_stage_free(c->ranks[r].st);
+        free(c->ranks[r].tokens);
+        free(c->ranks[r].targets);
+        free(c->ranks[r].red);
+    }
+    free(c->ranks);
+    free(c->step_span);
+    free(c->step_busy);
+    zb_local_world_free(c->lw);
+    zb_data_free(c->data);
+    zb_program_free(&c->prog);
+    pthread_mutex_destroy(&c->err_mu);
+}
+
+/* One thread per rank; a failed pthread_create aborts the ones started. */
+static void run_threads(zb_run_ctx *c) {
+    pthread_t th[ZB_RUN_MAX_WORLD];
+    int started = 0;
+    c->t0 = zb_now_s();
+    for (; started < c->world; started++)
+        if (pthread_create(&th[started], NULL, zb_rank_main, &c->ranks[started]) != 0)
+            break;
+    if (started < c->world) {
+        pthread_mutex_lock(&c->err_mu);
+        if (c->status == ZB_OK)
+            c->status = zb_fail(&c->err, ZB_ERUNTIME, "cannot start the thread "
+                                "of rank %d", started);
+        pthread_mutex_unlock(&c->err_mu);
+        zb_transport *t = zb_local_transport(c->lw, 0);
+        t->abort(t);
+    }
+    for (int r = 0; r < started; r++) pthread_join(th[r], NULL);
+}
+
+zb_status zb_run(const zb_plan *plan, const zb_run_opts *opts,
+                 zb_run_result *res, zb_err *err) {
+    memset(res, 0, sizeof *res);
+    ZB_TRY(check_plan(plan, opts, err));
+    zb_run_ctx c = {.plan = plan, .opts = opts, .res = res,
+                    .world = zb_plan_world(plan), .status = ZB_OK};
+    pthread_mutex_init(&c.err_mu, NULL);
+    c.ckpt_dir = opts->checkpoint_dir ? opts->checkpoint_dir : "checkpoints";
+    c.total_steps = opts->steps > 0 ? opts->steps : plan->model.train.steps;
+    c.loss_scale = 1.0 / ((double)plan->model.train.global_batch *
+                          plan->model.arch.seq_len);
+    *res = (zb_run_result){.world = c.world, .pp = plan->pp, .dp = plan->dp,
+                           .tp = plan->tp, .total_steps = c.total_steps};
+    res->trace_n = opts->trace_steps > 0 ? opts->trace_steps : ZB_TRACE_STEPS_DEFAULT;
+    res->threads = opts->threads > 0 ? opts->threads
+                                     : zb_threads_per_rank(omp_get_num_procs(), c.world);
+    zb_status s = find_start(&c, err);
+    res->first_step = c.first_step;
+    if (s == ZB_OK) s = setup(&c, err);
+    if (s == ZB_OK && c.first_step <= c.total_steps) {
+        /* OpenBLAS has one process-wide thread count: each rank's share */
+        openblas_set_num_threads(res->threads);
+        run_threads(&c);
+        s = c.status;
+        if (s != ZB_OK && err) *err = c.err;
+    }
+    if (res->t_start) summarize(&c);   /* the result arrays exist */
+    teardown(&c);
+    return s;
+}

@@ -1,0 +1,119 @@
+/* runtime.h - the plan interpreter: trains the plan's model for some steps
+ * with every rank of the plan's layout (world = dp*tp*pp) as a thread of
+ * this process (local transport, CPU stage).
+ *
+ * Each rank runs the lowered program of its pipeline rank (zb_lower):
+ * COMPUTE -> a stage pass, SEND/RECV -> the transport, tag zb_lower_tag,
+ * peer = the global rank of that pipeline rank with our dp and tp ranks.
+ * After the pipeline part of a step: tied-embedding gradient all-reduce
+ * (first and last pipeline rank), DP gradient all-reduce (sum: the loss
+ * scale 1/(global_batch*seq_len) already makes it the mean), global gradient
+ * norm (world sum of zb_stage_grad_sumsq over dp_rank 0), clipping, the
+ * learning-rate schedule (zb_lr_at), AdamW. Each rank times every compute
+ * action (CLOCK_MONOTONIC, seconds since the run started); the result holds
+ * what the report, trace and timeline picture need.
+ *
+ * Checkpoints (checkpoint.h) every opts->checkpoint_every steps; with
+ * opts->resume the run continues after the newest complete checkpoint and
+ * gives the same numbers as a run that was never interrupted.
+ *
+ * The library prints nothing: opts->on_step is called from rank 0's thread
+ * after every step. A NaN/Inf loss or gradient norm stops the run with
+ * ZB_ERUNTIME "step N rank R: loss is nan" before the update (the last
+ * checkpoint stays the newest). Any rank's error aborts the transport so no
+ * rank hangs; the first error is returned.
+ */
+#ifndef ZB_RUNTIME_H
+#define ZB_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/zb_error.h"
+#include "common/zb_model.h"
+#include "common/zb_plan.h"
+
+/* Ranks run as threads; more than this is refused. */
+#define ZB_RUN_MAX_WORLD 64
+
+typedef struct {
+    int step, steps;        /* 1-based step just finished, last step */
+    double loss;            /* mean cross-entropy per token of the step */
+    double lr;              /* learning rate used by the update */
+    double grad_norm;       /* global norm before clipping */
+    double step_s;          /* wall time of the step (rank 0) */
+    double tokens_per_s;    /* global_batch * seq_len / step_s */
+    double elapsed_s;       /* since this run started */
+} zb_step_info;
+
+typedef void (*zb_step_fn)(const zb_step_info *info, void *ctx);
+
+typedef struct {
+    int steps;              /* total steps of training; 0: training.steps */
+    int threads;            /* OpenMP threads per rank; 0: cores / world */
+    int checkpoint_every;   /* 0: never */
+    const char *checkpoint_dir; /* NULL: "checkpoints" */
+    bool resume;            /* continue after the newest checkpoint (if any) */
+    int trace_steps;        /* steps kept in the timeline; 0: 2 */
+    bool keep_params;       /* copy each rank's final parameters into res */
+    zb_step_fn on_step;     /* may be NULL */
+    void *on_step_ctx;
+} zb_run_opts;
+
+typedef struct {
+    int world, pp, dp, tp;
+    int total_steps;        /* the run's last step number */
+    int first_step;         /* first step run here (> 1 after a resume) */
+    int n_steps;            /* steps run here */
+    int resumed_from;       /* step of the checkpoint resumed from, 0: none */
+    int threads;            /* OpenMP threads per rank used */
+
+    /* per step run, index k = step first_step + k */
+    double *loss, *lr, *grad_norm, *step_s;          /* [n_steps] */
+
+    /* per global rank; times are means over the steps after the first
+     * (warm-up), or the only step. span: first start to last end of the
+     * rank's compute actions in a step; busy: their summed durations;
+     * bubble = (span - busy) / span, as zb_sim.h defines it. */
+    double *span_s, *busy_s, *bubble;                /* [world] */
+    double *static_bytes, *act_peak_bytes;           /* [world] */
+
+    /* per pipeline rank: spans and busy times averaged over its dp*tp
+     * ranks, memory = the largest of them */
+    double *pp_span_s, *pp_busy_s, *pp_bubble, *pp_mem_bytes; /* [pp] */
+
+    double step_s_mean;     /* mean step time after the first step */
+    double tokens_per_s;
+    double bubble_rate;     /* (max pp span - mean pp busy) / max pp span */
+    double mfu;             /* plan->pred.mfu * plan->pred.step_s / step_s_mean
+                               (the plan's FLOPs per step over the measured
+                               time; 0 when the plan predicts nothing) */
+
+    /* Timeline of the last trace_n steps. Rank r's compute action i (its
+     * pipeline rank's schedule order) of kept step k starts at
+     * t_start[r][k * n_acts[r] + i], seconds since the run started. */
+    int trace_n;
+    int *trace_step;        /* [trace_n] step numbers, oldest first */
+    int *n_acts;            /* [world] */
+    double **t_start, **t_end;  /* [world][trace_n * n_acts[r]] */
+
+    /* opts->keep_params: rank r's flat parameter buffer after the run */
+    float **params;         /* [world][n_params[r]] */
+    size_t *n_params;       /* [world] */
+} zb_run_result;
+
+/* Train. res is initialised by the call; free it with zb_run_result_free,
+ * also after an error (it then holds the steps that finished). */
+zb_status zb_run(const zb_plan *plan, const zb_run_opts *opts,
+                 zb_run_result *res, zb_err *err);
+void zb_run_result_free(zb_run_result *res);
+
+/* Learning rate of 1-based step `step` of `total`: linear warmup from
+ * lr/warmup_steps to lr over the first warmup_steps steps, then cosine decay
+ * reaching min_lr at step `total` (or constant lr without cosine). */
+double zb_lr_at(const zb_optim *o, int step, int total);
+
+/* Threads per rank for `world` ranks on `cores` cores: max(1, cores/world). */
+int zb_threads_per_rank(int cores, int world);
+
+#endif

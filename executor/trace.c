@@ -1,0 +1,89 @@
+/* trace.c - Chrome trace JSON of the measured timeline (see trace.h). */
+#include "executor/trace.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/zb_afile.h"
+
+void zb_action_label(const zb_action *a, char *buf, size_t cap) {
+    const char *pass = zb_pass_name((zb_pass)a->pass);
+    if (a->chunk > 0)
+        snprintf(buf, cap, "%s%d.c%d", pass, (int)a->mb, (int)a->chunk);
+    else
+        snprintf(buf, cap, "%s%d", pass, (int)a->mb);
+}
+
+/* Earliest kept start over all ranks: the trace's time zero. */
+static double trace_origin(const zb_run_result *res) {
+    double t0 = 0;
+    bool any = false;
+    for (int r = 0; r < res->world; r++) {
+        size_t n = (size_t)res->trace_n * (size_t)res->n_acts[r];
+        for (size_t i = 0; i < n; i++)
+            if (!any || res->t_start[r][i] < t0) {
+                t0 = res->t_start[r][i];
+                any = true;
+            }
+    }
+    return t0;
+}
+
+static void write_names(FILE *f, const zb_plan *plan, const zb_run_result *res) {
+    bool first = true;
+    for (int r = 0; r < plan->pp; r++) {
+        fprintf(f, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
+                "\"args\":{\"name\":\"pipeline rank %d\"}}", first ? "" : ",",
+                r, r);
+        first = false;
+    }
+    for (int g = 0; g < res->world; g++) {
+        int pr, dr, tr;
+        zb_plan_coords(plan, g, &pr, &dr, &tr);
+        fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,"
+                "\"tid\":%d,\"args\":{\"name\":\"dp %d tp %d (rank %d)\"}}",
+                pr, dr * plan->tp + tr, dr, tr, g);
+    }
+}
+
+static void write_events(FILE *f, const zb_plan *plan, const zb_run_result *res) {
+    double t0 = trace_origin(res);
+    char label[24];
+    for (int g = 0; g < res->world; g++) {
+        int pr, dr, tr;
+        zb_plan_coords(plan, g, &pr, &dr, &tr);
+        const zb_action *acts = plan->sched.acts[pr];
+        for (int k = 0; k < res->trace_n; k++)
+            for (int i = 0; i < res->n_acts[g]; i++) {
+                size_t at = (size_t)k * (size_t)res->n_acts[g] + (size_t)i;
+                double ts = (res->t_start[g][at] - t0) * 1e6;
+                double dur = (res->t_end[g][at] - res->t_start[g][at]) * 1e6;
+                zb_action_label(&acts[i], label, sizeof label);
+                fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\","
+                        "\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+                        "\"args\":{\"step\":%d,\"mb\":%d,\"chunk\":%d,"
+                        "\"rank\":%d}}", label,
+                        zb_pass_name((zb_pass)acts[i].pass), pr,
+                        dr * plan->tp + tr, ts, dur, res->trace_step[k],
+                        (int)acts[i].mb, (int)acts[i].chunk, g);
+            }
+    }
+}
+
+zb_status zb_trace_write(const char *path, const zb_plan *plan,
+                         const zb_run_result *res, zb_err *err) {
+    zb_afile af;
+    ZB_TRY(zb_afile_open(&af, path, err));
+    fprintf(af.f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"schedule\":"
+            "\"%s\",\"dp\":%d,\"tp\":%d,\"pp\":%d,\"v\":%d},\n\"traceEvents\":[",
+            plan->sched.name, plan->dp, plan->tp, plan->pp, plan->v);
+    write_names(af.f, plan, res);
+    write_events(af.f, plan, res);
+    fprintf(af.f, "\n]}\n");
+    bool ok = !ferror(af.f);
+    zb_status s = zb_afile_close(&af, ok, err);
+    if (!ok) return zb_fail(err, ZB_EIO, "cannot write '%s': %s", path,
+                            strerror(errno));
+    return s;
+}
