@@ -176,7 +176,7 @@ START_TEST(file_loading) {
     ck_assert_int_eq(zb_ymap_get(d.root, "y")->n, 2);
     zb_ydoc_free(&d);
     snprintf(path, sizeof path, "%s/missing.yaml", dir);
-    ck_assert_int_eq(zb_ydoc_load(path, &d, &e), ZB_EIO);
+    ck_assert_int_eq(zb_ydoc_load(path, &d, &e), ZB_EINPUT); /* a missing input file is bad input */
     ck_assert_ptr_nonnull(strstr(e.msg, "No such file"));
     rm_dir(dir);
 }
