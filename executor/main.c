@@ -227,7 +227,19 @@ static zb_status run_main(const args *a, zb_err *err) {
     return st;
 }
 
+/* Ranks are threads that block on each other (receives, all-reduces);
+ * OpenMP workers that spin while waiting would steal the cores of the
+ * ranks doing work. libgomp reads OMP_WAIT_POLICY once, when it is
+ * loaded, so when the user has not chosen one we set "passive" and
+ * re-execute ourselves once; if that fails we simply go on. */
+static void prefer_passive_openmp(char **argv) {
+    if (getenv("OMP_WAIT_POLICY")) return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 0) != 0) return;
+    execv("/proc/self/exe", argv);
+}
+
 int main(int argc, char **argv) {
+    prefer_passive_openmp(argv);
     args a;
     zb_err err = {{0}};
     zb_status st = parse_args(argc, argv, &a, &err);
