@@ -1,0 +1,107 @@
+/* layernorm.cu - LayerNorm on the GPU, twin of kernels/layernorm.c.
+ *   inp, out, dout, dinp [N, C]; weight, bias, dweight, dbias [C];
+ *   mean, rstd [N]; eps = 1e-5
+ * F and B: one warp per row. W: one thread per column, walking the rows
+ * in order (coalesced across the warp, and deterministic).
+ */
+#include "kernels/cuda/kernels_cuda.h"
+#include "kernels/cuda/reduce.cuh"
+
+#define ZB_LN_EPS 1e-5f
+#define ZB_LN_WARPS 4 /* rows per block in F and B */
+
+__global__ static void ln_forward(float *out, float *mean, float *rstd,
+                                  const float *inp, const float *weight,
+                                  const float *bias, int N, int C) {
+    int row = blockIdx.x * ZB_LN_WARPS + threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
+    if (row >= N) return; /* the whole warp leaves together */
+    const float *x = inp + (size_t)row * C; /* [C] */
+    float *y = out + (size_t)row * C;       /* [C] */
+    float s = 0.0f;
+    for (int c = lane; c < C; c += 32) s += x[c];
+    float m = zb_warp_sum(s) / C;
+    float var = 0.0f;
+    for (int c = lane; c < C; c += 32) var += (x[c] - m) * (x[c] - m);
+    float r = rsqrtf(zb_warp_sum(var) / C + ZB_LN_EPS);
+    for (int c = lane; c < C; c += 32) y[c] = (x[c] - m) * r * weight[c] + bias[c];
+    if (lane == 0) {
+        mean[row] = m;
+        rstd[row] = r;
+    }
+}
+
+/* dx += rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * weight */
+__global__ static void ln_backward_input(float *dinp, const float *dout,
+                                         const float *inp, const float *weight,
+                                         const float *mean, const float *rstd,
+                                         int N, int C) {
+    int row = blockIdx.x * ZB_LN_WARPS + threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
+    if (row >= N) return;
+    const float *x = inp + (size_t)row * C;   /* [C] */
+    const float *dy = dout + (size_t)row * C; /* [C] */
+    float *dx = dinp + (size_t)row * C;       /* [C] */
+    float m = mean[row], r = rstd[row];
+    float g_sum = 0.0f, gx_sum = 0.0f;
+    for (int c = lane; c < C; c += 32) {
+        float g = dy[c] * weight[c];
+        g_sum += g;
+        gx_sum += g * (x[c] - m) * r;
+    }
+    float g_mean = zb_warp_sum(g_sum) / C, gx_mean = zb_warp_sum(gx_sum) / C;
+    for (int c = lane; c < C; c += 32) {
+        float g = dy[c] * weight[c];
+        dx[c] += r * (g - g_mean - (x[c] - m) * r * gx_mean);
+    }
+}
+
+__global__ static void ln_backward_weight(float *dweight, float *dbias,
+                                          const float *dout, const float *inp,
+                                          const float *mean, const float *rstd,
+                                          int N, int C) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float dw = 0.0f, db = 0.0f;
+    for (int n = 0; n < N; n++) {
+        float dy = dout[(size_t)n * C + c];
+        dw += dy * (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
+        db += dy;
+    }
+    dweight[c] += dw;
+    dbias[c] += db;
+}
+
+static int row_blocks(int N) { return (N + ZB_LN_WARPS - 1) / ZB_LN_WARPS; }
+
+extern "C" cudaError_t zb_cuda_layernorm_forward(float *out, float *mean,
+                                                 float *rstd, const float *inp,
+                                                 const float *weight,
+                                                 const float *bias, int N,
+                                                 int C, cudaStream_t stream) {
+    if (N <= 0) return cudaSuccess;
+    ln_forward<<<row_blocks(N), 32 * ZB_LN_WARPS, 0, stream>>>(
+        out, mean, rstd, inp, weight, bias, N, C);
+    CUDA_CHECK(cudaGetLastError());
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t zb_cuda_layernorm_backward_input(
+    float *dinp, const float *dout, const float *inp, const float *weight,
+    const float *mean, const float *rstd, int N, int C, cudaStream_t stream) {
+    if (N <= 0) return cudaSuccess;
+    ln_backward_input<<<row_blocks(N), 32 * ZB_LN_WARPS, 0, stream>>>(
+        dinp, dout, inp, weight, mean, rstd, N, C);
+    CUDA_CHECK(cudaGetLastError());
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t zb_cuda_layernorm_backward_weight(
+    float *dweight, float *dbias, const float *dout, const float *inp,
+    const float *mean, const float *rstd, int N, int C, cudaStream_t stream) {
+    if (C <= 0) return cudaSuccess;
+    ln_backward_weight<<<(C + 127) / 128, 128, 0, stream>>>(
+        dweight, dbias, dout, inp, mean, rstd, N, C);
+    CUDA_CHECK(cudaGetLastError());
+    return cudaSuccess;
+}
