@@ -2,12 +2,14 @@
  *
  * All matrices are row-major:
  *   inp [N, C], weight [OC, C], bias [OC], out/dout [N, OC]
- * Threads: OpenBLAS runs its own thread pool inside cblas_sgemm and splits
- * a GEMM over the rows and columns of its output, never over the reduction
- * dimension, so results do not depend on the thread count. This file adds
- * no OpenMP team of its own: a team started right before or after a GEMM
+ * Threads: OpenBLAS runs its own thread pool inside cblas_sgemm, so this
+ * file adds no OpenMP team: a team started right before or after a GEMM
  * keeps spinning on the cores OpenBLAS wants, and on 2 cores that made
- * small GEMMs 50x slower (tests/bench/bench_kernels.c).
+ * small GEMMs up to 50x slower (tests/bench/bench_kernels.c).
+ * Reproducibility: for a fixed OpenBLAS thread count the results repeat
+ * bit for bit; the OpenMP thread count does not matter. Changing the
+ * OpenBLAS thread count can change the last bits for some shapes (OpenBLAS
+ * splits the output differently, and edge tiles take other micro-kernels).
  */
 #include "kernels/matmul.h"
 

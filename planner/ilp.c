@@ -30,7 +30,7 @@
  * problem); the LP relaxation is solved first with glp_simplex instead.
  * The solution is turned back into action lists (each rank sorted by E),
  * checked with zb_simulate, and returned only if it simulates no worse than
- * the warm schedule.
+ * the warm schedule. Instances above MAX_MODEL_PASSES are not modelled.
  *
  * GLPK keeps global state and aborts the process on a malformed problem:
  * rows are built through a helper that merges duplicate columns, and this
@@ -698,12 +698,17 @@ static void inst_free(inst *I) {
     free(I->fix);
 }
 
+/* Larger instances are not modelled (3 p m (m-1) / 2 binaries: p = 16,
+ * m = 64 already has 96 768); the warm schedule comes back with the
+ * dependency and rank-work bound. */
+#define MAX_MODEL_PASSES 3072
+
 static zb_status inst_init(inst *I, int p, int m, const zb_costs *c,
                            double limit, zb_err *err) {
     memset(I, 0, sizeof *I);
     I->n = p, I->m = m, I->c = c, I->limit = limit;
-    I->npass = 3 * p * m;
-    I->npair = 3 * p * (m * (m - 1) / 2);
+    I->npass = 3 * p * m; /* p, m checked by zb_greedy_check */
+    I->npair = I->npass <= MAX_MODEL_PASSES ? 3 * p * (m * (m - 1) / 2) : 0;
     I->t = zb_calloc((size_t)I->npass, sizeof(double), err);
     I->es = zb_calloc((size_t)I->npass, sizeof(double), err);
     I->lf = zb_calloc((size_t)I->npass, sizeof(double), err);
@@ -788,38 +793,58 @@ static void fill_report(const solve_out *o, double mk, bool own,
     rep->timed_out = o->lp_ret == GLP_ETMLIM || o->mip_ret == GLP_ETMLIM;
 }
 
-zb_status zb_ilp_schedule(int p, int m, const zb_costs *c, double mem_limit,
-                          const zb_schedule *warm, double time_limit_s,
-                          double mip_gap, zb_schedule *out,
-                          zb_sched_report *rep, zb_err *err) {
-    double t0 = now_s();
-    double deadline = time_limit_s > 0 ? t0 + time_limit_s : INFINITY;
-    memset(out, 0, sizeof *out);
-    if (rep) memset(rep, 0, sizeof *rep);
-    ZB_TRY(check_args(p, m, c, mem_limit, warm, mip_gap, err));
-    inst I;
-    ZB_TRY(inst_init(&I, p, m, c, mem_limit, err));
+/* Too large to model (MAX_MODEL_PASSES): the warm schedule, with the
+ * dependency and rank-work bound. */
+static zb_status too_big(inst *I, const zb_schedule *warm, double mip_gap,
+                         zb_schedule *out, zb_sched_report *rep, zb_err *err) {
+    double mk, peak;
+    zb_status st = zb_simulate_fast(warm, I->c, NULL, &mk, &peak, err);
+    if (st != ZB_OK)
+        return st == ZB_ENOMEM ? st : zb_fail(err, ZB_EINPUT, "ilp: the warm "
+                                              "schedule is invalid: %s", err->msg);
+    if (peak > I->limit + 1e-9 * maxd(1, I->limit))
+        return zb_fail(err, ZB_EINPUT, "ilp: the warm schedule peaks at %g, "
+                       "over the memory limit %g", peak, I->limit);
+    earliest_ends(I);
+    double bound = 0;
+    for (int s = 0; s < I->n; s++)
+        bound = maxd(bound, I->es[pid(I, s, ZB_W, I->m - 1)]);
+    ZB_TRY(zb_schedule_copy(out, warm, err));
+    if (rep) {
+        snprintf(rep->solver, sizeof rep->solver, "ilp-warm");
+        rep->makespan = mk;
+        rep->bound = bound < mk ? bound : mk;
+        rep->gap = mk > 0 ? (mk - rep->bound) / mk : 0;
+        rep->optimal = rep->gap <= mip_gap;
+    }
+    return ZB_OK;
+}
+
+/* Build, solve and read back the model; out and rep as zb_ilp_schedule. */
+static zb_status run_model(inst *I, const zb_schedule *warm, double deadline,
+                           double mip_gap, zb_schedule *out,
+                           zb_sched_report *rep, zb_err *err) {
     rows R = {0};
     glp_prob *P = NULL;
-    double *x = zb_calloc((size_t)3 * p * m + 2 + I.npair, sizeof(double), err);
-    int *pos = zb_calloc((size_t)I.npass, sizeof(int), err);
+    double *x = zb_calloc((size_t)ncols(I) + 1, sizeof(double), err);
+    int *pos = zb_calloc((size_t)I->npass, sizeof(int), err);
     zb_status st = x && pos ? ZB_OK : ZB_ENOMEM;
     bool in_space = false;
     double warm_mk = 0;
-    if (st == ZB_OK) st = warm_vector(&I, warm, x, pos, &in_space, &warm_mk, err);
+    if (st == ZB_OK) st = warm_vector(I, warm, x, pos, &in_space, &warm_mk, err);
     if (st == ZB_OK) {
-        I.H = in_space ? warm_mk : maxd(warm_mk, serial_horizon(&I));
-        earliest_ends(&I);
-        latest_ends(&I);
-        st = build_rows(&I, &R, err);
+        I->H = in_space ? warm_mk : maxd(warm_mk, serial_horizon(I));
+        earliest_ends(I);
+        latest_ends(I);
+        st = build_rows(I, &R, err);
     }
-    if (st == ZB_OK && in_space && !satisfies(&I, &R, x))
+    if (st == ZB_OK && in_space && !satisfies(I, &R, x))
         st = zb_fail(err, ZB_ERUNTIME, "ilp: internal error: the warm schedule "
                      "is not a feasible point of the model");
     solve_out o;
     if (st == ZB_OK) {
         P = glp_create_prob();
-        load_columns(&I, P);
+        load_columns(I, P);
         load_rows(&R, P);
         solve(P, in_space ? x : NULL, deadline, mip_gap, &o);
         if (o.lp_ret != 0 && o.lp_ret != GLP_ETMLIM)
@@ -832,15 +857,30 @@ zb_status zb_ilp_schedule(int p, int m, const zb_costs *c, double mem_limit,
     }
     double mk = 0;
     bool own = false;
-    if (st == ZB_OK) st = pick_result(&I, P, &o, warm, warm_mk, out, &mk, &own, err);
-    if (st == ZB_OK && rep) {
-        fill_report(&o, mk, own, rep);
-        rep->solve_s = now_s() - t0;
-    }
+    if (st == ZB_OK) st = pick_result(I, P, &o, warm, warm_mk, out, &mk, &own, err);
+    if (st == ZB_OK && rep) fill_report(&o, mk, own, rep);
     if (P) glp_delete_prob(P);
     rows_free(&R);
     free(x);
     free(pos);
+    return st;
+}
+
+zb_status zb_ilp_schedule(int p, int m, const zb_costs *c, double mem_limit,
+                          const zb_schedule *warm, double time_limit_s,
+                          double mip_gap, zb_schedule *out,
+                          zb_sched_report *rep, zb_err *err) {
+    double t0 = now_s();
+    double deadline = time_limit_s > 0 ? t0 + time_limit_s : INFINITY;
+    memset(out, 0, sizeof *out);
+    if (rep) memset(rep, 0, sizeof *rep);
+    ZB_TRY(check_args(p, m, c, mem_limit, warm, mip_gap, err));
+    inst I;
+    ZB_TRY(inst_init(&I, p, m, c, mem_limit, err));
+    zb_status st = I.npass > MAX_MODEL_PASSES
+                       ? too_big(&I, warm, mip_gap, out, rep, err)
+                       : run_model(&I, warm, deadline, mip_gap, out, rep, err);
+    if (st == ZB_OK && rep) rep->solve_s = now_s() - t0;
     inst_free(&I);
     return st;
 }

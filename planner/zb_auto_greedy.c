@@ -7,6 +7,7 @@
  * pass that can have ended by then has already been placed and "ready at
  * time t" is exact. A rank that waits sleeps until the next input it knows
  * of, or until a neighbour places the pass it depends on (which wakes it).
+ * The earliest wake comes from a tournament tree over the ranks.
  */
 #include "planner/zb_auto_greedy.h"
 
@@ -23,7 +24,7 @@ typedef struct {
     const zb_costs *c;
     double limit, tol;
     int *rank_of, *chunk_of;   /* [n] owner of each virtual stage */
-    int *stage_of;             /* [p*v] rank r chunk k -> r*v + k */
+    int *stage_of;             /* [p*v] index r*v + k: stage of rank r chunk k */
     double *comm_dn;           /* [n] transfer time s -> s+1 (0: same rank) */
     double *end_f, *end_b;     /* [n*m] INFINITY until placed */
     int *nf, *nb, *nw;         /* [n] passes started per stage and kind */
@@ -36,55 +37,40 @@ typedef struct {
     int *tour;                 /* [2 leaves] tournament tree on wake */
 } greedy;
 
+/* Every array of the state, for allocation and release in one place. */
+#define INT_ARRAYS(g) {&(g)->rank_of, &(g)->chunk_of, &(g)->stage_of, &(g)->nf, \
+                       &(g)->nb, &(g)->nw, &(g)->inflight, &(g)->cap,        \
+                       &(g)->last, &(g)->tour}
+#define DBL_ARRAYS(g) {&(g)->comm_dn, &(g)->end_f, &(g)->end_b,              \
+                       &(g)->free_at, &(g)->wake, &(g)->mem, &(g)->grow}
+
 static void greedy_free(greedy *g) {
-    free(g->rank_of);
-    free(g->chunk_of);
-    free(g->stage_of);
-    free(g->comm_dn);
-    free(g->end_f);
-    free(g->end_b);
-    free(g->nf);
-    free(g->nb);
-    free(g->nw);
-    free(g->free_at);
-    free(g->wake);
-    free(g->mem);
-    free(g->inflight);
-    free(g->cap);
-    free(g->last);
-    free(g->tour);
-    free(g->grow);
+    int **ia[] = INT_ARRAYS(g);
+    double **da[] = DBL_ARRAYS(g);
+    for (size_t i = 0; i < sizeof ia / sizeof ia[0]; i++) free(*ia[i]);
+    for (size_t i = 0; i < sizeof da / sizeof da[0]; i++) free(*da[i]);
 }
 
 static zb_status greedy_alloc(greedy *g, int p, int m, int v, zb_placement pl,
                               const zb_costs *c, double limit, zb_err *err) {
     memset(g, 0, sizeof *g);
     int n = p * v;
-    size_t cells = (size_t)n * (size_t)m;
     g->p = p, g->m = m, g->v = v, g->n = n, g->pl = pl, g->c = c;
     g->limit = limit;
     g->tol = zb_greedy_mem_tol(limit);
-    g->rank_of = zb_calloc((size_t)n, sizeof(int), err);
-    g->chunk_of = zb_calloc((size_t)n, sizeof(int), err);
-    g->stage_of = zb_calloc((size_t)n, sizeof(int), err);
-    g->comm_dn = zb_calloc((size_t)n, sizeof(double), err);
-    g->end_f = zb_calloc(cells, sizeof(double), err);
-    g->end_b = zb_calloc(cells, sizeof(double), err);
-    g->nf = zb_calloc((size_t)n, sizeof(int), err);
-    g->nb = zb_calloc((size_t)n, sizeof(int), err);
-    g->nw = zb_calloc((size_t)n, sizeof(int), err);
-    g->free_at = zb_calloc((size_t)p, sizeof(double), err);
-    g->wake = zb_calloc((size_t)p, sizeof(double), err);
-    g->mem = zb_calloc((size_t)p, sizeof(double), err);
-    g->inflight = zb_calloc((size_t)p, sizeof(int), err);
-    g->cap = zb_calloc((size_t)p, sizeof(int), err);
-    g->last = zb_calloc((size_t)p, sizeof(int), err);
     for (g->leaves = 1; g->leaves < p; g->leaves *= 2) {}
-    g->tour = zb_calloc(2 * (size_t)g->leaves, sizeof(int), err);
-    g->grow = zb_calloc((size_t)p, sizeof(double), err);
-    if (!g->grow || !g->tour || !g->last || !g->rank_of || !g->chunk_of || !g->stage_of || !g->comm_dn ||
-        !g->end_f || !g->end_b || !g->nf || !g->nb || !g->nw || !g->free_at ||
-        !g->wake || !g->mem || !g->inflight || !g->cap) {
+    /* sizes in the order of INT_ARRAYS and DBL_ARRAYS */
+    size_t cells = (size_t)n * (size_t)m, P = (size_t)p, N = (size_t)n;
+    size_t isz[] = {N, N, N, N, N, N, P, P, P, 2 * (size_t)g->leaves};
+    size_t dsz[] = {N, cells, cells, P, P, P, P};
+    int **ia[] = INT_ARRAYS(g);
+    double **da[] = DBL_ARRAYS(g);
+    bool ok = true;
+    for (size_t i = 0; i < sizeof ia / sizeof ia[0]; i++)
+        ok = ok && (*ia[i] = zb_calloc(isz[i], sizeof(int), err));
+    for (size_t i = 0; i < sizeof da / sizeof da[0]; i++)
+        ok = ok && (*da[i] = zb_calloc(dsz[i], sizeof(double), err));
+    if (!ok) {
         greedy_free(g);
         return ZB_ENOMEM;
     }
@@ -202,7 +188,7 @@ typedef struct {
 /* What a rank sees at time t: the B and F it could start (stage, -1 if
  * none), the next input it knows will arrive (next) or expects (soon,
  * counting guesses for unplaced producers), and whether memory holds an F
- * back. */
+ * (or a B that raises memory) back. */
 typedef struct {
     int b, f;
     double next, soon;
@@ -392,6 +378,9 @@ zb_status zb_greedy_check(int p, int m, int v, zb_placement pl,
     if (p < 1 || m < 1)
         return zb_fail(err, ZB_EINPUT, "%s: needs p >= 1 and m >= 1 (got p=%d "
                        "m=%d)", what, p, m);
+    if (3.0 * p * m * v > INT_MAX / 2)
+        return zb_fail(err, ZB_EINPUT, "%s: p=%d m=%d is too large (%.3g "
+                       "passes)", what, p, m, 3.0 * p * m * v);
     if (!c || c->n != p * v)
         return zb_fail(err, ZB_EINPUT, "%s: costs must cover %d virtual "
                        "stages (got %d)", what, p * v, c ? c->n : 0);

@@ -1,0 +1,353 @@
+/* test_zb_auto.c - zb_auto_heuristic (LOOP) and zb_auto_v (V placement).
+ *
+ * Every result is checked by the simulator: valid, each rank within the
+ * memory limit, split B/W only, passes of one kind in microbatch order (the
+ * ILP's warm start relies on it). Quality: never a higher bubble rate than
+ * the hand-made ZB-H1 at p*M_B, ZB-H2 at 2p*M_B (m >= 2p) and ZB-V at its
+ * own peak; zero bubble where the paper's closed forms say it exists; and a
+ * makespan never below a hand lower bound (a broken simulator or scheduler
+ * that drops work would go below it). Costs include m_w > m_b (full
+ * recompute: B raises memory).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner/schedules.h"
+#include "planner/zb_auto.h"
+
+/* Reproducible random numbers (xorshift). */
+static uint64_t rng = 88172645463325252ull;
+static double urand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+static int irand(int lo, int hi) { return lo + (int)(urand() * (hi - lo + 1)); }
+
+static void uniform(zb_costs *c, int n, double tf, double tb, double tw,
+                    double comm, double mb, double mw) {
+    zb_err err;
+    ck_assert_int_eq(zb_costs_uniform(c, n, tf, tb, tw, comm, mb, mw, &err), ZB_OK);
+}
+
+static void random_costs(zb_costs *c, int n) {
+    zb_err err;
+    ck_assert_int_eq(zb_costs_init(c, n, &err), ZB_OK);
+    for (int s = 0; s < n; s++) {
+        c->t_f[s] = 0.2 + 1.8 * urand();
+        c->t_b[s] = c->t_f[s] * (0.5 + 2 * urand());
+        c->t_w[s] = urand() < 0.1 ? 0 : 1.5 * urand();
+        c->t_comm[s] = urand() < 0.3 ? 0 : 0.5 * urand();
+        c->m_b[s] = 0.5 + 1.5 * urand();
+        /* m_w > m_b in one draw of five: full recompute, B raises memory */
+        c->m_w[s] = c->m_b[s] * (urand() < 0.2 ? 1 + 0.8 * urand() : urand());
+    }
+}
+
+/* Simulate and check everything a zb-auto result must satisfy. */
+static zb_sim_result check_valid(const zb_schedule *s, const zb_costs *c,
+                                 double limit, int p, int m, int v) {
+    zb_sim_result res;
+    zb_err err;
+    ck_assert_int_eq(s->p, p);
+    ck_assert_int_eq(s->m, m);
+    ck_assert_int_eq(s->v, v);
+    ck_assert_int_eq(s->placement, v == 2 ? ZB_PLACE_V : ZB_PLACE_LOOP);
+    ck_assert_msg(zb_simulate(s, c, &res, &err) == ZB_OK, "%s", err.msg);
+    for (int r = 0; r < p; r++) {
+        ck_assert_int_eq(s->len[r], 3 * m * v);
+        ck_assert_msg(res.peak_mem[r] <= limit + 1e-9 * (limit > 1 ? limit : 1),
+                      "rank %d peaks at %.12g over the limit %.12g", r,
+                      res.peak_mem[r], limit);
+        int next[2][3] = {{0}};
+        for (int i = 0; i < s->len[r]; i++) {
+            const zb_action *a = &s->acts[r][i];
+            ck_assert_int_ne(a->pass, ZB_BW);
+            ck_assert_int_eq(a->mb, next[a->chunk][a->pass]++);
+        }
+    }
+    return res;
+}
+
+/* Makespan lower bound: a rank cannot start before its first F's inputs
+ * arrive, then runs all its passes one at a time. */
+static double lower_bound(int p, int m, int v, zb_placement pl, const zb_costs *c) {
+    double lb = 0;
+    for (int r = 0; r < p; r++) {
+        int s0 = zb_placement_vstage(pl, p, r, 0);
+        double start = 0, work = 0;
+        for (int s = 0; s < s0; s++) start += c->t_f[s];
+        for (int k = 0; k < v; k++) {
+            int s = zb_placement_vstage(pl, p, r, k);
+            work += m * (c->t_f[s] + c->t_b[s] + c->t_w[s]);
+        }
+        if (start + work > lb) lb = start + work;
+    }
+    return lb;
+}
+
+/* What one microbatch needs on the fullest rank: its activations (both
+ * chunks on V) plus what a B adds when m_w > m_b. */
+static double min_limit(int p, int v, zb_placement pl, const zb_costs *c) {
+    double need = 0;
+    for (int r = 0; r < p; r++) {
+        double n = 0, up = 0;
+        for (int k = 0; k < v; k++) {
+            int s = zb_placement_vstage(pl, p, r, k);
+            n = v == 2 ? n + c->m_b[s] : (c->m_b[s] > n ? c->m_b[s] : n);
+            if (c->m_w[s] - c->m_b[s] > up) up = c->m_w[s] - c->m_b[s];
+        }
+        if (n + up > need) need = n + up;
+    }
+    return need;
+}
+
+static zb_status make_auto(int v, int p, int m, const zb_costs *c, double limit,
+                           zb_schedule *s, zb_err *err) {
+    return v == 2 ? zb_auto_v(p, m, c, limit, s, err)
+                  : zb_auto_heuristic(p, m, c, limit, s, err);
+}
+
+static void random_run(int v) {
+    for (int it = 0; it < 150; it++) {
+        int p = irand(1, v == 2 ? 5 : 6), m = irand(1, 16);
+        zb_placement pl = v == 2 ? ZB_PLACE_V : ZB_PLACE_LOOP;
+        zb_costs c;
+        random_costs(&c, p * v);
+        double need = min_limit(p, v, pl, &c);
+        double limit = urand() < 0.2 ? need : need * (1 + 3 * urand());
+        zb_schedule s;
+        zb_err err;
+        ck_assert_msg(make_auto(v, p, m, &c, limit, &s, &err) == ZB_OK,
+                      "p=%d m=%d: %s", p, m, err.msg);
+        zb_sim_result res = check_valid(&s, &c, limit, p, m, v);
+        ck_assert_double_ge_tol(res.makespan, lower_bound(p, m, v, pl, &c), 1e-9);
+        zb_sim_result_free(&res);
+        zb_schedule_free(&s);
+        zb_costs_free(&c);
+    }
+}
+
+START_TEST(random_loop_valid_under_limit) { random_run(1); }
+END_TEST
+
+START_TEST(random_v_valid_under_limit) { random_run(2); }
+END_TEST
+
+START_TEST(limit_of_one_microbatch) {
+    /* limit = m_b: each rank runs F, B, W of one microbatch at a time. */
+    for (int v = 1; v <= 2; v++) {
+        zb_costs c;
+        uniform(&c, 4 * v, 1, 2, 1, 0.1, 1, 0.5);
+        zb_schedule s;
+        zb_err err;
+        ck_assert_int_eq(make_auto(v, 4, 6, &c, v, &s, &err), ZB_OK);
+        zb_sim_result res = check_valid(&s, &c, v, 4, 6, v);
+        if (v == 1) /* F_j B_j W_j F_{j+1}...: exactly that order on rank 0 */
+            for (int i = 0; i < 18; i++) {
+                ck_assert_int_eq(s.acts[0][i].pass, i % 3);
+                ck_assert_int_eq(s.acts[0][i].mb, i / 3);
+            }
+        zb_sim_result_free(&res);
+        zb_schedule_free(&s);
+        zb_costs_free(&c);
+    }
+}
+END_TEST
+
+START_TEST(infeasible_and_bad_input) {
+    zb_costs c;
+    zb_schedule s;
+    zb_err err;
+    uniform(&c, 3, 1, 1, 1, 0, 2, 1);
+    ck_assert_int_eq(zb_auto_heuristic(3, 4, &c, 1.5, &s, &err), ZB_EINFEASIBLE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "memory limit 1.5 is below 2"));
+    c.m_w[1] = 3; /* full recompute: B raises stage 1 to 3 */
+    ck_assert_int_eq(zb_auto_heuristic(3, 4, &c, 2.5, &s, &err), ZB_EINFEASIBLE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "below 3"));
+    ck_assert_int_eq(zb_auto_heuristic(3, 4, &c, 3, &s, &err), ZB_OK);
+    zb_sim_result res = check_valid(&s, &c, 3, 3, 4, 1);
+    zb_sim_result_free(&res);
+    zb_schedule_free(&s);
+    c.m_w[1] = 1;
+    c.t_b[2] = -1;
+    ck_assert_int_eq(zb_auto_heuristic(3, 4, &c, 10, &s, &err), ZB_EINPUT);
+    c.t_b[2] = NAN;
+    ck_assert_int_eq(zb_auto_heuristic(3, 4, &c, 10, &s, &err), ZB_EINPUT);
+    c.t_b[2] = 1;
+    ck_assert_int_eq(zb_auto_heuristic(2, 4, &c, 10, &s, &err), ZB_EINPUT); /* n */
+    ck_assert_int_eq(zb_auto_heuristic(3, 0, &c, 10, &s, &err), ZB_EINPUT);
+    ck_assert_int_eq(zb_auto_heuristic(3, 4, &c, NAN, &s, &err), ZB_EINPUT);
+    zb_costs_free(&c);
+    /* V holds both chunks of a microbatch: the limit must fit 2 + 2. */
+    uniform(&c, 6, 1, 1, 1, 0, 2, 1);
+    ck_assert_int_eq(zb_auto_v(3, 4, &c, 3.9, &s, &err), ZB_EINFEASIBLE);
+    ck_assert_int_eq(zb_auto_v(3, 4, &c, 4, &s, &err), ZB_OK);
+    zb_schedule_free(&s);
+    zb_costs_free(&c);
+}
+END_TEST
+
+static double bubble_of(const zb_schedule *s, const zb_costs *c, double *peak) {
+    zb_sim_result res;
+    zb_err err;
+    ck_assert_int_eq(zb_simulate(s, c, &res, &err), ZB_OK);
+    double b = res.bubble_rate;
+    *peak = 0;
+    for (int r = 0; r < s->p; r++)
+        if (res.peak_mem[r] > *peak) *peak = res.peak_mem[r];
+    zb_sim_result_free(&res);
+    return b;
+}
+
+/* zb-auto at limit `mult` p M_B against a hand-made schedule. */
+static void versus(const char *name, int mult, int v) {
+    const double shapes[][4] = {/* t_b, t_comm, m_w, last-stage factor */
+        {1, 0, 0, 1}, {1, 0, 0.5, 1}, {1, 0, 1, 1}, {2, 0, 0.5, 1},
+        {1, 0.1, 0.5, 1}, {2, 0.1, 0.5, 1.5}};
+    for (int p = 2; p <= 6; p++)
+        for (int mm = 1; mm <= 3; mm++)
+            for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+                int m = mm * p;
+                if (!strcmp(name, "zb-h2") && m < 2 * p) continue;
+                zb_costs c;
+                uniform(&c, p * v, 1, shapes[k][0], 1, shapes[k][1], 1, shapes[k][2]);
+                c.t_f[p * v - 1] *= shapes[k][3];
+                c.t_b[p * v - 1] *= shapes[k][3];
+                zb_sched_params prm = {p, m, v, &c, 0, ZB_SOLVER_HEURISTIC, 1, 1e-4};
+                zb_schedule h, a;
+                zb_err err;
+                ck_assert_msg(zb_schedule_make(name, &prm, &h, NULL, &err) == ZB_OK, "%s", err.msg);
+                double hpeak, hb = bubble_of(&h, &c, &hpeak);
+                double limit = mult * p * (v == 2 ? 1 : 1.0); /* M_B = 1 (chunk) */
+                if (hpeak > limit) limit = hpeak; /* compare at equal memory */
+                ck_assert_int_eq(make_auto(v, p, m, &c, limit, &a, &err), ZB_OK);
+                zb_sim_result res = check_valid(&a, &c, limit, p, m, v);
+                ck_assert_msg(res.bubble_rate <= hb + 1e-12,
+                              "%s p=%d m=%d shape %zu: zb-auto %.6f > %.6f",
+                              name, p, m, k, res.bubble_rate, hb);
+                zb_sim_result_free(&res);
+                zb_schedule_free(&h);
+                zb_schedule_free(&a);
+                zb_costs_free(&c);
+            }
+}
+
+START_TEST(not_worse_than_zbh1) { versus("zb-h1", 1, 1); }
+END_TEST
+
+START_TEST(not_worse_than_zbh2) { versus("zb-h2", 2, 1); }
+END_TEST
+
+START_TEST(not_worse_than_zbv) { versus("zb-v", 2, 2); }
+END_TEST
+
+START_TEST(better_than_zbh1_with_more_memory) {
+    /* At 1.5 p M_B the heuristic must use the extra memory: ZB-H1's bubble
+     * is (p-1)(T_F+T_B-T_W) = 3 of 27; any deeper warm-up beats it. */
+    zb_costs c;
+    uniform(&c, 4, 1, 1, 1, 0, 1, 0.5);
+    zb_schedule a;
+    zb_err err;
+    ck_assert_int_eq(zb_auto_heuristic(4, 8, &c, 6, &a, &err), ZB_OK);
+    zb_sim_result res = check_valid(&a, &c, 6, 4, 8, 1);
+    ck_assert_double_lt(res.bubble_rate, 3.0 / 27 - 1e-6);
+    zb_sim_result_free(&res);
+    zb_schedule_free(&a);
+    zb_costs_free(&c);
+}
+END_TEST
+
+START_TEST(zero_bubble_uniform) {
+    /* T_F = T_B = T_W = 1, no transfer time: ZB-H2's layout has no bubble
+     * at 2p M_B for m >= 2p (LOOP), ZB-V's none at 2p chunk activations
+     * (V). The longest stage span must be exactly the work, 3 m v. */
+    for (int v = 1; v <= 2; v++)
+        for (int p = 2; p <= 8; p += (p < 4 ? 1 : 2))
+            for (int mm = 2; mm <= 3; mm++) {
+                int m = mm * p;
+                zb_costs c;
+                uniform(&c, p * v, 1, 1, 1, 0, 1, 0.5);
+                zb_schedule a;
+                zb_err err;
+                ck_assert_int_eq(make_auto(v, p, m, &c, 2 * p, &a, &err), ZB_OK);
+                zb_sim_result res = check_valid(&a, &c, 2 * p, p, m, v);
+                ck_assert_msg(res.max_span - 3.0 * m * v < 1e-9,
+                              "v=%d p=%d m=%d: bubble time %g", v, p, m,
+                              res.max_span - 3.0 * m * v);
+                ck_assert_double_lt(res.bubble_rate, 1e-12);
+                zb_sim_result_free(&res);
+                zb_schedule_free(&a);
+                zb_costs_free(&c);
+            }
+}
+END_TEST
+
+START_TEST(unbalanced_with_comm_valid) {
+    /* T_B = 2 T_F, transfers, a heavier last stage, limits from tight to
+     * loose: valid, within the limit, above the lower bound. */
+    const double limits[] = {1, 2, 4, 6, 8, 12};
+    for (int v = 1; v <= 2; v++)
+        for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+            int p = 4, m = 12;
+            zb_placement pl = v == 2 ? ZB_PLACE_V : ZB_PLACE_LOOP;
+            zb_costs c;
+            uniform(&c, p * v, 1, 2, 1, 0.2, 1, 0.4);
+            c.t_f[p * v - 1] = 1.5, c.t_b[p * v - 1] = 3;
+            double limit = limits[i] < v ? v : limits[i];
+            zb_schedule a;
+            zb_err err;
+            ck_assert_int_eq(make_auto(v, p, m, &c, limit, &a, &err), ZB_OK);
+            zb_sim_result res = check_valid(&a, &c, limit, p, m, v);
+            ck_assert_double_ge_tol(res.makespan, lower_bound(p, m, v, pl, &c), 1e-9);
+            zb_sim_result_free(&res);
+            zb_schedule_free(&a);
+            zb_costs_free(&c);
+        }
+}
+END_TEST
+
+START_TEST(deterministic) {
+    zb_costs c;
+    uniform(&c, 5, 1, 2, 1, 0.1, 1, 0.5);
+    zb_schedule a, b;
+    zb_err err;
+    ck_assert_int_eq(zb_auto_heuristic(5, 13, &c, 7, &a, &err), ZB_OK);
+    ck_assert_int_eq(zb_auto_heuristic(5, 13, &c, 7, &b, &err), ZB_OK);
+    ck_assert_str_eq(a.name, "zb-auto");
+    for (int r = 0; r < 5; r++) {
+        ck_assert_int_eq(a.len[r], b.len[r]);
+        ck_assert_mem_eq(a.acts[r], b.acts[r], (size_t)a.len[r] * sizeof(zb_action));
+    }
+    zb_schedule_free(&a);
+    zb_schedule_free(&b);
+    zb_costs_free(&c);
+}
+END_TEST
+
+int main(void) {
+    Suite *su = suite_create("zb_auto");
+    TCase *tc = tcase_create("zb_auto");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, random_loop_valid_under_limit);
+    tcase_add_test(tc, random_v_valid_under_limit);
+    tcase_add_test(tc, limit_of_one_microbatch);
+    tcase_add_test(tc, infeasible_and_bad_input);
+    tcase_add_test(tc, not_worse_than_zbh1);
+    tcase_add_test(tc, not_worse_than_zbh2);
+    tcase_add_test(tc, not_worse_than_zbv);
+    tcase_add_test(tc, better_than_zbh1_with_more_memory);
+    tcase_add_test(tc, zero_bubble_uniform);
+    tcase_add_test(tc, unbalanced_with_comm_valid);
+    tcase_add_test(tc, deterministic);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
