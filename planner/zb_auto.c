@@ -14,7 +14,7 @@
  * per-stage costs with communication, limits M_B..3p M_B) out of 648
  * combinations; the best of all 648 is on average 0.003 % better, at most
  * 1.4 %. Cost: up to 18 list-scheduler runs and simulations, each
- * O(p m log p) (see policies_for for large instances).
+ * O(p m log p) (see zb_greedy_policy_count for large instances).
  */
 #include "planner/zb_auto.h"
 
@@ -45,16 +45,10 @@ static const loop_policy policies[] = {
 #define N_POL (int)(sizeof policies / sizeof policies[0])
 
 /* Large instances try only the first policies (the table is in order of
- * usefulness): at most this many passes scheduled in all, at least 8
+ * usefulness, zb_greedy_policy_count): at most 300000 passes in all, at least 8
  * policies. p = 32, m = 256 gets 12 (mean loss on the sweep above
  * 0.008 % instead of 0.003 %); up to 16666 passes try all 18. */
-#define WORK_BUDGET 300000L
 #define MIN_POL 8
-
-static int policies_for(int p, int m) {
-    long work = 3L * p * m, n = WORK_BUDGET / work;
-    return n >= N_POL ? N_POL : n < MIN_POL ? MIN_POL : (int)n;
-}
 
 zb_status zb_auto_heuristic(int p, int m, const zb_costs *c, double mem_limit,
                             zb_schedule *out, zb_err *err) {
@@ -87,7 +81,7 @@ zb_status zb_auto_heuristic(int p, int m, const zb_costs *c, double mem_limit,
     if (zb_sched_zbh1(p, m, &seeds[nseeds], &ignored) == ZB_OK) nseeds++;
     if (zb_sched_zbh2(p, m, &seeds[nseeds], &ignored) == ZB_OK) nseeds++;
     zb_status st = zb_greedy_search("zb-auto", p, m, 1, ZB_PLACE_LOOP, c,
-                                    mem_limit, pol, policies_for(p, m), seeds,
+                                    mem_limit, pol, zb_greedy_policy_count(3L * p * m, N_POL, MIN_POL), seeds,
                                     nseeds, out, err);
     for (int i = 0; i < nseeds; i++) zb_schedule_free(&seeds[i]);
     free(ints);

@@ -72,6 +72,15 @@ zb_status zb_greedy_search(const char *name, int p, int m, int v,
                            int npol, const zb_schedule *seeds, int nseeds,
                            zb_schedule *out, zb_err *err);
 
+/* How many policies (of a table of npol, most useful first) a search can
+ * afford: at most ZB_GREEDY_WORK_BUDGET passes scheduled in all, with
+ * `passes` passes per run, but never fewer than min_pol. */
+#define ZB_GREEDY_WORK_BUDGET 300000L
+static inline int zb_greedy_policy_count(long passes, int npol, int min_pol) {
+    long n = ZB_GREEDY_WORK_BUDGET / (passes > 0 ? passes : 1);
+    return n >= npol ? npol : n < min_pol ? min_pol : (int)n;
+}
+
 /* Memory tolerance used for "within the limit" (relative + absolute). */
 static inline double zb_greedy_mem_tol(double limit) {
     return 1e-9 * (limit > 1 ? limit : 1);

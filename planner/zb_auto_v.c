@@ -42,14 +42,8 @@ static const v_policy policies[] = {
 #define N_POL (int)(sizeof policies / sizeof policies[0])
 
 /* As in zb_auto.c: large instances try only the first (most useful)
- * policies, at most WORK_BUDGET passes in all, at least 6 policies. */
-#define WORK_BUDGET 300000L
+ * policies (zb_greedy_policy_count), at least 6. */
 #define MIN_POL 6
-
-static int policies_for(int p, int m) {
-    long work = 6L * p * m, n = WORK_BUDGET / work;
-    return n >= N_POL ? N_POL : n < MIN_POL ? MIN_POL : (int)n;
-}
 
 zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
                     zb_schedule *out, zb_err *err) {
@@ -73,7 +67,7 @@ zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
     zb_err ignored;
     int nseeds = zb_sched_zbv(p, m, &seed, &ignored) == ZB_OK;
     zb_status st = zb_greedy_search("zb-auto-v", p, m, 2, ZB_PLACE_V, c,
-                                    mem_limit, pol, policies_for(p, m), &seed,
+                                    mem_limit, pol, zb_greedy_policy_count(6L * p * m, N_POL, MIN_POL), &seed,
                                     nseeds, out, err);
     if (nseeds) zb_schedule_free(&seed);
     free(caps);
