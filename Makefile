@@ -33,6 +33,12 @@ EXEC_SRC     := $(filter-out executor/main.c,$(wildcard executor/*.c))
 TEST_SRC     := $(wildcard tests/unit/test_*.c)
 BENCH_SRC    := $(wildcard tests/bench/bench_*.c)
 
+# Rank threads block on each other; spinning OpenMP workers would steal
+# their cores (docs/zbrun.md). zbrun sets this itself; tests and benches
+# get it here.
+OMP_WAIT_POLICY ?= passive
+export OMP_WAIT_POLICY
+
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 
 LIB_COMMON  := $(BUILD)/libzbcommon.a

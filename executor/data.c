@@ -37,11 +37,12 @@ static zb_status read_file(const char *path, unsigned char **buf, size_t *size,
                            zb_err *err) {
     *buf = NULL;
     FILE *f = fopen(path, "rb");
-    if (!f) return zb_fail(err, ZB_EIO, "%s: cannot open: %s", path, strerror(errno));
+    /* a data file the plan names but that is missing is bad input (exit 2) */
+    if (!f) return zb_fail(err, ZB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         fclose(f);
-        return zb_fail(err, ZB_EIO, "%s: not a regular file", path);
+        return zb_fail(err, ZB_EINPUT, "%s: not a regular file", path);
     }
     size_t n = (size_t)sb.st_size;
     unsigned char *b = malloc(n > 0 ? n : 1);

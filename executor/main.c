@@ -199,6 +199,13 @@ static zb_status run_main(const args *a, zb_err *err) {
     zb_plan plan;
     /* a plan that cannot be read is bad input, even when it is missing */
     if (zb_plan_read(a->plan_path, &plan, err) != ZB_OK) return ZB_EINPUT;
+    if (!plan.model.train.data_path[0]) {
+        zb_fail(err, ZB_EINPUT, "%s: training.data.path is empty; zbrun needs a "
+                "data file (text, or an llm.c token shard: docs/model-format.md)",
+                a->plan_path);
+        zb_plan_free(&plan);
+        return ZB_EINPUT;
+    }
     if (zb_plan_world(&plan) > ZB_RUN_MAX_WORLD) {
         zb_fail(err, ZB_EINPUT, "%s: the plan needs %d ranks; the cpu backend "
                 "runs at most %d (threads of one process)", a->plan_path,

@@ -80,6 +80,22 @@ run "$tmp/nope.yaml"
 [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "nope.yaml" "$tmp/err" ||
     bad "missing plan: rc $rc $(cat "$tmp/err")"
 
+# data: none given, a file that does not exist, a file shorter than one
+# sequence; each a one-line error naming the file, exit 2, nothing trained
+expect_data_error() {
+    local file=$1 want=$2
+    run "$file" --steps 1 --threads 1
+    [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q -- "$want" "$tmp/err" &&
+        ! grep -q '^step ' "$tmp/out" || bad "$(basename "$file"): rc $rc $(cat "$tmp/err")"
+}
+sed 's|^    path: .*corpus.txt$|    path: ""|' "$good" >"$tmp/nodata.yaml"
+expect_data_error "$tmp/nodata.yaml" "nodata.yaml: training.data.path is empty"
+sed "s|^    path: .*corpus.txt$|    path: $tmp/absent.txt|" "$good" >"$tmp/absent.yaml"
+expect_data_error "$tmp/absent.yaml" "$tmp/absent.txt"
+printf 'too short' >"$tmp/short.txt"
+sed "s|^    path: .*corpus.txt$|    path: $tmp/short.txt|" "$good" >"$tmp/short.yaml"
+expect_data_error "$tmp/short.yaml" "$tmp/short.txt"
+
 # ---- command lines ----------------------------------------------------------
 expect_usage_error() {
     run "$@"

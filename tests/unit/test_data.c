@@ -179,7 +179,7 @@ END_TEST
 
 START_TEST(test_missing_and_empty_path) {
     zb_model m = model(ZB_DATA_TEXT, "/nonexistent/zb/corpus.txt", 8, 256);
-    expect_open_error(&m, ZB_EIO, "/nonexistent/zb/corpus.txt", "cannot open");
+    expect_open_error(&m, ZB_EINPUT, "/nonexistent/zb/corpus.txt", "cannot open");
     m = model(ZB_DATA_TEXT, "", 8, 256);
     expect_open_error(&m, ZB_EINPUT, "no data file given", NULL);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "common/zb_plan.h"
@@ -213,6 +214,30 @@ START_TEST(missing_file_is_bad_input) {
 }
 END_TEST
 
+/* Every plan in plans/ (made by `make plans`) passes the full reader,
+ * simulator check included, and holds the model of the same name. */
+START_TEST(shipped_plans_read) {
+    DIR *d = opendir("plans");
+    ck_assert_msg(d != NULL, "run from the repository root");
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".yaml") != 0) continue;
+        char path[512];
+        snprintf(path, sizeof path, "plans/%s", e->d_name);
+        zb_plan pl;
+        zb_err err;
+        ck_assert_msg(zb_plan_read(path, &pl, &err) == ZB_OK, "%s", err.msg);
+        ck_assert_int_eq(strncmp(pl.model.name, e->d_name, len - 5), 0);
+        ck_assert_int_eq(pl.dp * pl.m * pl.micro_batch, pl.model.train.global_batch);
+        zb_plan_free(&pl);
+        n++;
+    }
+    closedir(d);
+    ck_assert_int_ge(n, 9);
+}
+END_TEST
+
 START_TEST(layout_helpers) {
     zb_plan pl = {.dp = 3, .tp = 2, .pp = 4};
     ck_assert_int_eq(zb_plan_world(&pl), 24);
@@ -238,6 +263,7 @@ int main(void) {
     tcase_add_test(tc, bad_plans);
     tcase_add_test(tc, truncated_plan);
     tcase_add_test(tc, missing_file_is_bad_input);
+    tcase_add_test(tc, shipped_plans_read);
     tcase_add_test(tc, layout_helpers);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
