@@ -81,6 +81,7 @@ struct zb_stage {
     float *losses;             /* [N] */
     float *dgelu;              /* [N, Fl] grad wrt gelu output */
     float *datty;              /* [N, Cl] grad wrt attention output */
+    float *datt;               /* [B, NHl, T, T] attention backward scratch */
     double loss_sum;
     double act_bytes, act_peak_bytes;
 };
@@ -268,7 +269,8 @@ static zb_status layer_backward_b(zb_stage *st, const layer_params *w,
     zero(st->datty, (size_t)N * Cl);
     zb_matmul_backward_input(st->datty, a->dres2, w->projw, N, Cl, C);
     zero(a->dqkv, (size_t)N * 3 * Cl);
-    zb_attention_backward(a->dqkv, st->datty, a->qkv, a->att, st->B, st->T, Cl, st->NHl);
+    zb_attention_backward(a->dqkv, st->datt, st->datty, a->qkv, a->att, st->B, st->T,
+                          Cl, st->NHl);
     zero(a->dln1, NC);
     zb_matmul_backward_input(a->dln1, a->dqkv, w->qkvw, N, C, 3 * Cl);
     ZB_TRY(tp_allreduce(st, a->dln1, NC, err));
@@ -647,6 +649,7 @@ static zb_status alloc_buffers(zb_stage *st, zb_err *err) {
     take(NULL, &off, N);
     take(NULL, &off, N * st->Fl);
     take(NULL, &off, N * st->Cl);
+    take(NULL, &off, (size_t)st->B * st->NHl * st->T * st->T);
     st->scratch = zb_calloc(off, sizeof(float), err);
     if (!st->params || !st->grads || !st->mom1 || !st->mom2 || !st->scratch)
         return ZB_ENOMEM;
@@ -656,6 +659,7 @@ static zb_status alloc_buffers(zb_stage *st, zb_err *err) {
     st->losses = take(st->scratch, &off, N);
     st->dgelu = take(st->scratch, &off, N * st->Fl);
     st->datty = take(st->scratch, &off, N * st->Cl);
+    st->datt = take(st->scratch, &off, (size_t)st->B * st->NHl * st->T * st->T);
     return ZB_OK;
 }
 

@@ -3,13 +3,15 @@
  *       hs = C / NH channels (C here is the local width under TP)
  *   att [B, NH, T, T]: softmax probabilities, saved for backward
  *   out [B, T, C]
+ *   datt [B, NH, T, T]: backward scratch (overwritten)
  * Scale 1/sqrt(hs). Backward accumulates into dqkv (+=); no W part. */
 #ifndef ZB_KERNELS_ATTENTION_H
 #define ZB_KERNELS_ATTENTION_H
 
 void zb_attention_forward(float *out, float *att, const float *qkv, int B,
                           int T, int C, int NH);
-void zb_attention_backward(float *dqkv, const float *dout, const float *qkv,
-                           const float *att, int B, int T, int C, int NH);
+void zb_attention_backward(float *dqkv, float *datt, const float *dout,
+                           const float *qkv, const float *att, int B, int T,
+                           int C, int NH);
 
 #endif

@@ -106,6 +106,7 @@ static void bench_matmul(const char *name, int N, int C, int OC) {
 typedef struct {
     int B, T, C, NH;
     float *qkv, *att, *out, *dqkv; /* [B,T,3C] [B,NH,T,T] [B,T,C] [B,T,3C] */
+    float *datt;                   /* [B,NH,T,T] backward scratch */
 } att_ctx;
 
 static void att_f(void *p) {
@@ -114,19 +115,20 @@ static void att_f(void *p) {
 }
 static void att_b(void *p) {
     att_ctx *c = p;
-    zb_attention_backward(c->dqkv, c->out, c->qkv, c->att, c->B, c->T, c->C,
-                          c->NH);
+    zb_attention_backward(c->dqkv, c->datt, c->out, c->qkv, c->att, c->B, c->T,
+                          c->C, c->NH);
 }
 
 static void bench_attention(int B, int T, int C, int NH) {
     size_t nq = (size_t)B * T * 3 * C;
     att_ctx c = {B, T, C, NH, alloc_rand(nq), alloc_rand((size_t)B * NH * T * T),
-                 alloc_rand((size_t)B * T * C), alloc_rand(nq)};
+                 alloc_rand((size_t)B * T * C), alloc_rand(nq),
+                 alloc_rand((size_t)B * NH * T * T)};
     for (size_t i = 0; i < nq; i++) c.dqkv[i] = 0.0f;
     double tf = time_median_s(att_f, &c), tb = time_median_s(att_b, &c);
     printf("attention B=%d T=%d C=%d NH=%d  forward %.1f us  backward %.1f us\n",
            B, T, C, NH, tf * 1e6, tb * 1e6);
-    free(c.qkv), free(c.att), free(c.out), free(c.dqkv);
+    free(c.qkv), free(c.att), free(c.out), free(c.dqkv), free(c.datt);
 }
 
 /* ---- one transformer layer forward: kernels taking turns ---- */

@@ -517,15 +517,16 @@ START_TEST(test_attention_grad_fd) {
     seed(32);
     att_setup(&c, 2, 4, 8, 2, 1.0f);
     float *dqkv = fbuf(c.xn[0]);
+    float *datt = fbuf((size_t)c.B * c.NH * c.T * c.T); /* scratch */
     c.loss_f(&c);
-    zb_attention_backward(dqkv, c.wts, c.x[0], c.aux1, c.B, c.T, c.C, c.NH);
+    zb_attention_backward(dqkv, datt, c.wts, c.x[0], c.aux1, c.B, c.T, c.C, c.NH);
     float *g[1] = {dqkv};
     fd_check_grads(&c, g, "attention");
     /* += on a nonzero buffer */
     float *init = frandbuf(c.xn[0], 1), *acc = fdup(init, c.xn[0]);
-    zb_attention_backward(acc, c.wts, c.x[0], c.aux1, c.B, c.T, c.C, c.NH);
+    zb_attention_backward(acc, datt, c.wts, c.x[0], c.aux1, c.B, c.T, c.C, c.NH);
     check_accumulates(init, dqkv, acc, c.xn[0], "attention dqkv +=");
-    free(dqkv), free(init), free(acc);
+    free(dqkv), free(datt), free(init), free(acc);
     fd_free(&c);
 }
 END_TEST
@@ -549,16 +550,16 @@ START_TEST(test_attention_causal) {
         ck_assert_msg(memcmp(out1 + row + before, out2 + row + before,
                              C * sizeof(float)) != 0, "output at t0 unchanged");
     }
-    float *dout = fbuf(nout), *dqkv = fbuf(nqkv);
+    float *dout = fbuf(nout), *dqkv = fbuf(nqkv), *datt = fbuf((size_t)B * NH * T * T);
     for (int b = 0; b < B; b++)
         for (size_t i = 0; i < before; i++) dout[b * T * C + i] = frand();
-    zb_attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
+    zb_attention_backward(dqkv, datt, dout, qkv, att, B, T, C, NH);
     for (int b = 0; b < B; b++)
         for (int t = t0; t < T; t++)
             for (int i = 0; i < 3 * C; i++)
                 if (dqkv[((size_t)b * T + t) * 3 * C + i] != 0.0f)
                     ck_abort_msg("gradient leaked to future position %d", t);
-    free(qkv), free(att), free(out1), free(out2), free(dout), free(dqkv);
+    free(qkv), free(att), free(out1), free(out2), free(dout), free(dqkv), free(datt);
 }
 END_TEST
 
@@ -842,16 +843,16 @@ static void run_attention_gelu(sink *s) {
     const int B = 2, T = 32, C = 96, NH = 4;
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
     float *qkv = frandbuf(nq, 1), *att = fbuf((size_t)B * NH * T * T);
-    float *out = fbuf(no), *dqkv = fbuf(nq);
+    float *out = fbuf(no), *dqkv = fbuf(nq), *datt = fbuf((size_t)B * NH * T * T);
     zb_attention_forward(out, att, qkv, B, T, C, NH);
-    zb_attention_backward(dqkv, out, qkv, att, B, T, C, NH);
+    zb_attention_backward(dqkv, datt, out, qkv, att, B, T, C, NH);
     sink_add(s, out, no), sink_add(s, dqkv, nq);
     float *g = fbuf(nq), *dg = fbuf(nq);
     zb_gelu_forward(g, qkv, nq);
     zb_gelu_backward(dg, qkv, dqkv, nq);
     sink_add(s, g, nq), sink_add(s, dg, nq);
     ck_assert(nq >= ZB_OMP_MIN_WORK);
-    free(qkv), free(att), free(out), free(dqkv), free(g), free(dg);
+    free(qkv), free(att), free(out), free(dqkv), free(datt), free(g), free(dg);
 }
 
 static void run_embed_ce_adamw(sink *s) {
