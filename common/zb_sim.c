@@ -318,6 +318,8 @@ zb_status zb_simulate_fast(const zb_schedule *s, const zb_costs *c,
     return st;
 }
 
+const double *zb_sim_ws_rank_end(const zb_sim_ws *ws) { return ws->free_at; }
+
 static zb_status result_alloc(zb_sim_result *res, const zb_schedule *s,
                               zb_err *err) {
     int p = s->p;

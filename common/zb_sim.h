@@ -69,5 +69,8 @@ void zb_sim_ws_free(zb_sim_ws *ws);
 zb_status zb_simulate_fast(const zb_schedule *s, const zb_costs *c,
                            zb_sim_ws *ws, double *makespan, double *max_peak,
                            zb_err *err);
+/* End time of each rank's last pass in the last successful
+ * zb_simulate_fast with this workspace ([p], owned by ws). */
+const double *zb_sim_ws_rank_end(const zb_sim_ws *ws);
 
 #endif

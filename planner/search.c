@@ -124,10 +124,11 @@ typedef struct {
     zb_stage_span *spans;          /* [max_n] the current partition */
     zb_costs cost[2];              /* [max_n] by placement */
     double *static_r[2];           /* [max_p] static bytes per rank */
+    double *ar_r[2];               /* [max_p] DP all-reduce time per rank */
     /* the current group (split, v) */
     int g_v;
     bool g_ready[2];
-    double g_lb[2], g_ar[2], g_opt[2], g_max_static[2];
+    double g_lb[2], g_opt[2], g_max_static[2];
     long key_base;
     int skipped_splits;            /* the cost model rejected them */
     zb_err skip_err;               /* why, the last time */
@@ -207,8 +208,12 @@ static double lower_bound_split(const zb_model *mdl, const split *s,
                     (mdl->arch.tied_embeddings
                          ? (double)mdl->arch.vocab * mdl->arch.hidden : 0);
     *params_share = params / s->pp;
-    return s->m * work / s->pp +
-           allreduce_s(mdl, *params_share, s->dp, s->tp, s->pp) +
+    /* the busiest rank ends after the mean work; the rank with the most
+     * parameters reduces at least a mean share (after its own last pass,
+     * which may come before the others' ends: hence max, not sum) */
+    double pipe = s->m * work / s->pp;
+    double ar = allreduce_s(mdl, *params_share, s->dp, s->tp, s->pp);
+    return (pipe > ar ? pipe : ar) +
            zb_search_optimizer_s(mdl, *params_share, s->dp, ct->peak_flops);
 }
 
@@ -424,20 +429,22 @@ static void prepare_placement(ctx *x, const split *s, zb_placement pl) {
     for (int r = 0; r < pp; r++) {
         double prm = rank_params(x->mdl, &s->ct, x->spans, pp, v, pl, r), busy = 0;
         x->static_r[pl][r] = zb_static_mem_bytes(x->mdl, prm, s->dp);
+        x->ar_r[pl][r] = allreduce_s(x->mdl, prm, s->dp, s->tp, pp);
         if (prm > max_params) max_params = prm;
         if (x->static_r[pl][r] > max_static) max_static = x->static_r[pl][r];
         for (int ch = 0; ch < v; ch++) {
             int vs = zb_placement_vstage(pl, pp, r, ch);
             busy += c->t_f[vs] + c->t_b[vs] + c->t_w[vs];
         }
-        /* rank r's first pass waits for the forwards of vstages 0..r-1 */
-        if (head + s->m * busy > lb) lb = head + s->m * busy;
+        /* rank r's first pass waits for the forwards of vstages 0..r-1;
+         * its all-reduce follows its last pass */
+        double lb_r = head + s->m * busy + x->ar_r[pl][r];
+        if (lb_r > lb) lb = lb_r;
         head += c->t_f[r] + (r < n - 1 ? c->t_comm[r] : 0);
     }
-    x->g_ar[pl] = allreduce_s(x->mdl, max_params, s->dp, s->tp, pp);
     x->g_opt[pl] = zb_search_optimizer_s(x->mdl, max_params, s->dp,
                                          s->ct.peak_flops);
-    x->g_lb[pl] = lb + x->g_ar[pl] + x->g_opt[pl];
+    x->g_lb[pl] = lb + x->g_opt[pl];
     x->g_max_static[pl] = max_static;
     x->g_ready[pl] = true;
 }
@@ -509,10 +516,16 @@ static zb_status score(ctx *x, const split *s, zb_placement pl,
     if (st != ZB_OK)
         return zb_fail(err, ZB_ERUNTIME, "schedule %s (p=%d m=%d v=%d) is "
                        "invalid: %s", c->schedule, s->pp, s->m, c->v, e2.msg);
+    /* each rank's DP all-reduce starts after its own last pass, while
+     * other ranks still compute; only what outlasts the pipeline shows */
+    const double *end = zb_sim_ws_rank_end(x->ws);
+    double reduced = mk;
+    for (int r = 0; r < s->pp; r++)
+        if (end[r] + x->ar_r[pl][r] > reduced) reduced = end[r] + x->ar_r[pl][r];
     c->pipeline_s = mk;
-    c->allreduce_s = x->g_ar[pl];
+    c->allreduce_s = reduced - mk;
     c->optimizer_s = x->g_opt[pl];
-    c->step_s = mk + c->allreduce_s + c->optimizer_s;
+    c->step_s = reduced + c->optimizer_s;
     /* max static + max activations bounds the true per-rank maximum */
     c->peak_mem_bytes = x->g_max_static[pl] + act + x->ws_bytes;
     if (c->peak_mem_bytes > x->dev_mem)
@@ -694,7 +707,10 @@ static zb_status ctx_init(ctx *x, const zb_model *mdl,
     x->spans = zb_calloc((size_t)x->max_n, sizeof *x->spans, err);
     x->static_r[0] = zb_calloc((size_t)x->max_p, sizeof(double), err);
     x->static_r[1] = zb_calloc((size_t)x->max_p, sizeof(double), err);
-    if (!x->ws || !x->spans || !x->static_r[0] || !x->static_r[1])
+    x->ar_r[0] = zb_calloc((size_t)x->max_p, sizeof(double), err);
+    x->ar_r[1] = zb_calloc((size_t)x->max_p, sizeof(double), err);
+    if (!x->ws || !x->spans || !x->static_r[0] || !x->static_r[1] ||
+        !x->ar_r[0] || !x->ar_r[1])
         return zb_fail(err, ZB_ENOMEM, "out of memory");
     ZB_TRY(zb_costs_init(&x->cost[0], x->max_n, err));
     return zb_costs_init(&x->cost[1], x->max_n, err);
@@ -705,6 +721,8 @@ static void ctx_free(ctx *x) {
     free(x->spans);
     free(x->static_r[0]);
     free(x->static_r[1]);
+    free(x->ar_r[0]);
+    free(x->ar_r[1]);
     zb_costs_free(&x->cost[0]);
     zb_costs_free(&x->cost[1]);
 }

@@ -5,8 +5,9 @@
  *
  * Per candidate (units: seconds, bytes):
  *   step_s      = pipeline_s (simulated makespan)
- *               + allreduce_s (ring all-reduce over the DP group of the
- *                 largest pipeline rank's gradients, not overlapped)
+ *               + allreduce_s (exposed part of the ring all-reduces over
+ *                 the DP groups: rank r's starts when its last pass ends,
+ *                 step reaches max_r(end_r + ar_r))
  *               + optimizer_s (AdamW: ZB_SEARCH_OPT_BYTES per parameter of
  *                 the largest rank, divided by dp under zero1, moved at
  *                 the device's memory bandwidth, see search.c)

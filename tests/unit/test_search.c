@@ -11,6 +11,7 @@
 
 #include "common/zb_plan.h"
 #include "planner/cost.h"
+#include "planner/partition.h"
 #include "planner/search.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -113,6 +114,47 @@ START_TEST(redundant_schedules_skipped) {
     run(&m, &o, &r);
     ck_assert_int_gt(r.n, 0);
     ck_assert_str_eq(r.cand[0].schedule, "zb-h1");
+    zb_search_result_free(&r);
+}
+END_TEST
+
+/* pp = 2, dp = 2: each rank's DP all-reduce starts after its own last pass,
+ * so step = max_r(end_r + ar_r) + optimizer, recomputed here from the
+ * candidate's spans and schedule with the simulator and the formulas. */
+START_TEST(allreduce_overlaps_pipeline_tail) {
+    zb_model m = model(4, 16, 1, 4, "a100-80gb");
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.dp = 2; o.tp = 1; o.pp = 2; o.micro_batch = 2;
+    snprintf(o.schedule, sizeof o.schedule, "1f1b");
+    zb_search_result r;
+    run(&m, &o, &r);
+    const zb_candidate *c = &r.cand[0];
+    zb_cost_table ct;
+    zb_costs costs;
+    zb_err err;
+    ck_assert_int_eq(zb_cost_eval(&m, 1, 2, &ct, &err), ZB_OK);
+    ck_assert_int_eq(zb_costs_init(&costs, 2, &err), ZB_OK);
+    zb_stage_costs(&ct, c->spans, 2, 1, ZB_PLACE_LOOP, 2, 1, 4, &costs);
+    zb_sim_result sim;
+    ck_assert_int_eq(zb_simulate(&c->sched, &costs, &sim, &err), ZB_OK);
+    double reduced = 0, max_params = 0;
+    for (int k = 0; k < 2; k++) {
+        const zb_stage_span *sp = &c->spans[k];
+        double params = sp->n_layers * ct.layer.params +
+                        (sp->embed ? ct.embed.params : 0) +
+                        (sp->head ? ct.head.params : 0);
+        double ar = 2.0 * 1 / 2 * params * 2 / 300e9 + 2 * 1 * 5e-6; /* ring, n=2 */
+        double end = sim.end[sim.off[k + 1] - 1];
+        reduced = fmax(reduced, end + ar);
+        max_params = fmax(max_params, params);
+    }
+    double opt = max_params * 16 / (312e12 / 250);
+    ck_assert(fabs(c->pipeline_s - sim.makespan) <= 1e-12 * sim.makespan);
+    ck_assert(fabs(c->allreduce_s - (reduced - sim.makespan)) <= 1e-9 * reduced);
+    ck_assert(fabs(c->step_s - (reduced + opt)) <= 1e-9 * c->step_s);
+    zb_sim_result_free(&sim);
+    zb_costs_free(&costs);
     zb_search_result_free(&r);
 }
 END_TEST
@@ -395,6 +437,7 @@ static Suite *suite(void) {
     tcase_set_timeout(t, 60);
     tcase_add_test(t, forced_choices);
     tcase_add_test(t, redundant_schedules_skipped);
+    tcase_add_test(t, allreduce_overlaps_pipeline_tail);
     tcase_add_test(t, bad_forced);
     tcase_add_test(t, gpu_world_rules);
     tcase_add_test(t, cpu_world_rules);
