@@ -6,6 +6,7 @@
 
 #include "common/zb_sim.h"
 #include "common/zb_yaml.h"
+#include "executor/pass_times.h"
 
 zb_status zb_report_pred_make(const zb_plan *plan, zb_report_pred *out,
                               zb_err *err) {
@@ -135,13 +136,36 @@ static void write_ranks(zb_yw *w, const zb_plan *plan, const zb_run_result *res)
     zb_yw_seq_end(w);
 }
 
+/* Per virtual stage and pass kind that ran: measured mean vs plan. */
+static void write_stage_passes(zb_yw *w, const zb_plan *plan,
+                               const zb_pass_times *pt) {
+    zb_yw_str(w, "stages");
+    zb_yw_seq_begin(w, false);
+    for (int s = 0; s < pt->n; s++) {
+        for (int k = ZB_F; k <= ZB_BW; k++) {
+            if (!pt->count[s * 4 + k]) continue;
+            zb_yw_map_begin(w, true);
+            zb_yw_kint(w, "vstage", s);
+            zb_yw_kstr(w, "pass", zb_pass_name((zb_pass)k));
+            zb_yw_kdouble(w, "time_s", pt->mean_s[s * 4 + k]);
+            zb_yw_kdouble(w, "predicted_time_s",
+                          zb_pass_times_predicted(plan, s, (zb_pass)k));
+            zb_yw_kint(w, "samples", pt->count[s * 4 + k]);
+            zb_yw_map_end(w);
+        }
+    }
+    zb_yw_seq_end(w);
+}
+
 zb_status zb_report_write(const char *path, const zb_plan *plan,
                           const zb_run_result *res, const char *backend,
                           zb_err *err) {
     zb_report_pred pr;
+    zb_pass_times pt;
     ZB_TRY(zb_report_pred_make(plan, &pr, err));
+    zb_status s = zb_pass_times_make(plan, res, &pt, err);
     zb_yw *w;
-    zb_status s = zb_yw_open(path, &w, err);
+    if (s == ZB_OK) s = zb_yw_open(path, &w, err);
     if (s == ZB_OK) {
         zb_yw_map_begin(w, false);
         zb_yw_kint(w, "report", 1);
@@ -150,9 +174,11 @@ zb_status zb_report_write(const char *path, const zb_plan *plan,
         write_steps(w, res);
         write_pp_ranks(w, plan, res, &pr);
         write_ranks(w, plan, res);
+        write_stage_passes(w, plan, &pt);
         zb_yw_map_end(w);
         s = zb_yw_close(w, true, err);
     }
+    zb_pass_times_free(&pt);
     zb_report_pred_free(&pr);
     return s;
 }
@@ -160,6 +186,30 @@ zb_status zb_report_write(const char *path, const zb_plan *plan,
 /* ---- table ---- */
 
 #define MIB (1024.0 * 1024.0)
+
+/* One row per virtual stage: measured (predicted) ms of each pass kind
+ * the schedule runs there; "-" for kinds it does not. */
+static void zb_report_pass_table(FILE *out, const zb_plan *plan,
+                                 const zb_run_result *res) {
+    zb_pass_times pt;
+    zb_err err;
+    if (zb_pass_times_make(plan, res, &pt, &err) != ZB_OK) return;
+    fprintf(out, "\n%-6s", "vstage");
+    for (int k = ZB_F; k <= ZB_BW; k++)
+        fprintf(out, "  %21s", k == ZB_F ? "F ms (predicted)" : k == ZB_B ? "B ms (predicted)"
+                               : k == ZB_W ? "W ms (predicted)" : "BW ms (predicted)");
+    fputc('\n', out);
+    for (int s = 0; s < pt.n; s++) {
+        fprintf(out, "%6d", s);
+        for (int k = ZB_F; k <= ZB_BW; k++) {
+            if (!pt.count[s * 4 + k]) { fprintf(out, "  %21s", "-"); continue; }
+            fprintf(out, "  %9.3f (%9.3f)", pt.mean_s[s * 4 + k] * 1e3,
+                    zb_pass_times_predicted(plan, s, (zb_pass)k) * 1e3);
+        }
+        fputc('\n', out);
+    }
+    zb_pass_times_free(&pt);
+}
 
 void zb_report_table(FILE *out, const zb_plan *plan, const zb_run_result *res,
                      const zb_report_pred *pred) {
@@ -170,6 +220,7 @@ void zb_report_table(FILE *out, const zb_plan *plan, const zb_run_result *res,
                 res->pp_busy_s[r] * 1e3, pred->busy_s[r] * 1e3,
                 100 * res->pp_bubble[r], 100 * plan->pred.bubble[r],
                 res->pp_mem_bytes[r] / MIB, plan->pred.peak_mem_bytes[r] / MIB);
+    zb_report_pass_table(out, plan, res);
     fprintf(out, "mean step %.3f ms (predicted %.3f ms), %.0f tokens/s (predicted "
             "%.0f), MFU %.2f%% (predicted %.2f%%), bubble %.1f%% (predicted "
             "%.1f%%)\n", res->step_s_mean * 1e3, plan->pred.step_s * 1e3,

@@ -32,13 +32,14 @@ void zb_report_pred_free(zb_report_pred *p);
  *   pipeline_ranks: [{pp_rank, busy_s, predicted_busy_s, span_s,
  *   predicted_span_s, bubble, predicted_bubble, peak_mem_bytes,
  *   predicted_peak_mem_bytes}], ranks: [{rank, pp_rank, dp_rank, tp_rank,
- *   busy_s, span_s, bubble, static_bytes, act_peak_bytes}]. */
+ *   busy_s, span_s, bubble, static_bytes, act_peak_bytes}], stages:
+ *   [{vstage, pass, time_s, predicted_time_s, samples}] (pass_times.h). */
 zb_status zb_report_write(const char *path, const zb_plan *plan,
                           const zb_run_result *res, const char *backend,
                           zb_err *err);
 
-/* The human table: one row per pipeline rank, measured (predicted), then
- * a summary line. */
+/* The human tables: one row per pipeline rank, measured (predicted); one
+ * row per virtual stage with its pass times; then a summary line. */
 void zb_report_table(FILE *out, const zb_plan *plan, const zb_run_result *res,
                      const zb_report_pred *pred);
 

@@ -1,0 +1,104 @@
+/* test_pass_times.c - measured pass times per virtual stage: means over
+ * the traced steps (the run's first step left out) and over the dp x tp
+ * ranks of a pipeline rank, against hand-made timelines. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor/pass_times.h"
+
+/* pp = 2, dp = 2 (world 4), m = 2, split B/W lists "F0 F1 B0 W0 B1 W1" on
+ * both pipeline ranks (validity is not this module's concern). */
+static void make_plan(zb_plan *pl) {
+    zb_err err;
+    memset(pl, 0, sizeof *pl);
+    pl->dp = 2;
+    pl->tp = 1;
+    pl->m = 2;
+    ck_assert_int_eq(zb_plan_alloc(pl, 2, 1, &err), ZB_OK);
+    ck_assert_int_eq(zb_schedule_init(&pl->sched, "t", 2, 2, 1, ZB_PLACE_LOOP, 0, &err),
+                     ZB_OK);
+    const zb_pass kinds[6] = {ZB_F, ZB_F, ZB_B, ZB_W, ZB_B, ZB_W};
+    const int mbs[6] = {0, 1, 0, 0, 1, 1};
+    for (int r = 0; r < 2; r++) {
+        for (int i = 0; i < 6; i++)
+            ck_assert_int_eq(zb_schedule_push(&pl->sched, r, kinds[i], mbs[i], 0, &err),
+                             ZB_OK);
+        pl->costs.t_f[r] = 1.0 + r;
+        pl->costs.t_b[r] = 2.0;
+        pl->costs.t_w[r] = 0.5;
+    }
+}
+
+/* Rank g's action i in traced step k lasts dur(g, i, k). */
+static double dur(int g, int i, int k) { return 0.001 * (1 + g) * (1 + i) * (1 + k); }
+
+START_TEST(means_by_stage_and_pass) {
+    zb_plan pl;
+    make_plan(&pl);
+    zb_run_result res;
+    memset(&res, 0, sizeof res);
+    int steps[3] = {1, 2, 3}, n_acts[4] = {6, 6, 6, 6};
+    double *start[4], *end[4];
+    res.world = 4;
+    res.first_step = 1;
+    res.trace_n = 3;
+    res.trace_step = steps;
+    res.n_acts = n_acts;
+    res.t_start = start;
+    res.t_end = end;
+    for (int g = 0; g < 4; g++) {
+        start[g] = calloc(18, sizeof(double));
+        end[g] = calloc(18, sizeof(double));
+        for (int k = 0; k < 3; k++)
+            for (int i = 0; i < 6; i++) {
+                start[g][k * 6 + i] = 10.0 * k + i;
+                end[g][k * 6 + i] = start[g][k * 6 + i] + dur(g, i, k);
+            }
+    }
+    zb_pass_times pt;
+    zb_err err;
+    ck_assert_int_eq(zb_pass_times_make(&pl, &res, &pt, &err), ZB_OK);
+    ck_assert_int_eq(pt.n, 2);
+    /* global ranks 0,1 are pipeline rank 0 (dp 0, 1); 2,3 pipeline rank 1.
+     * F on vstage 0: actions 0 and 1, ranks 0 and 1, steps 2 and 3 (k=1,2) */
+    for (int s = 0; s < 2; s++) {
+        int g0 = 2 * s;
+        double f = 0, b = 0, w = 0;
+        for (int g = g0; g < g0 + 2; g++)
+            for (int k = 1; k < 3; k++) {
+                f += dur(g, 0, k) + dur(g, 1, k);
+                b += dur(g, 2, k) + dur(g, 4, k);
+                w += dur(g, 3, k) + dur(g, 5, k);
+            }
+        ck_assert_int_eq(pt.count[s * 4 + ZB_F], 8);
+        ck_assert_int_eq(pt.count[s * 4 + ZB_BW], 0);
+        ck_assert_double_eq_tol(pt.mean_s[s * 4 + ZB_F], f / 8, 1e-12);
+        ck_assert_double_eq_tol(pt.mean_s[s * 4 + ZB_B], b / 8, 1e-12);
+        ck_assert_double_eq_tol(pt.mean_s[s * 4 + ZB_W], w / 8, 1e-12);
+    }
+    ck_assert_double_eq(zb_pass_times_predicted(&pl, 1, ZB_F), 2.0);
+    ck_assert_double_eq(zb_pass_times_predicted(&pl, 1, ZB_BW), 2.5);
+    /* a run resumed at step 2 keeps every traced step */
+    res.first_step = 2;
+    zb_pass_times pt2;
+    ck_assert_int_eq(zb_pass_times_make(&pl, &res, &pt2, &err), ZB_OK);
+    ck_assert_int_eq(pt2.count[ZB_F], 12);
+    zb_pass_times_free(&pt2);
+    zb_pass_times_free(&pt);
+    for (int g = 0; g < 4; g++) free(start[g]), free(end[g]);
+    zb_plan_free(&pl);
+}
+END_TEST
+
+int main(void) {
+    Suite *su = suite_create("pass_times");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, means_by_stage_and_pass);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
