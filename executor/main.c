@@ -193,6 +193,13 @@ static void print_header(const args *a, const zb_plan *plan, int threads) {
            plan->model.name, plan->sched.name, plan->dp, plan->tp, plan->pp,
            plan->v, plan->m, plan->micro_batch, zb_plan_world(plan), threads,
            a->backend, steps);
+    const zb_training *t = &plan->model.train;
+    /* say what the CPU stage does not do, rather than let numbers mislead */
+    if (t->precision != ZB_PREC_FP32 || t->recompute != ZB_RECOMPUTE_NONE ||
+        t->sequence_parallel)
+        printf("note: the cpu backend computes in fp32 and keeps every "
+               "activation; the plan's precision, recompute and sequence "
+               "parallelism shape only its predictions\n");
 }
 
 static zb_status run_main(const args *a, zb_err *err) {

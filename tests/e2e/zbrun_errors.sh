@@ -96,6 +96,14 @@ printf 'too short' >"$tmp/short.txt"
 sed "s|^    path: .*corpus.txt$|    path: $tmp/short.txt|" "$good" >"$tmp/short.yaml"
 expect_data_error "$tmp/short.yaml" "$tmp/short.txt"
 
+# a bf16 plan runs in fp32 on the cpu backend, and zbrun says so
+sed 's/^  precision: fp32$/  precision: bf16/' "$good" >"$tmp/bf16.yaml"
+run "$tmp/bf16.yaml" --steps 1 --threads 1
+[ "$rc" -eq 0 ] && grep -q '^note: the cpu backend computes in fp32' "$tmp/out" ||
+    bad "bf16 plan: rc $rc, no fp32 note: $(head -3 "$tmp/out")"
+run "$good" --steps 1 --threads 1
+! grep -q '^note:' "$tmp/out" || bad "fp32 plan printed a note"
+
 # ---- command lines ----------------------------------------------------------
 expect_usage_error() {
     run "$@"
