@@ -193,6 +193,10 @@ static void print_header(const args *a, const zb_plan *plan, int threads) {
            plan->model.name, plan->sched.name, plan->dp, plan->tp, plan->pp,
            plan->v, plan->m, plan->micro_batch, zb_plan_world(plan), threads,
            a->backend, steps);
+    int cores = omp_get_num_procs();
+    if (zb_plan_world(plan) > cores)
+        printf("note: %d ranks share %d cores; measured spans and bubbles "
+               "include the time-sharing\n", zb_plan_world(plan), cores);
     const zb_training *t = &plan->model.train;
     /* say what the CPU stage does not do, rather than let numbers mislead */
     if (t->precision != ZB_PREC_FP32 || t->recompute != ZB_RECOMPUTE_NONE ||

@@ -102,7 +102,7 @@ run "$tmp/bf16.yaml" --steps 1 --threads 1
 [ "$rc" -eq 0 ] && grep -q '^note: the cpu backend computes in fp32' "$tmp/out" ||
     bad "bf16 plan: rc $rc, no fp32 note: $(head -3 "$tmp/out")"
 run "$good" --steps 1 --threads 1
-! grep -q '^note:' "$tmp/out" || bad "fp32 plan printed a note"
+! grep -q '^note: the cpu backend computes in fp32' "$tmp/out" || bad "fp32 plan printed the fp32 note"
 
 # ---- command lines ----------------------------------------------------------
 expect_usage_error() {
