@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-bin}
-STEPS=${STEPS:-40}
+STEPS=${STEPS:-150}   # margin after KILL_AT for fast machines
 KILL_AT=${KILL_AT:-4}
 tmp=$(mktemp -d)
 pid=
