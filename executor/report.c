@@ -189,7 +189,7 @@ zb_status zb_report_write(const char *path, const zb_plan *plan,
 
 /* One row per virtual stage: measured (predicted) ms of each pass kind
  * the schedule runs there; "-" for kinds it does not. */
-static void zb_report_pass_table(FILE *out, const zb_plan *plan,
+static void write_pass_table(FILE *out, const zb_plan *plan,
                                  const zb_run_result *res) {
     zb_pass_times pt;
     zb_err err;
@@ -220,7 +220,7 @@ void zb_report_table(FILE *out, const zb_plan *plan, const zb_run_result *res,
                 res->pp_busy_s[r] * 1e3, pred->busy_s[r] * 1e3,
                 100 * res->pp_bubble[r], 100 * plan->pred.bubble[r],
                 res->pp_mem_bytes[r] / MIB, plan->pred.peak_mem_bytes[r] / MIB);
-    zb_report_pass_table(out, plan, res);
+    write_pass_table(out, plan, res);
     fprintf(out, "mean step %.3f ms (predicted %.3f ms), %.0f tokens/s (predicted "
             "%.0f), MFU %.2f%% (predicted %.2f%%), bubble %.1f%% (predicted "
             "%.1f%%)\n", res->step_s_mean * 1e3, plan->pred.step_s * 1e3,
