@@ -63,6 +63,7 @@ struct zb_sim_ws {
     uint8_t *seen;
     int *idx;
     double *free_at, *mem, *first, *busy, *peak;
+    double last_end;      /* of the last zb_simulate_fast */
 };
 
 zb_sim_ws *zb_sim_ws_new(void) { return calloc(1, sizeof(zb_sim_ws)); }
@@ -299,19 +300,22 @@ static zb_status sim_core(const zb_schedule *s, const zb_costs *c,
 }
 
 zb_status zb_simulate_fast(const zb_schedule *s, const zb_costs *c,
-                           zb_sim_ws *ws, double *makespan, double *max_peak,
+                           zb_sim_ws *ws, double *max_span, double *max_peak,
                            zb_err *err) {
     zb_sim_ws *own = NULL;
     if (!ws && !(ws = own = zb_sim_ws_new()))
         return zb_fail(err, ZB_ENOMEM, "out of memory in the simulator");
     zb_status st = sim_core(s, c, ws, NULL, NULL, NULL, err);
     if (st == ZB_OK) {
-        double mk = 0, pk = 0;
+        double span = 0, pk = 0;
+        ws->last_end = 0;
         for (int r = 0; r < s->p; r++) {
-            if (ws->free_at[r] > mk) mk = ws->free_at[r];
+            double first = ws->first[r] < 0 ? ws->free_at[r] : ws->first[r];
+            if (ws->free_at[r] - first > span) span = ws->free_at[r] - first;
+            if (ws->free_at[r] > ws->last_end) ws->last_end = ws->free_at[r];
             if (ws->peak[r] > pk) pk = ws->peak[r];
         }
-        if (makespan) *makespan = mk;
+        if (max_span) *max_span = span;
         if (max_peak) *max_peak = pk;
     }
     zb_sim_ws_free(own);
@@ -319,6 +323,8 @@ zb_status zb_simulate_fast(const zb_schedule *s, const zb_costs *c,
 }
 
 const double *zb_sim_ws_rank_end(const zb_sim_ws *ws) { return ws->free_at; }
+
+double zb_sim_ws_last_end(const zb_sim_ws *ws) { return ws->last_end; }
 
 static zb_status result_alloc(zb_sim_result *res, const zb_schedule *s,
                               zb_err *err) {
@@ -360,7 +366,7 @@ zb_status zb_simulate(const zb_schedule *s, const zb_costs *c,
             res->busy[r] = ws->busy[r];
             res->bubble[r] = bubble_of(res->span[r], res->busy[r]);
             res->peak_mem[r] = ws->peak[r];
-            if (ws->free_at[r] > res->makespan) res->makespan = ws->free_at[r];
+            if (ws->free_at[r] > res->last_end) res->last_end = ws->free_at[r];
             if (res->span[r] > res->max_span) res->max_span = res->span[r];
             sum_busy += ws->busy[r];
         }

@@ -45,8 +45,12 @@ typedef struct {
     double *start, *end;  /* per action, flat: rank r's action i is at
                              index off[r] + i */
     int *off;             /* [p+1] */
-    double makespan;      /* max end over all ranks (first start is 0) */
-    double max_span;
+    double max_span;      /* longest rank span (last end - first start on
+                             one rank): the pipeline's step-time objective,
+                             the one the bubble rate uses */
+    double last_end;      /* latest end over all ranks, counted from time 0
+                             (the first pass of rank 0 starts at 0); >=
+                             max_span; wall-clock of one isolated step */
     double bubble_rate;   /* overall, see above */
     double *span, *busy, *bubble, *peak_mem; /* [p] */
 } zb_sim_result;
@@ -59,18 +63,21 @@ zb_status zb_simulate(const zb_schedule *s, const zb_costs *c,
                       zb_sim_result *res, zb_err *err);
 void zb_sim_result_free(zb_sim_result *res);
 
-/* Only the makespan and validity, no per-action output and no allocation
+/* Only the objective and validity, no per-action output and no allocation
  * beyond a reusable workspace: for search loops (zb-auto, plan search).
- * Returns ZB_OK and sets *makespan and *max_peak (max over ranks), or an
- * error like zb_simulate. ws may be NULL (allocates internally). */
+ * Returns ZB_OK and sets *max_span (longest rank span, as zb_sim_result)
+ * and *max_peak (max over ranks), either may be NULL, or an error like
+ * zb_simulate. ws may be NULL (allocates internally). */
 typedef struct zb_sim_ws zb_sim_ws;
 zb_sim_ws *zb_sim_ws_new(void);
 void zb_sim_ws_free(zb_sim_ws *ws);
 zb_status zb_simulate_fast(const zb_schedule *s, const zb_costs *c,
-                           zb_sim_ws *ws, double *makespan, double *max_peak,
+                           zb_sim_ws *ws, double *max_span, double *max_peak,
                            zb_err *err);
 /* End time of each rank's last pass in the last successful
- * zb_simulate_fast with this workspace ([p], owned by ws). */
+ * zb_simulate_fast with this workspace ([p], owned by ws), and their
+ * maximum (zb_sim_result.last_end). */
 const double *zb_sim_ws_rank_end(const zb_sim_ws *ws);
+double zb_sim_ws_last_end(const zb_sim_ws *ws);
 
 #endif

@@ -154,8 +154,8 @@ static void write_svg(FILE *f, const zb_plan *plan, const zb_run_result *res,
             plan->m, plan->micro_batch);
     planned_rows(plan, sim, rows);
     snprintf(title, sizeof title, "planned (simulated with the plan's costs): "
-             "%.3f ms, bubble %.1f%%", sim->makespan * 1e3, 100 * sim->bubble_rate);
-    draw_panel(f, 40, title, pp, rows, sim->makespan);
+             "%.3f ms, bubble %.1f%%", sim->last_end * 1e3, 100 * sim->bubble_rate);
+    draw_panel(f, 40, title, pp, rows, sim->last_end);
     double y1 = 40 + panel_height(pp);
     if (ran) {
         double span = executed_rows(plan, res, buf, rows);

@@ -15,13 +15,23 @@
  *              + m_w #{W_j, j < i, after F_i} <= limit - m_b, which is the
  *              simulator's running sum before F_i plus m_b <= limit (and
  *              after every B_i when B raises memory, m_w > m_b);
- *   makespan   C >= E(W(s,m-1)) (the last pass of every rank); minimise C.
+ *   span       C >= E(W(s,m-1)) - S_s for every rank s; minimise C, the
+ *              longest rank span, which is what the bubble rate measures.
+ *              S_s is the start of the rank's first pass, F(s,0) (symmetry
+ *              makes F_0 first and W_{m-1} last on every rank). The
+ *              simulator starts every pass as early as its order allows, so
+ *              S_s is fixed at F(s,0)'s earliest start (sum of t_f and comm
+ *              of the stages before); fixing it loses nothing (for any
+ *              order the as-early-as-possible times are feasible) and
+ *              forbids a late start that would shorten a span in the model
+ *              but not in the simulator: the MIP optimum is the simulator's.
  * Valid inequalities that hold for any consistent order (o monotone in i
  * and j, F/B <= F/W, B/W <= F/W) and the work a rank must run before and
  * after each pass (add_work_rows) tighten the relaxation. Windows: ES is the
  * longest path from time 0 (dependencies, and the work a rank must finish
- * before X), LF = H - longest path after X, with H the warm schedule's
- * makespan: solutions worse than the warm start are cut off.
+ * before X), LF = the least over the paths from X to a rank's last pass of
+ * S + H - path, with H the warm schedule's longest span: solutions worse
+ * than the warm start are cut off.
  *
  * Warm start: the warm schedule's simulated end times and order go to GLPK
  * from the branch-and-bound callback (glp_ios_heur_sol at the first
@@ -29,8 +39,8 @@
  * presolver stays off (with presolve on, the tree holds a transformed
  * problem); the LP relaxation is solved first with glp_simplex instead.
  * The solution is turned back into action lists (each rank sorted by E),
- * checked with zb_simulate, and returned only if it simulates no worse than
- * the warm schedule. Instances above MAX_MODEL_PASSES are not modelled.
+ * checked with zb_simulate, and returned only if its simulated longest span
+ * is no worse than the warm schedule's. Instances above MAX_MODEL_PASSES are not modelled.
  *
  * GLPK keeps global state and aborts the process on a malformed problem:
  * rows are built through a helper that merges duplicate columns, and this
@@ -55,6 +65,7 @@ typedef struct {
     int n, m;                 /* stages (= ranks), microbatches */
     const zb_costs *c;
     double limit, H;          /* memory limit; horizon (upper bound on C) */
+    double *start;            /* [n] S_s: fixed start of rank s's first pass */
     int npass, npair;         /* 3nm passes; 3 * n * m(m-1)/2 pairs */
     double *t, *es, *lf;      /* [npass] duration, earliest / latest end */
     signed char *fix;         /* [npair] -1 free, else the forced value */
@@ -110,6 +121,7 @@ static double work_after(const inst *I, int s, int k, int j) {
 }
 
 static double maxd(double a, double b) { return a > b ? a : b; }
+static double mind(double a, double b) { return a < b ? a : b; }
 
 /* Earliest end of every pass, in a topological order of the DAG (F by
  * stage up, B by stage down, then W), raised by the rank-work bound: a rank
@@ -151,38 +163,60 @@ static void earliest_ends(inst *I) {
     }
 }
 
-/* Latest end: H minus the longest path after the pass (reverse topological
- * order: W, then B by stage up, then F by stage down), raised by the work
- * the rank must still run after it. */
+/* Latest end of every pass: the least over its successors Y of LF(Y) -
+ * t(Y) (- comm across ranks), and S + H minus the work its rank must still
+ * run after it. Reverse topological order: W, then B by stage up, then F by
+ * stage down. */
 static void latest_ends(inst *I) {
     int n = I->n, m = I->m;
-    double *tail = I->lf; /* computed in place, turned into H - tail below */
+    const zb_costs *c = I->c;
+    double *lf = I->lf;
     for (int s = 0; s < n; s++)
         for (int j = m - 1; j >= 0; j--) {
-            double t = j + 1 < m ? I->c->t_w[s] + tail[pid(I, s, ZB_W, j + 1)] : 0;
-            tail[pid(I, s, ZB_W, j)] = maxd(t, work_after(I, s, ZB_W, j));
+            double t = I->start[s] + I->H - work_after(I, s, ZB_W, j);
+            if (j + 1 < m) t = mind(t, lf[pid(I, s, ZB_W, j + 1)] - c->t_w[s]);
+            lf[pid(I, s, ZB_W, j)] = t;
         }
     for (int s = 0; s < n; s++)
         for (int j = m - 1; j >= 0; j--) {
-            double t = I->c->t_w[s] + tail[pid(I, s, ZB_W, j)];
-            if (j + 1 < m) t = maxd(t, I->c->t_b[s] + tail[pid(I, s, ZB_B, j + 1)]);
+            double t = I->start[s] + I->H - work_after(I, s, ZB_B, j);
+            t = mind(t, lf[pid(I, s, ZB_W, j)] - c->t_w[s]);
+            if (j + 1 < m) t = mind(t, lf[pid(I, s, ZB_B, j + 1)] - c->t_b[s]);
             if (s > 0)
-                t = maxd(t, comm(I, s - 1) + I->c->t_b[s - 1] +
-                                tail[pid(I, s - 1, ZB_B, j)]);
-            tail[pid(I, s, ZB_B, j)] = maxd(t, work_after(I, s, ZB_B, j));
+                t = mind(t, lf[pid(I, s - 1, ZB_B, j)] - c->t_b[s - 1] -
+                                comm(I, s - 1));
+            lf[pid(I, s, ZB_B, j)] = t;
         }
     for (int s = n - 1; s >= 0; s--)
         for (int j = m - 1; j >= 0; j--) {
-            double t = 0;
-            if (j + 1 < m) t = I->c->t_f[s] + tail[pid(I, s, ZB_F, j + 1)];
+            double t = I->start[s] + I->H - work_after(I, s, ZB_F, j);
+            if (j + 1 < m) t = mind(t, lf[pid(I, s, ZB_F, j + 1)] - c->t_f[s]);
             if (s + 1 < n)
-                t = maxd(t, comm(I, s) + I->c->t_f[s + 1] +
-                                tail[pid(I, s + 1, ZB_F, j)]);
+                t = mind(t, lf[pid(I, s + 1, ZB_F, j)] - c->t_f[s + 1] - comm(I, s));
             else
-                t = maxd(t, I->c->t_b[s] + tail[pid(I, s, ZB_B, j)]);
-            tail[pid(I, s, ZB_F, j)] = maxd(t, work_after(I, s, ZB_F, j));
+                t = mind(t, lf[pid(I, s, ZB_B, j)] - c->t_b[s]);
+            lf[pid(I, s, ZB_F, j)] = t;
         }
-    for (int id = 0; id < I->npass; id++) I->lf[id] = I->H - tail[id];
+}
+
+/* Lower bound on the longest span (needs earliest_ends): every rank runs
+ * all its work, and until its first B can start it can run only F passes,
+ * at most as many as fit in memory; the rest of that wait is idle inside
+ * its span. (p 4, m 8, F 1, B 2, W 1, comm 0.1, limit 8 M_B: rank 0 runs 8
+ * F, B0 starts at 10.6, so its span is at least 32 + 2.6 = 34.6.) */
+static double span_lower_bound(const inst *I) {
+    const zb_costs *c = I->c;
+    double lb = 0;
+    for (int s = 0; s < I->n; s++) {
+        double work = I->m * (c->t_f[s] + c->t_b[s] + c->t_w[s]);
+        double room = I->limit + 1e-9 * maxd(1, I->limit);
+        double fit = c->m_b[s] > 0 ? floor(room / c->m_b[s]) : I->m;
+        if (fit > I->m) fit = I->m;
+        double b0 = I->es[pid(I, s, ZB_B, 0)] - c->t_b[s] - I->start[s];
+        lb = maxd(lb, work + maxd(0, b0 - fit * c->t_f[s]));
+        lb = maxd(lb, I->es[pid(I, s, ZB_W, I->m - 1)] - I->start[s]);
+    }
+    return lb;
 }
 
 /* ---- rows: a builder that merges duplicate columns (GLPK aborts on them) */
@@ -319,8 +353,9 @@ static void add_time_rows(const inst *I, rows *R) {
                 row2(R, col_e(b), 1, col_e(f), -1, GLP_LO, c->t_b[s]);
             row2(R, col_e(w), 1, col_e(b), -1, GLP_LO, c->t_w[s]);
         }
-    for (int s = 0; s < n; s++)
-        row2(R, col_c(I), 1, col_e(pid(I, s, ZB_W, m - 1)), -1, GLP_LO, 0);
+    for (int s = 0; s < n; s++) /* C >= span of rank s */
+        row2(R, col_c(I), 1, col_e(pid(I, s, ZB_W, m - 1)), -1, GLP_LO,
+             -I->start[s]);
 }
 
 /* Order rows of one pair. A window that rules one order out fixes the
@@ -445,15 +480,14 @@ static double before_terms(const inst *I, rows *R, int s, int k, int i,
     return K;
 }
 
-/* A rank runs one pass at a time from its earliest start, so for every
- * pass X: E(X) >= start + (work before X) + t(X), and C >= E(X) + (work
- * after X). The pairwise big-M rows alone say little once the binaries are
+/* A rank runs one pass at a time from its start S, so for every pass X:
+ * E(X) >= S + (work before X) + t(X), and C >= E(X) + (work after X) - S. The pairwise big-M rows alone say little once the binaries are
  * fractional; these sums keep the relaxation honest (on p = 4, m = 8 with
  * a heavy last stage they close the root gap the pairwise rows leave). */
 static void add_work_rows(const inst *I, rows *R) {
     for (int s = 0; s < I->n; s++) {
         const zb_costs *c = I->c;
-        double start = I->es[pid(I, s, ZB_F, 0)] - c->t_f[s];
+        double start = I->start[s];
         double total = I->m * (c->t_f[s] + c->t_b[s] + c->t_w[s]);
         for (int k = 0; k < 3; k++)
             for (int i = 0; i < I->m; i++) {
@@ -465,21 +499,31 @@ static void add_work_rows(const inst *I, rows *R) {
                 row_add(R, col_c(I), 1);
                 row_add(R, x, -1);
                 K = before_terms(I, R, s, k, i, 1.0);
-                row_end(R, GLP_LO, total - K - t);
+                row_end(R, GLP_LO, total - K - t - start);
             }
     }
 }
 
 static int ncols(const inst *I) { return I->npass + 1 + I->npair; }
 
-/* Columns: E within its window, C within [max ES of last passes, H],
- * binaries (fixed ones as fixed bounds); objective min C. */
+/* End of rank s's first pass, F(s,0), fixed by the model. */
+static double first_end(const inst *I, int s) {
+    return I->start[s] + I->c->t_f[s];
+}
+
+/* Columns: E within its window (F(s,0) fixed at S_s + t_f), C within
+ * [largest earliest span, H], binaries (fixed ones as fixed bounds);
+ * objective min C. */
 static void load_columns(const inst *I, glp_prob *P) {
     double tol = tol_of(I), clb = 0;
     glp_add_cols(P, ncols(I));
     for (int id = 0; id < I->npass; id++)
         glp_set_col_bnds(P, col_e(id), GLP_DB, I->es[id] - tol, I->lf[id] + tol);
-    for (int s = 0; s < I->n; s++) clb = maxd(clb, I->es[pid(I, s, ZB_W, I->m - 1)]);
+    for (int s = 0; s < I->n; s++) {
+        int f0 = pid(I, s, ZB_F, 0);
+        glp_set_col_bnds(P, col_e(f0), GLP_FX, first_end(I, s), first_end(I, s));
+    }
+    clb = span_lower_bound(I);
     glp_set_col_bnds(P, col_c(I), GLP_DB, clb - tol, I->H + tol);
     glp_set_obj_coef(P, col_c(I), 1.0);
     for (int q = 0; q < I->npair; q++) {
@@ -525,7 +569,7 @@ static zb_status warm_vector(const inst *I, const zb_schedule *w, double *x,
     }
     double peak = 0;
     for (int r = 0; r < w->p; r++) peak = maxd(peak, res.peak_mem[r]);
-    *mk = res.makespan;
+    *mk = res.max_span;
     *in_space = true;
     for (int r = 0; r < w->p; r++)
         for (int i = 0; i < w->len[r]; i++) {
@@ -538,6 +582,8 @@ static zb_status warm_vector(const inst *I, const zb_schedule *w, double *x,
             pos[id] = i;
             x[col_e(id)] = res.end[res.off[r] + i];
         }
+    for (int s = 0; s < w->p; s++) /* equal up to rounding: use the bound */
+        x[col_e(pid(I, s, ZB_F, 0))] = first_end(I, s);
     zb_sim_result_free(&res);
     if (peak > I->limit + 1e-9 * maxd(1, I->limit))
         return zb_fail(err, ZB_EINPUT, "ilp: the warm schedule peaks at %g, "
@@ -696,6 +742,7 @@ static void inst_free(inst *I) {
     free(I->es);
     free(I->lf);
     free(I->fix);
+    free(I->start);
 }
 
 /* Larger instances are not modelled (3 p m (m-1) / 2 binaries: p = 16,
@@ -713,13 +760,16 @@ static zb_status inst_init(inst *I, int p, int m, const zb_costs *c,
     I->es = zb_calloc((size_t)I->npass, sizeof(double), err);
     I->lf = zb_calloc((size_t)I->npass, sizeof(double), err);
     I->fix = zb_calloc((size_t)I->npair + 1, 1, err);
-    if (!I->t || !I->es || !I->lf || !I->fix) {
+    I->start = zb_calloc((size_t)p, sizeof(double), err);
+    if (!I->t || !I->es || !I->lf || !I->fix || !I->start) {
         inst_free(I);
         return ZB_ENOMEM;
     }
     for (int s = 0; s < p; s++)
         for (int k = 0; k < 3; k++)
             for (int j = 0; j < m; j++) I->t[pid(I, s, k, j)] = dur(I, s, k);
+    for (int s = 1; s < p; s++)
+        I->start[s] = I->start[s - 1] + c->t_f[s - 1] + c->t_comm[s - 1];
     return ZB_OK;
 }
 
@@ -779,17 +829,21 @@ static zb_status pick_result(const inst *I, glp_prob *P, const solve_out *o,
     return zb_schedule_copy(out, warm, err);
 }
 
+/* mk is the returned schedule's simulated longest span; it is called
+ * optimal only if the solver finished and mk is within mip_gap of the
+ * proven bound (a fallback to the warm schedule may not be). */
 static void fill_report(const solve_out *o, double mk, bool own,
-                        zb_sched_report *rep) {
+                        double mip_gap, zb_sched_report *rep) {
     snprintf(rep->solver, sizeof rep->solver, "%s", own ? "ilp" : "ilp-warm");
-    rep->makespan = mk;
+    rep->max_span = mk;
     bool done = o->mip_ret == 0 && o->status == GLP_OPT;
     double bound = maxd(o->root, o->bound);
     if (done) bound = maxd(bound, o->obj); /* the proven optimum of C */
-    if (bound > mk) bound = mk; /* C >= simulated makespan; rounding only */
+    if (bound > mk) bound = mk; /* C >= simulated span; rounding only */
     rep->bound = bound;
     rep->gap = mk > 0 ? maxd(0, (mk - bound) / mk) : 0;
-    rep->optimal = done || o->mip_ret == GLP_EMIPGAP;
+    rep->optimal = (done || o->mip_ret == GLP_EMIPGAP) &&
+                   rep->gap <= mip_gap + 1e-9;
     rep->timed_out = o->lp_ret == GLP_ETMLIM || o->mip_ret == GLP_ETMLIM;
 }
 
@@ -806,13 +860,11 @@ static zb_status too_big(inst *I, const zb_schedule *warm, double mip_gap,
         return zb_fail(err, ZB_EINPUT, "ilp: the warm schedule peaks at %g, "
                        "over the memory limit %g", peak, I->limit);
     earliest_ends(I);
-    double bound = 0;
-    for (int s = 0; s < I->n; s++)
-        bound = maxd(bound, I->es[pid(I, s, ZB_W, I->m - 1)]);
+    double bound = span_lower_bound(I);
     ZB_TRY(zb_schedule_copy(out, warm, err));
     if (rep) {
         snprintf(rep->solver, sizeof rep->solver, "ilp-warm");
-        rep->makespan = mk;
+        rep->max_span = mk;
         rep->bound = bound < mk ? bound : mk;
         rep->gap = mk > 0 ? (mk - rep->bound) / mk : 0;
         rep->optimal = rep->gap <= mip_gap;
@@ -858,7 +910,7 @@ static zb_status run_model(inst *I, const zb_schedule *warm, double deadline,
     double mk = 0;
     bool own = false;
     if (st == ZB_OK) st = pick_result(I, P, &o, warm, warm_mk, out, &mk, &own, err);
-    if (st == ZB_OK && rep) fill_report(&o, mk, own, rep);
+    if (st == ZB_OK && rep) fill_report(&o, mk, own, mip_gap, rep);
     if (P) glp_delete_prob(P);
     rows_free(&R);
     free(x);

@@ -1,7 +1,8 @@
 /* ilp.h - the exact schedule problem as a MIP solved with GLPK.
  *
  * Variables: end time of every pass, ordering binaries between passes on a
- * rank, memory constraints at every pass start, objective = makespan.
+ * rank, memory constraints at every pass start, objective = the longest
+ * rank span (last end - first start on one rank), the bubble rate's.
  * Warm-started from a given schedule (the heuristic's), with symmetry
  * breaking (passes of one kind keep microbatch order on a rank). On time-out
  * returns the best schedule found, never worse than the warm start.

@@ -168,7 +168,7 @@ zb_status zb_schedule_make(const char *name, const zb_sched_params *prm,
     snprintf(rep->solver, sizeof rep->solver, "%s",
              k < S_AUTO ? "generator" : "heuristic");
     if (prm->costs)
-        st = zb_simulate_fast(out, prm->costs, NULL, &rep->makespan, NULL, err);
+        st = zb_simulate_fast(out, prm->costs, NULL, &rep->max_span, NULL, err);
     rep->solve_s = now_s() - t0;
     if (st != ZB_OK) zb_schedule_free(out);
     return st;

@@ -32,10 +32,12 @@ typedef struct {
 /* Optional solver report, filled by the automatic schedules. */
 typedef struct {
     char solver[16];         /* "generator", "heuristic", "ilp" */
-    double makespan;         /* of the returned schedule */
-    double bound;            /* best lower bound (ILP), else 0 */
-    double gap;              /* (makespan - bound) / makespan, ILP */
-    bool optimal;            /* proven optimal */
+    double max_span;         /* longest rank span of the returned schedule
+                                (zb_sim_result.max_span, the objective) */
+    double bound;            /* best lower bound on max_span (ILP), else 0 */
+    double gap;              /* (max_span - bound) / max_span, ILP */
+    bool optimal;            /* proven optimal for max_span: gap <= the
+                                requested mip_gap */
     bool timed_out;
     double solve_s;
 } zb_sched_report;

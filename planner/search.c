@@ -508,9 +508,9 @@ static zb_status build_job(ctx *x, const split *s, const job *jb,
  * only when the bound does not fit). */
 static zb_status score(ctx *x, const split *s, zb_placement pl,
                        zb_candidate *c, zb_err *err) {
-    double mk, act;
+    double act;
     zb_err e2;
-    zb_status st = zb_simulate_fast(&c->sched, &x->cost[pl], x->ws, &mk,
+    zb_status st = zb_simulate_fast(&c->sched, &x->cost[pl], x->ws, NULL,
                                     &act, &e2);
     x->res->simulated++;
     if (st != ZB_OK)
@@ -519,6 +519,7 @@ static zb_status score(ctx *x, const split *s, zb_placement pl,
     /* each rank's DP all-reduce starts after its own last pass, while
      * other ranks still compute; only what outlasts the pipeline shows */
     const double *end = zb_sim_ws_rank_end(x->ws);
+    double mk = zb_sim_ws_last_end(x->ws); /* wall clock, see search.h */
     double reduced = mk;
     for (int r = 0; r < s->pp; r++)
         if (end[r] + x->ar_r[pl][r] > reduced) reduced = end[r] + x->ar_r[pl][r];
@@ -789,8 +790,8 @@ void zb_search_result_free(zb_search_result *res) {
 static void fill_prediction(const zb_model *mdl, const zb_candidate *c,
                             const detail *d, zb_plan *plan) {
     zb_prediction *pr = &plan->pred;
-    pr->pipeline_s = d->sim.makespan;
-    pr->step_s = c->step_s - c->pipeline_s + d->sim.makespan;
+    pr->pipeline_s = d->sim.last_end;
+    pr->step_s = c->step_s - c->pipeline_s + d->sim.last_end;
     pr->tokens_per_s = (double)mdl->train.global_batch * mdl->arch.seq_len /
                        pr->step_s;
     pr->mfu = zb_model_step_flops(mdl) / pr->step_s /

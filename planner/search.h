@@ -4,7 +4,11 @@
  * docs/zbplan.md describes the search space, the pruning and the formulas.
  *
  * Per candidate (units: seconds, bytes):
- *   step_s      = pipeline_s (simulated makespan)
+ *   step_s      = pipeline_s (simulated last end: every rank starts a
+ *                 step at time 0, after the previous optimizer step, so
+ *                 the wall clock is the latest end, not the longest rank
+ *                 span the schedulers minimise; the two differ by at most
+ *                 the later ranks' fill delay)
  *               + allreduce_s (exposed part of the ring all-reduces over
  *                 the DP groups: rank r's starts when its last pass ends,
  *                 step reaches max_r(end_r + ar_r))

@@ -3,7 +3,7 @@
  * Costs are per pipeline rank and uniform: a schedule with v chunks per rank
  * gets t_F = F/v, t_B = B/v, t_W = W/v, M_B = mem-f/v and M_W = mem-w/v per
  * virtual stage, so every schedule does the same work per rank and the
- * makespans compare directly. --cost-comm is per transfer, not divided.
+ * spans compare directly. --cost-comm is per transfer, not divided.
  */
 #include "planner/sim_cmd.h"
 
@@ -43,7 +43,8 @@ static const char usage[] =
     "                  [--format table|json]\n"
     "Simulates a schedule with uniform costs per pipeline rank (a schedule\n"
     "with v chunks gets F/v, B/v, W/v, X/v, Y/v per chunk) and prints the\n"
-    "makespan, bubble rate and per-rank span, busy time, bubble and peak\n"
+    "longest rank span (the objective), last end, bubble rate and per-rank\n"
+    "span, busy time, bubble and peak\n"
     "activation memory. Defaults: F = B = W = 1, C = 0, X = 1, Y = X/2,\n"
     "L = 0 (the schedule's own limit), V = 2 for interleaved, heuristic,\n"
     "10 s, table. --schedule all prints every schedule, skipping those whose\n"
@@ -187,14 +188,14 @@ static void json_result(const sim_args *a, const sim_out *o) {
     const zb_sim_result *r = &o->sim;
     printf("{\"schedule\": ");
     json_str(o->name);
-    printf(", \"p\": %d, \"m\": %d, \"v\": %d, \"makespan\": %.15g, "
-           "\"bubble_rate\": %.15g, \"solver\": ", a->p, a->m, o->v,
-           r->makespan, r->bubble_rate);
+    printf(", \"p\": %d, \"m\": %d, \"v\": %d, \"max_span\": %.15g, "
+           "\"last_end\": %.15g, \"bubble_rate\": %.15g, \"solver\": ",
+           a->p, a->m, o->v, r->max_span, r->last_end, r->bubble_rate);
     json_str(o->rep.solver);
     if (strcmp(o->rep.solver, "generator") != 0)
-        printf(", \"solve\": {\"makespan\": %.15g, \"bound\": %.15g, "
+        printf(", \"solve\": {\"max_span\": %.15g, \"bound\": %.15g, "
                "\"gap\": %.15g, \"optimal\": %s, \"timed_out\": %s, "
-               "\"solve_s\": %.6g}", o->rep.makespan, o->rep.bound,
+               "\"solve_s\": %.6g}", o->rep.max_span, o->rep.bound,
                o->rep.gap, o->rep.optimal ? "true" : "false",
                o->rep.timed_out ? "true" : "false", o->rep.solve_s);
     printf(", \"stages\": [");
@@ -213,7 +214,8 @@ static void table_one(const sim_args *a, const sim_out *o) {
         printf("solve: bound %g  gap %.4f  optimal %s  timed out %s  %.3f s\n",
                o->rep.bound, o->rep.gap, o->rep.optimal ? "yes" : "no",
                o->rep.timed_out ? "yes" : "no", o->rep.solve_s);
-    printf("makespan %g  bubble rate %.4f\n", r->makespan, r->bubble_rate);
+    printf("longest rank span %g  last end %g  bubble rate %.4f\n",
+           r->max_span, r->last_end, r->bubble_rate);
     printf("%6s %12s %12s %8s %12s\n", "rank", "span", "busy", "bubble",
            "peak_mem");
     for (int k = 0; k < r->p; k++)
@@ -228,7 +230,7 @@ static void table_row(const sim_out *o) {
     }
     const zb_sim_result *r = &o->sim;
     printf("%-12s %2d  %-10s %12g %8.4f  ", o->name, o->v, o->rep.solver,
-           r->makespan, r->bubble_rate);
+           r->max_span, r->bubble_rate);
     for (int k = 0; k < r->p; k++) printf("%s%g", k ? " " : "", r->peak_mem[k]);
     printf("\n");
 }
@@ -258,7 +260,7 @@ static void print_all(const sim_args *a, const sim_out *outs, int n) {
     printf("p %d  m %d  F %g  B %g  W %g  comm %g  (per rank)\n", a->p, a->m,
            a->f, a->b, a->w, a->comm);
     printf("%-12s %2s  %-10s %12s %8s  %s\n", "schedule", "v", "solver",
-           "makespan", "bubble", "peak_mem per rank");
+           "max_span", "bubble", "peak_mem per rank");
     for (int i = 0; i < n; i++) table_row(&outs[i]);
 }
 

@@ -414,40 +414,25 @@ zb_status zb_greedy_check(int p, int m, int v, zb_placement pl,
     return ZB_OK;
 }
 
-/* Bubble rate by the full simulator (tie-break between equal makespans). */
-static zb_status bubble_of(const zb_schedule *s, const zb_costs *c,
-                           double *bubble, zb_err *err) {
-    zb_sim_result res;
-    zb_status st = zb_simulate(s, c, &res, err);
-    if (st == ZB_OK) *bubble = res.bubble_rate;
-    zb_sim_result_free(&res);
-    return st;
-}
-
 typedef struct {
     zb_schedule *best;
-    double mk, bubble;   /* bubble < 0: not computed yet */
+    double span, last;   /* longest rank span (objective), last end */
 } best_so_far;
 
-/* Keep cur if it beats best; swaps the two schedules' storage. */
-static zb_status consider(best_so_far *b, zb_schedule *cur, double mk,
-                          const zb_costs *c, zb_err *err) {
-    double eps = 1e-9 * (mk > 1 ? mk : 1);
-    bool better = mk < b->mk - eps;
-    double cb = -1;
-    if (!better && mk <= b->mk + eps) {
-        if (b->bubble < 0) ZB_TRY(bubble_of(b->best, c, &b->bubble, err));
-        if (b->bubble <= 1e-12) return ZB_OK; /* nothing left to gain */
-        ZB_TRY(bubble_of(cur, c, &cb, err));
-        better = cb < b->bubble - 1e-12;
-    }
-    if (!better) return ZB_OK;
+/* Keep cur if its longest rank span (span) beats the best; equal spans go
+ * to the earlier last end (the wall clock of one isolated step). Swaps the
+ * two schedules' storage. */
+static void consider(best_so_far *b, zb_schedule *cur, double span,
+                     double last) {
+    double eps = 1e-9 * (span > 1 ? span : 1);
+    bool better = span < b->span - eps ||
+                  (span <= b->span + eps && last < b->last - eps);
+    if (!better) return;
     zb_schedule tmp = *b->best;
     *b->best = *cur;
     *cur = tmp;
-    b->mk = mk;
-    b->bubble = cb;
-    return ZB_OK;
+    b->span = span;
+    b->last = last;
 }
 
 /* Load seed into cur if it is a split schedule of this shape; the
@@ -489,7 +474,7 @@ zb_status zb_greedy_search(const char *name, int p, int m, int v,
         greedy_free(&g);
         return st;
     }
-    best_so_far b = {out, INFINITY, -1};
+    best_so_far b = {out, INFINITY, INFINITY};
     zb_err stall = {""};
     for (int i = 0; i < npol && st == ZB_OK; i++) {
         double mk, peak;
@@ -504,7 +489,7 @@ zb_status zb_greedy_search(const char *name, int p, int m, int v,
             st = zb_fail(err, ZB_ERUNTIME, "%s: internal error: policy %d "
                          "peaks at %g over the limit %g", name, i, peak,
                          mem_limit);
-        if (st == ZB_OK) st = consider(&b, &cur, mk, c, err);
+        if (st == ZB_OK) consider(&b, &cur, mk, zb_sim_ws_last_end(ws));
     }
     for (int i = 0; i < nseeds && st == ZB_OK; i++) {
         double mk, peak;
@@ -515,9 +500,9 @@ zb_status zb_greedy_search(const char *name, int p, int m, int v,
         if (zb_simulate_fast(&cur, c, ws, &mk, &peak, &ignored) != ZB_OK ||
             peak > mem_limit + g.tol)
             continue;
-        st = consider(&b, &cur, mk, c, err);
+        consider(&b, &cur, mk, zb_sim_ws_last_end(ws));
     }
-    if (st == ZB_OK && isinf(b.mk))
+    if (st == ZB_OK && isinf(b.span))
         st = zb_fail(err, ZB_ERUNTIME, "%s", stall.msg);
 
     zb_schedule_free(&cur);

@@ -12,8 +12,9 @@
  * see reserve_all; a B that does not fit waits for a W to free memory).
  *
  * zb_greedy_search runs the scheduler once per policy, scores each result
- * (and each seed schedule it is given) with zb_simulate_fast (makespan;
- * ties broken by the bubble rate of zb_simulate) and keeps the best; a
+ * (and each seed schedule it is given) with zb_simulate_fast (the longest
+ * rank span, which the bubble rate measures; ties broken by the earlier
+ * last end) and keeps the best; a
  * policy whose run stalls is skipped (ZB_ERUNTIME if all do). Costs are
  * checked first: times and memory >= 0 and finite, and the limit must hold
  * what one microbatch needs on a rank (m_b of its stage on LOOP, of both

@@ -23,7 +23,7 @@ bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL: $*"; }
 [ -x "$Z" ] || { echo "zbplan_cli.sh: $Z not found"; exit 1; }
 
 # ---- sim: JSON and closed forms ------------------------------------------
-# p m F B W: 1F1B makespan (p-1+m)(F+B+W), bubble (p-1)/(p-1+m), rank 0
+# p m F B W: 1F1B longest rank span = last end = (p-1+m)(F+B+W), bubble (p-1)/(p-1+m), rank 0
 # keeps min(p, m) microbatches of activations (X = 1 by default).
 for c in "4 8 1 2 1" "3 5 0.5 1.25 0.75" "8 16 1 1 1" "1 4 2 3 1" "6 2 1 1 1"; do
     # shellcheck disable=SC2086  # word splitting wanted
@@ -37,7 +37,8 @@ p, m = int(sys.argv[2]), int(sys.argv[3])
 F, B, W = map(float, sys.argv[4:7])
 want = (p - 1 + m) * (F + B + W)
 assert d["schedule"] == "1f1b" and d["p"] == p and d["m"] == m and d["v"] == 1, d
-assert abs(d["makespan"] - want) <= 1e-9 * want, (d["makespan"], want)
+assert abs(d["max_span"] - want) <= 1e-9 * want, (d["max_span"], want)
+assert abs(d["last_end"] - want) <= 1e-9 * want, (d["last_end"], want)
 assert abs(d["bubble_rate"] - (p - 1) / (p - 1 + m)) <= 1e-9, d["bubble_rate"]
 st = d["stages"]
 assert [s["rank"] for s in st] == list(range(p)), st
@@ -53,15 +54,15 @@ EOF
     fi
 done
 
-# ZB-H1 at F = B = W = 1: makespan 3m + (p-1) (Qi et al. 2024, section 3).
+# ZB-H1 at F = B = W = 1: longest span 3m + (p-1) (Qi et al. 2024, section 3).
 for c in "4 8" "4 12" "8 24"; do
     # shellcheck disable=SC2086  # word splitting wanted
     set -- $c
     mk=$("$Z" sim --schedule zb-h1 --stages "$1" --microbatches "$2" --format json |
-         python3 -c 'import json,sys; print(json.load(sys.stdin)["makespan"])')
+         python3 -c 'import json,sys; print(json.load(sys.stdin)["max_span"])')
     want=$((3 * $2 + $1 - 1))
     if python3 -c "import sys; sys.exit(abs($mk - $want) > 1e-9)" 2>/dev/null; then ok
-    else bad "sim zb-h1 p=$1 m=$2: makespan $mk, closed form $want"; fi
+    else bad "sim zb-h1 p=$1 m=$2: max_span $mk, closed form $want"; fi
 done
 
 # ---- sim --schedule all: every schedule is listed or skipped -------------

@@ -383,7 +383,7 @@ static bool same_actions(const zb_schedule *a, const zb_schedule *b) {
     return true;
 }
 
-/* make() returns what the generator builds, and a report whose makespan is
+/* make() returns what the generator builds, and a report whose max_span is
  * the simulator's. */
 START_TEST(make_dispatches_handmade) {
     const char *names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v"};
@@ -404,16 +404,16 @@ START_TEST(make_dispatches_handmade) {
         ck_assert_str_eq(rep.solver, "generator");
         zb_sim_result res;
         ck_assert_int_eq(zb_simulate(&s, &c, &res, &err), ZB_OK);
-        ck_assert_double_eq_tol(rep.makespan, res.makespan, TOL);
+        ck_assert_double_eq_tol(rep.max_span, res.max_span, TOL);
         ck_assert(!rep.optimal && !rep.timed_out);
         zb_sim_result_free(&res);
         zb_schedule_free(&s);
         zb_schedule_free(&want);
         zb_costs_free(&c);
-        /* without costs: a schedule, no makespan */
+        /* without costs: a schedule, no max_span */
         prm.costs = NULL;
         ck_assert_int_eq(zb_schedule_make(names[k], &prm, &s, &rep, &err), ZB_OK);
-        ck_assert_double_eq(rep.makespan, 0);
+        ck_assert_double_eq(rep.max_span, 0);
         zb_schedule_free(&s);
     }
 }
@@ -449,7 +449,7 @@ static void check_auto(const char *name, int p, int m, zb_solver solver,
     zb_sim_result res;
     ck_assert_int_eq(zb_simulate(&s, &c, &res, &err), ZB_OK);
     ck_assert(max_peak(&res) <= want_limit + TOL);
-    ck_assert_double_eq_tol(rep.makespan, res.makespan, 1e-6);
+    ck_assert_double_eq_tol(rep.max_span, res.max_span, 1e-6);
     zb_sim_result_free(&res);
     zb_schedule_free(&s);
     zb_costs_free(&c);

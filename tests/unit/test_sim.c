@@ -48,7 +48,7 @@ START_TEST(two_stage_timeline) {
         ck_assert_double_eq_tol(res.start[res.off[0] + i], want0[i], 1e-12);
         ck_assert_double_eq_tol(res.start[res.off[1] + i], want1[i], 1e-12);
     }
-    ck_assert_double_eq_tol(res.makespan, 11, 1e-12);
+    ck_assert_double_eq_tol(res.last_end, 11, 1e-12);
     ck_assert_double_eq_tol(res.span[1], 9.5 - 1.5, 1e-12);
     ck_assert_double_eq_tol(res.busy[0], 8, 1e-12);
     ck_assert_double_eq_tol(res.bubble[0], (11 - 8) / 11.0, 1e-12);
@@ -153,6 +153,66 @@ START_TEST(v_placement_turn_has_no_comm) {
 }
 END_TEST
 
+/* The objective is the longest rank span, not the latest end: rank 1
+ * starts at 1 and its slow W makes it end last (8) with span 7, while rank
+ * 0 spans 0..5. */
+START_TEST(span_is_not_last_end) {
+    const char *ranks[] = {"F0 B0 W0", "F0 B0 W0"};
+    zb_schedule s;
+    build(&s, 2, 1, 1, ZB_PLACE_LOOP, ranks);
+    zb_costs c;
+    zb_err err;
+    ck_assert_int_eq(zb_costs_uniform(&c, 2, 1, 1, 1, 0, 1, 0.5, &err), ZB_OK);
+    c.t_w[1] = 5;
+    zb_sim_result res;
+    ck_assert_int_eq(zb_simulate(&s, &c, &res, &err), ZB_OK);
+    ck_assert_double_eq_tol(res.span[0], 5, 1e-12);
+    ck_assert_double_eq_tol(res.span[1], 7, 1e-12);
+    ck_assert_double_eq_tol(res.max_span, 7, 1e-12);
+    ck_assert_double_eq_tol(res.last_end, 8, 1e-12);
+    /* mean busy (3 + 7) / 2 = 5 over the longest span 7 */
+    ck_assert_double_eq_tol(res.bubble_rate, 2 / 7.0, 1e-12);
+    double span, pk;
+    zb_sim_ws *ws = zb_sim_ws_new();
+    ck_assert_ptr_nonnull(ws);
+    ck_assert_int_eq(zb_simulate_fast(&s, &c, ws, &span, &pk, &err), ZB_OK);
+    ck_assert_double_eq_tol(span, 7, 1e-12);
+    ck_assert_double_eq_tol(zb_sim_ws_last_end(ws), 8, 1e-12);
+    ck_assert_double_eq_tol(zb_sim_ws_rank_end(ws)[0], 5, 1e-12);
+    zb_sim_ws_free(ws);
+    zb_sim_result_free(&res);
+    zb_costs_free(&c);
+    zb_schedule_free(&s);
+}
+END_TEST
+
+/* The order the Zero Bubble authors' ZB-2p heuristic finds for p 4, m 8,
+ * F 1, B 2, W 1, comm 0.1 (issue 9): longest rank span 34.6 (rank 0 runs
+ * 8 F, waits for B0 at 12.6, then runs B and W back to back: 12.6 + 22). */
+START_TEST(authors_order_span) {
+    const char *ranks[] = {
+        "F0 F1 F2 F3 F4 F5 F6 F7 B0 W0 B1 W1 B2 W2 B3 W3 B4 W4 B5 W5 B6 W6 B7 W7",
+        "F0 F1 F2 F3 F4 F5 F6 B0 F7 B1 W0 B2 W1 B3 W2 B4 W3 B5 W4 B6 W5 B7 W6 W7",
+        "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 W0 B5 W1 B6 W2 B7 W3 W4 W5 W6 W7",
+        "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7 W0 W1 W2 W3 W4 W5 W6 W7"};
+    zb_schedule s;
+    build(&s, 4, 8, 1, ZB_PLACE_LOOP, ranks);
+    zb_costs c;
+    zb_err err;
+    ck_assert_int_eq(zb_costs_uniform(&c, 4, 1, 2, 1, 0.1, 2, 1, &err), ZB_OK);
+    zb_sim_result res;
+    ck_assert_int_eq(zb_simulate(&s, &c, &res, &err), ZB_OK);
+    ck_assert_double_eq_tol(res.span[0], 34.6, 1e-9);
+    ck_assert_double_eq_tol(res.max_span, 34.6, 1e-9);
+    ck_assert_double_eq_tol(res.bubble_rate, (34.6 - 32) / 34.6, 1e-9);
+    ck_assert_double_ge(res.last_end, res.max_span);
+    for (int r = 0; r < 4; r++) ck_assert_double_le_tol(res.peak_mem[r], 16, 1e-9);
+    zb_sim_result_free(&res);
+    zb_costs_free(&c);
+    zb_schedule_free(&s);
+}
+END_TEST
+
 START_TEST(lowering_matches_dependencies) {
     /* p=2 loop, v=2 interleaved-like: vstages 0(r0) 1(r1) 2(r0) 3(r1) */
     const char *ranks[] = {"F0.0 F0.1 BW0.1 BW0.0", "F0.0 F0.1 BW0.1 BW0.0"};
@@ -203,6 +263,8 @@ int main(void) {
     tcase_add_test(tc, b_can_raise_memory);
     tcase_add_test(tc, v_placement_turn_has_no_comm);
     tcase_add_test(tc, lowering_matches_dependencies);
+    tcase_add_test(tc, span_is_not_last_end);
+    tcase_add_test(tc, authors_order_span);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

@@ -5,7 +5,7 @@
  * ILP's warm start relies on it). Quality: never a higher bubble rate than
  * the hand-made ZB-H1 at p*M_B, ZB-H2 at 2p*M_B (m >= 2p) and ZB-V at its
  * own peak; zero bubble where the paper's closed forms say it exists; and a
- * makespan never below a hand lower bound (a broken simulator or scheduler
+ * last end never below a hand lower bound (a broken simulator or scheduler
  * that drops work would go below it). Costs include m_w > m_b (full
  * recompute: B raises memory).
  */
@@ -73,7 +73,7 @@ static zb_sim_result check_valid(const zb_schedule *s, const zb_costs *c,
     return res;
 }
 
-/* Makespan lower bound: a rank cannot start before its first F's inputs
+/* Lower bound on the last end: a rank cannot start before its first F's inputs
  * arrive, then runs all its passes one at a time. */
 static double lower_bound(int p, int m, int v, zb_placement pl, const zb_costs *c) {
     double lb = 0;
@@ -125,7 +125,7 @@ static void random_run(int v) {
         ck_assert_msg(make_auto(v, p, m, &c, limit, &s, &err) == ZB_OK,
                       "p=%d m=%d: %s", p, m, err.msg);
         zb_sim_result res = check_valid(&s, &c, limit, p, m, v);
-        ck_assert_double_ge_tol(res.makespan, lower_bound(p, m, v, pl, &c), 1e-9);
+        ck_assert_double_ge_tol(res.last_end, lower_bound(p, m, v, pl, &c), 1e-9);
         zb_sim_result_free(&res);
         zb_schedule_free(&s);
         zb_costs_free(&c);
@@ -303,7 +303,7 @@ START_TEST(unbalanced_with_comm_valid) {
             zb_err err;
             ck_assert_int_eq(make_auto(v, p, m, &c, limit, &a, &err), ZB_OK);
             zb_sim_result res = check_valid(&a, &c, limit, p, m, v);
-            ck_assert_double_ge_tol(res.makespan, lower_bound(p, m, v, pl, &c), 1e-9);
+            ck_assert_double_ge_tol(res.last_end, lower_bound(p, m, v, pl, &c), 1e-9);
             zb_sim_result_free(&res);
             zb_schedule_free(&a);
             zb_costs_free(&c);
