@@ -22,6 +22,7 @@
 
 #include "planner/schedules.h"
 #include "planner/zb_auto_greedy.h"
+#include "planner/zb_auto_rounds.h"
 
 typedef struct {
     int cap_a, cap_b;  /* cap[r] = cap_a (p - r) + cap_b; cap_a = 0: none */
@@ -75,11 +76,23 @@ zb_status zb_auto_heuristic(int p, int m, const zb_costs *c, double mem_limit,
     /* ZB-H1 and ZB-H2 compete too: where they fit the limit, zb-auto is
      * never worse than them (the greedy alone can trail them by a few
      * tenths of a percent when transfers take time). */
-    zb_schedule seeds[2];
+    zb_schedule seeds[2 + ZB_ROUNDS_MAX];
     zb_err ignored;
     int nseeds = 0;
     if (zb_sched_zbh1(p, m, &seeds[nseeds], &ignored) == ZB_OK) nseeds++;
     if (zb_sched_zbh2(p, m, &seeds[nseeds], &ignored) == ZB_OK) nseeds++;
+    /* the round scheduler's runs (zb_auto_rounds.h) compete as well */
+    int nr = 0;
+    zb_status rst = zb_greedy_check(p, m, 1, ZB_PLACE_LOOP, c, mem_limit,
+                                    "zb-auto", err);
+    if (rst == ZB_OK)
+        rst = zb_rounds_seeds(p, m, c, mem_limit, seeds + nseeds, &nr, err);
+    if (rst == ZB_ENOMEM) {
+        for (int i = 0; i < nseeds; i++) zb_schedule_free(&seeds[i]);
+        free(ints);
+        return rst;
+    }
+    nseeds += nr;
     zb_status st = zb_greedy_search("zb-auto", p, m, 1, ZB_PLACE_LOOP, c,
                                     mem_limit, pol, zb_greedy_policy_count(3L * p * m, N_POL, MIN_POL), seeds,
                                     nseeds, out, err);
