@@ -311,6 +311,31 @@ START_TEST(unbalanced_with_comm_valid) {
 }
 END_TEST
 
+/* Issue 9: F 1, B 2, W 1, comm 0.1, M_B 2, M_W 1 (limit 8 or 16 M_B). The
+ * Zero Bubble authors' ZB-2p heuristic reaches longest rank spans 34.6 (p
+ * 4, m 8; also the optimum) and 71.4 (p 8, m 16); zb-auto must too. */
+START_TEST(issue9_authors_spans) {
+    struct { int p, m; double limit, span; } cases[] = {{4, 8, 16, 34.6},
+                                                        {8, 16, 32, 71.4}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int p = cases[k].p, m = cases[k].m;
+        zb_costs c;
+        uniform(&c, p, 1, 2, 1, 0.1, 2, 1);
+        zb_schedule s;
+        zb_err err;
+        ck_assert_int_eq(zb_auto_heuristic(p, m, &c, cases[k].limit, &s, &err), ZB_OK);
+        zb_sim_result res = check_valid(&s, &c, cases[k].limit, p, m, 1);
+        ck_assert_msg(res.max_span <= cases[k].span + 1e-9, "p=%d m=%d: span %g, "
+                      "the authors reach %g", p, m, res.max_span, cases[k].span);
+        ck_assert_double_eq_tol(res.bubble_rate,
+                                (res.max_span - 4.0 * m) / res.max_span, 1e-9);
+        zb_sim_result_free(&res);
+        zb_schedule_free(&s);
+        zb_costs_free(&c);
+    }
+}
+END_TEST
+
 START_TEST(deterministic) {
     zb_costs c;
     uniform(&c, 5, 1, 2, 1, 0.1, 1, 0.5);
@@ -344,6 +369,7 @@ int main(void) {
     tcase_add_test(tc, zero_bubble_uniform);
     tcase_add_test(tc, unbalanced_with_comm_valid);
     tcase_add_test(tc, deterministic);
+    tcase_add_test(tc, issue9_authors_spans);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
