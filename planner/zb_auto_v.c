@@ -21,6 +21,7 @@
 
 #include "planner/schedules.h"
 #include "planner/zb_auto_greedy.h"
+#include "planner/zb_auto_vrounds.h"
 
 typedef struct {
     int f_first, cap_2p;   /* cap_2p: FILL's cap is 2p (else p) */
@@ -63,13 +64,21 @@ zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
             .reserve_all = vp->reserve_all,
             .f_first = vp->f_first};
     }
-    zb_schedule seed;
+    zb_schedule seeds[1 + ZB_VROUNDS_MAX];
     zb_err ignored;
-    int nseeds = zb_sched_zbv(p, m, &seed, &ignored) == ZB_OK;
-    zb_status st = zb_greedy_search("zb-auto-v", p, m, 2, ZB_PLACE_V, c,
-                                    mem_limit, pol, zb_greedy_policy_count(6L * p * m, N_POL, MIN_POL), &seed,
-                                    nseeds, out, err);
-    if (nseeds) zb_schedule_free(&seed);
+    int nseeds = zb_sched_zbv(p, m, &seeds[0], &ignored) == ZB_OK;
+    /* the round scheduler's runs (zb_auto_vrounds.h) compete as well */
+    int nr = 0;
+    zb_status st = zb_greedy_check(p, m, 2, ZB_PLACE_V, c, mem_limit,
+                                   "zb-auto-v", err);
+    if (st == ZB_OK)
+        st = zb_vrounds_seeds(p, m, c, mem_limit, seeds + nseeds, &nr, err);
+    nseeds += nr;
+    if (st != ZB_ENOMEM)
+        st = zb_greedy_search("zb-auto-v", p, m, 2, ZB_PLACE_V, c, mem_limit,
+                              pol, zb_greedy_policy_count(6L * p * m, N_POL, MIN_POL),
+                              seeds, nseeds, out, err);
+    for (int i = 0; i < nseeds; i++) zb_schedule_free(&seeds[i]);
     free(caps);
     return st;
 }
