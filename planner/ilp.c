@@ -66,6 +66,9 @@ typedef struct {
     const zb_costs *c;
     double limit, H;          /* memory limit; horizon (upper bound on C) */
     double *start;            /* [n] S_s: fixed start of rank s's first pass */
+    int *kf;                  /* [n] most F in flight (F done, B not) that
+                                 memory allows: F_j starts after B_{j-kf}
+                                 ends, as kf + 1 activations do not fit */
     int npass, npair;         /* 3nm passes; 3 * n * m(m-1)/2 pairs */
     double *t, *es, *lf;      /* [npass] duration, earliest / latest end */
     signed char *fix;         /* [npair] -1 free, else the forced value */
@@ -123,26 +126,28 @@ static double work_after(const inst *I, int s, int k, int j) {
 static double maxd(double a, double b) { return a > b ? a : b; }
 static double mind(double a, double b) { return a < b ? a : b; }
 
-/* Earliest end of every pass, in a topological order of the DAG (F by
- * stage up, B by stage down, then W), raised by the rank-work bound: a rank
- * starts no earlier than its first F can, and runs its fixed predecessors
- * one at a time. */
+/* Earliest end of every pass, in a topological order of the DAG (by
+ * microbatch: F by stage up, then B by stage down; then W), raised by the
+ * memory precedence (F_j after B_{j-k}, see kf) and the rank-work bound: a
+ * rank starts no earlier than its first F can, and runs its fixed
+ * predecessors one at a time. */
 static void earliest_ends(inst *I) {
     int n = I->n, m = I->m;
     double *es = I->es;
-    for (int s = 0; s < n; s++)
-        for (int j = 0; j < m; j++) {
+    for (int j = 0; j < m; j++) {
+        for (int s = 0; s < n; s++) {
             double t = s > 0 ? es[pid(I, s - 1, ZB_F, j)] + comm(I, s - 1) : 0;
             if (j > 0) t = maxd(t, es[pid(I, s, ZB_F, j - 1)]);
+            if (j >= I->kf[s]) t = maxd(t, es[pid(I, s, ZB_B, j - I->kf[s])]);
             es[pid(I, s, ZB_F, j)] = t + I->c->t_f[s];
         }
-    for (int s = n - 1; s >= 0; s--)
-        for (int j = 0; j < m; j++) {
+        for (int s = n - 1; s >= 0; s--) {
             double t = s < n - 1 ? es[pid(I, s + 1, ZB_B, j)] + comm(I, s)
                                  : es[pid(I, s, ZB_F, j)];
             if (j > 0) t = maxd(t, es[pid(I, s, ZB_B, j - 1)]);
             es[pid(I, s, ZB_B, j)] = t + I->c->t_b[s];
         }
+    }
     for (int s = 0; s < n; s++)
         for (int j = 0; j < m; j++) {
             double t = es[pid(I, s, ZB_B, j)];
@@ -165,8 +170,8 @@ static void earliest_ends(inst *I) {
 
 /* Latest end of every pass: the least over its successors Y of LF(Y) -
  * t(Y) (- comm across ranks), and S + H minus the work its rank must still
- * run after it. Reverse topological order: W, then B by stage up, then F by
- * stage down. */
+ * run after it. Reverse topological order: W; then by microbatch down, B by
+ * stage up and F by stage down (B_j precedes F_{j+k}, see kf). */
 static void latest_ends(inst *I) {
     int n = I->n, m = I->m;
     const zb_costs *c = I->c;
@@ -177,18 +182,19 @@ static void latest_ends(inst *I) {
             if (j + 1 < m) t = mind(t, lf[pid(I, s, ZB_W, j + 1)] - c->t_w[s]);
             lf[pid(I, s, ZB_W, j)] = t;
         }
-    for (int s = 0; s < n; s++)
-        for (int j = m - 1; j >= 0; j--) {
+    for (int j = m - 1; j >= 0; j--) {
+        for (int s = 0; s < n; s++) {
             double t = I->start[s] + I->H - work_after(I, s, ZB_B, j);
             t = mind(t, lf[pid(I, s, ZB_W, j)] - c->t_w[s]);
             if (j + 1 < m) t = mind(t, lf[pid(I, s, ZB_B, j + 1)] - c->t_b[s]);
             if (s > 0)
                 t = mind(t, lf[pid(I, s - 1, ZB_B, j)] - c->t_b[s - 1] -
                                 comm(I, s - 1));
+            if (j + I->kf[s] < m)
+                t = mind(t, lf[pid(I, s, ZB_F, j + I->kf[s])] - c->t_f[s]);
             lf[pid(I, s, ZB_B, j)] = t;
         }
-    for (int s = n - 1; s >= 0; s--)
-        for (int j = m - 1; j >= 0; j--) {
+        for (int s = n - 1; s >= 0; s--) {
             double t = I->start[s] + I->H - work_after(I, s, ZB_F, j);
             if (j + 1 < m) t = mind(t, lf[pid(I, s, ZB_F, j + 1)] - c->t_f[s]);
             if (s + 1 < n)
@@ -197,6 +203,7 @@ static void latest_ends(inst *I) {
                 t = mind(t, lf[pid(I, s, ZB_B, j)] - c->t_b[s]);
             lf[pid(I, s, ZB_F, j)] = t;
         }
+    }
 }
 
 /* Lower bound on the longest span (needs earliest_ends): every rank runs
@@ -209,9 +216,7 @@ static double span_lower_bound(const inst *I) {
     double lb = 0;
     for (int s = 0; s < I->n; s++) {
         double work = I->m * (c->t_f[s] + c->t_b[s] + c->t_w[s]);
-        double room = I->limit + 1e-9 * maxd(1, I->limit);
-        double fit = c->m_b[s] > 0 ? floor(room / c->m_b[s]) : I->m;
-        if (fit > I->m) fit = I->m;
+        double fit = I->kf[s];
         double b0 = I->es[pid(I, s, ZB_B, 0)] - c->t_b[s] - I->start[s];
         lb = maxd(lb, work + maxd(0, b0 - fit * c->t_f[s]));
         lb = maxd(lb, I->es[pid(I, s, ZB_W, I->m - 1)] - I->start[s]);
@@ -361,9 +366,9 @@ static void add_time_rows(const inst *I, rows *R) {
 /* Order rows of one pair. A window that rules one order out fixes the
  * binary (and keeps a plain precedence row). Returns false if the windows
  * rule out both orders (no solution within the horizon). */
-static bool add_pair(inst *I, rows *R, int q, int x, int y) {
+static bool add_pair(inst *I, rows *R, int q, int x, int y, bool x_fits) {
     double tx = I->t[x], ty = I->t[y], tol = tol_of(I);
-    bool x_first = I->lf[y] - I->es[x] >= ty - tol; /* X before Y possible */
+    bool x_first = x_fits && I->lf[y] - I->es[x] >= ty - tol; /* X before Y possible */
     bool y_first = I->lf[x] - I->es[y] >= tx - tol;
     int o = col_o(I, q);
     if (!x_first && !y_first) return false;
@@ -397,7 +402,9 @@ static bool add_order_rows(inst *I, rows *R) {
                 for (int j = 0; j < i; j++) {
                     int x, y;
                     pair_passes(I, s, type, i, j, &x, &y);
-                    if (!add_pair(I, R, pair_index(I, s, type, i, j), x, y))
+                    /* F_i before B_j holds i - j + 1 activations */
+                    bool fits = type != PAIR_FB || i - j < I->kf[s];
+                    if (!add_pair(I, R, pair_index(I, s, type, i, j), x, y, fits))
                         return false;
                 }
     return true;
@@ -743,6 +750,7 @@ static void inst_free(inst *I) {
     free(I->lf);
     free(I->fix);
     free(I->start);
+    free(I->kf);
 }
 
 /* Larger instances are not modelled (3 p m (m-1) / 2 binaries: p = 16,
@@ -761,7 +769,8 @@ static zb_status inst_init(inst *I, int p, int m, const zb_costs *c,
     I->lf = zb_calloc((size_t)I->npass, sizeof(double), err);
     I->fix = zb_calloc((size_t)I->npair + 1, 1, err);
     I->start = zb_calloc((size_t)p, sizeof(double), err);
-    if (!I->t || !I->es || !I->lf || !I->fix || !I->start) {
+    I->kf = zb_calloc((size_t)p, sizeof(int), err);
+    if (!I->t || !I->es || !I->lf || !I->fix || !I->start || !I->kf) {
         inst_free(I);
         return ZB_ENOMEM;
     }
@@ -770,6 +779,11 @@ static zb_status inst_init(inst *I, int p, int m, const zb_costs *c,
             for (int j = 0; j < m; j++) I->t[pid(I, s, k, j)] = dur(I, s, k);
     for (int s = 1; s < p; s++)
         I->start[s] = I->start[s - 1] + c->t_f[s - 1] + c->t_comm[s - 1];
+    for (int s = 0; s < p; s++) {
+        double room = limit + zb_greedy_mem_tol(limit);
+        double k = c->m_b[s] > 0 ? floor(room / c->m_b[s]) : m;
+        I->kf[s] = k >= m ? m : k < 1 ? 1 : (int)k;
+    }
     return ZB_OK;
 }
 

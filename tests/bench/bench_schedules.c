@@ -10,7 +10,8 @@
  * transfer time stays per hop. Memory limits: zb-1p p M_B, zb-2p 2p M_B,
  * zb-auto-v p M_B (ZB-V's peak). Bubble rate = (longest stage span - mean
  * busy) / longest span (zb_sim.h). Times: median of several runs of
- * zb_schedule_make. Then the ILP on p = 4, m = 8 (10 s limit; zb-1p, zb-2p
+ * zb_schedule_make; the ILP (zb-auto with --solver ilp at p M_B, 10 s) on
+ * the p = 4 rows. Then the ILP on p = 4, m = 8 (10 s limit; zb-1p, zb-2p
  * and zb-auto at 0.75 p M_B, where memory binds hardest), and zb-auto
  * alone at p = 32, m = 256 (median of 5), with the targets:
  *   zb-auto < 50 ms at p = 32, m = 256 (one core);
@@ -111,11 +112,41 @@ static int measure(const column *col, int p, int m, int unbalanced,
     return rc;
 }
 
+/* The ILP at zb-1p's limit (p M_B) for p = 4 rows, 10 s: bubble rate,
+ * solve time, '*' when proven optimal. */
+static int ilp_cell(int p, int m, int unbalanced) {
+    if (p > 4) {
+        printf(" %17s", "-");
+        return 0;
+    }
+    zb_costs c;
+    zb_err err;
+    if (make_costs(&c, p, 1, unbalanced, &err)) return -1;
+    zb_sched_params prm = {p, m, 1, &c, p, ZB_SOLVER_ILP, 10, 1e-4};
+    zb_schedule s;
+    zb_sched_report rep;
+    int made = zb_schedule_make("zb-auto", &prm, &s, &rep, &err) == ZB_OK;
+    zb_sim_result res;
+    int rc = made && zb_simulate(&s, &c, &res, &err) == ZB_OK ? 0 : -1;
+    if (rc == 0) {
+        printf(" %6.2f%c (%6.2fs)", 100 * res.bubble_rate, rep.optimal ? '*' : ' ',
+               rep.solve_s);
+        zb_sim_result_free(&res);
+    } else {
+        fprintf(stderr, "ilp p=%d m=%d: %s\n", p, m, err.msg);
+    }
+    if (made) zb_schedule_free(&s);
+    zb_costs_free(&c);
+    return rc;
+}
+
 static int table(void) {
     static const char *family[] = {"uniform", "unbalanced"};
-    printf("bubble rate %% (build time ms, median)\n%-10s %3s %4s", "costs", "p", "m");
+    printf("bubble rate %% (build time ms, median); ilp-1p: the ILP at p M_B, "
+           "10 s, p = 4 only (* proven optimal, solve time)\n%-10s %3s %4s",
+           "costs", "p", "m");
     for (int k = 0; k < NCOL; k++) printf(" %15s", columns[k].label);
-    printf("\n");
+    printf(" %17s\n", "ilp-1p");
     for (int u = 0; u < 2; u++)
         for (int p = 4; p <= 32; p *= 2)
             for (int mm = 2; mm <= 4; mm++) {
@@ -128,6 +159,7 @@ static int table(void) {
                     if (b < 0) printf(" %15s", "n/a");
                     else printf(" %6.2f (%6.2f)", 100 * b, ms);
                 }
+                if (ilp_cell(p, m, u)) return -1;
                 printf("\n");
                 fflush(stdout);
             }
