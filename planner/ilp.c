@@ -847,16 +847,16 @@ static zb_status pick_result(const inst *I, glp_prob *P, const solve_out *o,
  * optimal only if the solver finished and mk is within mip_gap of the
  * proven bound (a fallback to the warm schedule may not be). */
 static void fill_report(const solve_out *o, double mk, bool own,
-                        double mip_gap, zb_sched_report *rep) {
+                        double mip_gap, double lb, zb_sched_report *rep) {
     snprintf(rep->solver, sizeof rep->solver, "%s", own ? "ilp" : "ilp-warm");
     rep->max_span = mk;
     bool done = o->mip_ret == 0 && o->status == GLP_OPT;
-    double bound = maxd(o->root, o->bound);
+    double bound = maxd(lb, maxd(o->root, o->bound));
     if (done) bound = maxd(bound, o->obj); /* the proven optimum of C */
     if (bound > mk) bound = mk; /* C >= simulated span; rounding only */
     rep->bound = bound;
     rep->gap = mk > 0 ? maxd(0, (mk - bound) / mk) : 0;
-    rep->optimal = (done || o->mip_ret == GLP_EMIPGAP) &&
+    rep->optimal = (done || o->mip_ret == GLP_EMIPGAP || bound >= mk) &&
                    rep->gap <= mip_gap + 1e-9;
     rep->timed_out = o->lp_ret == GLP_ETMLIM || o->mip_ret == GLP_ETMLIM;
 }
@@ -924,7 +924,7 @@ static zb_status run_model(inst *I, const zb_schedule *warm, double deadline,
     double mk = 0;
     bool own = false;
     if (st == ZB_OK) st = pick_result(I, P, &o, warm, warm_mk, out, &mk, &own, err);
-    if (st == ZB_OK && rep) fill_report(&o, mk, own, mip_gap, rep);
+    if (st == ZB_OK && rep) fill_report(&o, mk, own, mip_gap, span_lower_bound(I), rep);
     if (P) glp_delete_prob(P);
     rows_free(&R);
     free(x);
