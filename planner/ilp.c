@@ -856,7 +856,8 @@ static void fill_report(const solve_out *o, double mk, bool own,
     if (bound > mk) bound = mk; /* C >= simulated span; rounding only */
     rep->bound = bound;
     rep->gap = mk > 0 ? maxd(0, (mk - bound) / mk) : 0;
-    rep->optimal = (done || o->mip_ret == GLP_EMIPGAP || bound >= mk) &&
+    rep->optimal = (done || o->mip_ret == GLP_EMIPGAP ||
+                    mk - bound <= 1e-9 * maxd(1, mk)) &&
                    rep->gap <= mip_gap + 1e-9;
     rep->timed_out = o->lp_ret == GLP_ETMLIM || o->mip_ret == GLP_ETMLIM;
 }
@@ -898,9 +899,23 @@ static zb_status run_model(inst *I, const zb_schedule *warm, double deadline,
     bool in_space = false;
     double warm_mk = 0;
     if (st == ZB_OK) st = warm_vector(I, warm, x, pos, &in_space, &warm_mk, err);
+    bool proven = false; /* the warm schedule meets the span bound */
     if (st == ZB_OK) {
         I->H = in_space ? warm_mk : maxd(warm_mk, serial_horizon(I));
         earliest_ends(I);
+        proven = warm_mk <= span_lower_bound(I) + tol_of(I);
+    }
+    if (st == ZB_OK && proven) {
+        free(x);
+        free(pos);
+        st = zb_schedule_copy(out, warm, err);
+        if (st == ZB_OK && rep) {
+            solve_out none = {.lp_ret = 0, .mip_ret = -1, .status = GLP_UNDEF};
+            fill_report(&none, warm_mk, false, mip_gap, span_lower_bound(I), rep);
+        }
+        return st;
+    }
+    if (st == ZB_OK) {
         latest_ends(I);
         st = build_rows(I, &R, err);
     }
