@@ -35,7 +35,7 @@ typedef struct {
 
 typedef struct {
     double step_s;           /* predicted time of one optimizer step */
-    double pipeline_s;       /* makespan of the pipeline part */
+    double pipeline_s;       /* last end of the pipeline part (wall clock) */
     double tokens_per_s;
     double mfu;              /* model FLOPs utilisation, 0..1 */
     double bubble_rate;      /* overall, zb_sim.h definition */

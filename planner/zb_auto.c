@@ -8,7 +8,9 @@
  * a (p - r) + b (1F1B and ZB-H1 warm up p - r, ZB-H2 2(p - r) - 1; a = 0 is
  * memory only), a W gap rule, which of a ready B and F goes first, and an
  * optional W rhythm (ZB-H1 runs W_j after B_{j+r}, ZB-H2 after B_{j+2r}).
- * The hand-made ZB-H1 and ZB-H2 orders are scored as well.
+ * The hand-made ZB-H1 and ZB-H2 orders and the round scheduler's 8 runs
+ * (zb_auto_rounds.h, which reach the Zero Bubble authors' ZB-1p/ZB-2p
+ * spans) are scored as well; the shortest longest span wins.
  * The 18 policies are a greedy set cover of the best policy on 1176
  * instances (p 2..12, m p..4p, seven cost shapes from uniform to random
  * per-stage costs with communication, limits M_B..3p M_B) out of 648

@@ -2,10 +2,13 @@
  *
  * zb_auto_heuristic: for the real per-stage costs (zb_costs, LOOP placement,
  * v = 1) and a per-rank memory limit (same unit as m_b), an action list per
- * rank that never exceeds the limit and minimises the makespan (longest
- * stage span), found by a greedy list-scheduler over several policy choices
- * (warm-up depth, when to run W) keeping the best by zb_simulate_fast.
- * zb_auto_v: the same for the V placement (v = 2).
+ * rank that never exceeds the limit and minimises the longest rank span
+ * (first start to last end on one rank: what the bubble rate measures; ties
+ * go to the earlier last end). Candidates: the round scheduler's runs
+ * (zb_auto_rounds.h), the list scheduler's policies (zb_auto_greedy.h) and
+ * the hand-made ZB-H1/ZB-H2 orders, each scored by zb_simulate_fast.
+ * zb_auto_v: the same for the V placement (v = 2), with zb_auto_vrounds.h
+ * and ZB-V.
  */
 #ifndef ZB_AUTO_H
 #define ZB_AUTO_H
