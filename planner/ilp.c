@@ -48,6 +48,7 @@
  */
 #include "planner/ilp.h"
 
+#include "planner/ilp_glpk.h"
 #include "planner/zb_auto_greedy.h"
 
 #include <glpk.h>
@@ -224,149 +225,41 @@ static double span_lower_bound(const inst *I) {
     return lb;
 }
 
-/* ---- rows: a builder that merges duplicate columns (GLPK aborts on them) */
-
-typedef struct {
-    int nrows, cap_rows;
-    int *type;                /* GLP_LO or GLP_UP */
-    double *rhs;
-    int nnz, cap_nnz;
-    int *ia, *ja;             /* 1-based triplets, index 0 unused */
-    double *ar;
-    int cur, cur_cap;         /* entries of the row being built */
-    int *cur_col;
-    double *cur_val;
-    bool oom;
-} rows;
-
-static bool rows_init(rows *R, int max_row_len) {
-    memset(R, 0, sizeof *R);
-    R->cur_cap = max_row_len;
-    R->cur_col = malloc((size_t)max_row_len * sizeof(int));
-    R->cur_val = malloc((size_t)max_row_len * sizeof(double));
-    return R->cur_col && R->cur_val;
-}
-
-static void rows_free(rows *R) {
-    free(R->cur_col);
-    free(R->cur_val);
-    free(R->type);
-    free(R->rhs);
-    free(R->ia);
-    free(R->ja);
-    free(R->ar);
-}
-
-static void row_add(rows *R, int col, double val) {
-    for (int i = 0; i < R->cur; i++)
-        if (R->cur_col[i] == col) {
-            R->cur_val[i] += val;
-            return;
-        }
-    if (R->cur == R->cur_cap) { /* longer than rows_init was told */
-        R->oom = true;
-        return;
-    }
-    R->cur_col[R->cur] = col;
-    R->cur_val[R->cur++] = val;
-}
-
-/* Make *p hold n elements of size elt (keeps *p on failure). */
-static bool resize(void **p, int n, size_t elt) {
-    void *q = realloc(*p, (size_t)n * elt);
-    if (!q) return false;
-    *p = q;
-    return true;
-}
-
-static bool rows_reserve(rows *R, int nrows, int nnz) {
-    if (nrows > R->cap_rows) {
-        int nc = R->cap_rows ? 2 * R->cap_rows : 1024;
-        while (nc < nrows) nc *= 2;
-        if (!resize((void **)&R->type, nc, sizeof(int)) ||
-            !resize((void **)&R->rhs, nc, sizeof(double)))
-            return false;
-        R->cap_rows = nc;
-    }
-    if (nnz > R->cap_nnz) {
-        int nc = R->cap_nnz ? 2 * R->cap_nnz : 4096;
-        while (nc < nnz) nc *= 2;
-        if (!resize((void **)&R->ia, nc, sizeof(int)) ||
-            !resize((void **)&R->ja, nc, sizeof(int)) ||
-            !resize((void **)&R->ar, nc, sizeof(double)))
-            return false;
-        R->cap_nnz = nc;
-    }
-    return true;
-}
-
-/* Close the row being built: sum(entries) >= rhs (GLP_LO) or <= rhs
- * (GLP_UP). Zero coefficients are dropped, and so is a row left empty
- * (callers only build those when the constant part holds). */
-static void row_end(rows *R, int type, double rhs) {
-    int n = 0;
-    for (int i = 0; i < R->cur; i++)
-        if (R->cur_val[i] != 0) n++;
-    if (n > 0 && !R->oom && !rows_reserve(R, R->nrows + 1, R->nnz + n + 1))
-        R->oom = true;
-    if (n > 0 && !R->oom) {
-        R->type[R->nrows] = type;
-        R->rhs[R->nrows] = rhs;
-        R->nrows++;
-        for (int i = 0; i < R->cur; i++) {
-            if (R->cur_val[i] == 0) continue;
-            R->nnz++;
-            R->ia[R->nnz] = R->nrows;
-            R->ja[R->nnz] = R->cur_col[i];
-            R->ar[R->nnz] = R->cur_val[i];
-        }
-    }
-    R->cur = 0;
-}
-
-/* a E(x) - E(y) >= rhs style two-term row */
-static void row2(rows *R, int c1, double v1, int c2, double v2, int type,
-                 double rhs) {
-    row_add(R, c1, v1);
-    row_add(R, c2, v2);
-    row_end(R, type, rhs);
-}
-
 /* ---- the model ---- */
 
 /* Slack on windows and checks, relative to the horizon. */
 static double tol_of(const inst *I) { return 1e-9 * maxd(1.0, I->H); }
 
-static void add_time_rows(const inst *I, rows *R) {
+static void add_time_rows(const inst *I, zb_rows *R) {
     int n = I->n, m = I->m;
     const zb_costs *c = I->c;
     for (int s = 0; s < n; s++)
         for (int k = 0; k < 3; k++)
             for (int j = 1; j < m; j++)
-                row2(R, col_e(pid(I, s, k, j)), 1, col_e(pid(I, s, k, j - 1)), -1,
+                zb_row2(R, col_e(pid(I, s, k, j)), 1, col_e(pid(I, s, k, j - 1)), -1,
                      GLP_LO, dur(I, s, k));
     for (int s = 0; s < n; s++)
         for (int j = 0; j < m; j++) {
             int f = pid(I, s, ZB_F, j), b = pid(I, s, ZB_B, j), w = pid(I, s, ZB_W, j);
             if (s > 0)
-                row2(R, col_e(f), 1, col_e(pid(I, s - 1, ZB_F, j)), -1, GLP_LO,
+                zb_row2(R, col_e(f), 1, col_e(pid(I, s - 1, ZB_F, j)), -1, GLP_LO,
                      comm(I, s - 1) + c->t_f[s]);
             if (s < n - 1)
-                row2(R, col_e(b), 1, col_e(pid(I, s + 1, ZB_B, j)), -1, GLP_LO,
+                zb_row2(R, col_e(b), 1, col_e(pid(I, s + 1, ZB_B, j)), -1, GLP_LO,
                      comm(I, s) + c->t_b[s]);
             else
-                row2(R, col_e(b), 1, col_e(f), -1, GLP_LO, c->t_b[s]);
-            row2(R, col_e(w), 1, col_e(b), -1, GLP_LO, c->t_w[s]);
+                zb_row2(R, col_e(b), 1, col_e(f), -1, GLP_LO, c->t_b[s]);
+            zb_row2(R, col_e(w), 1, col_e(b), -1, GLP_LO, c->t_w[s]);
         }
     for (int s = 0; s < n; s++) /* C >= span of rank s */
-        row2(R, col_c(I), 1, col_e(pid(I, s, ZB_W, m - 1)), -1, GLP_LO,
+        zb_row2(R, col_c(I), 1, col_e(pid(I, s, ZB_W, m - 1)), -1, GLP_LO,
              -I->start[s]);
 }
 
 /* Order rows of one pair. A window that rules one order out fixes the
  * binary (and keeps a plain precedence row). Returns false if the windows
  * rule out both orders (no solution within the horizon). */
-static bool add_pair(inst *I, rows *R, int q, int x, int y, bool x_fits) {
+static bool add_pair(inst *I, zb_rows *R, int q, int x, int y, bool x_fits) {
     double tx = I->t[x], ty = I->t[y], tol = tol_of(I);
     bool x_first = x_fits && I->lf[y] - I->es[x] >= ty - tol; /* X before Y possible */
     bool y_first = I->lf[x] - I->es[y] >= tx - tol;
@@ -374,28 +267,28 @@ static bool add_pair(inst *I, rows *R, int q, int x, int y, bool x_fits) {
     if (!x_first && !y_first) return false;
     if (!y_first) {
         I->fix[q] = 1;
-        row2(R, col_e(y), 1, col_e(x), -1, GLP_LO, ty);
+        zb_row2(R, col_e(y), 1, col_e(x), -1, GLP_LO, ty);
     } else if (!x_first) {
         I->fix[q] = 0;
-        row2(R, col_e(x), 1, col_e(y), -1, GLP_LO, tx);
+        zb_row2(R, col_e(x), 1, col_e(y), -1, GLP_LO, tx);
     } else {
         /* o = 1: E(y) - E(x) >= ty; o = 0: E(x) - E(y) >= tx. Each big M is
          * the most the other order can make its row fall short. */
         double m1 = ty - I->es[y] + I->lf[x], m0 = tx - I->es[x] + I->lf[y];
         I->fix[q] = -1;
-        row_add(R, col_e(y), 1);
-        row_add(R, col_e(x), -1);
-        row_add(R, o, -m1);
-        row_end(R, GLP_LO, ty - m1);
-        row_add(R, col_e(x), 1);
-        row_add(R, col_e(y), -1);
-        row_add(R, o, m0);
-        row_end(R, GLP_LO, tx);
+        zb_row_add(R, col_e(y), 1);
+        zb_row_add(R, col_e(x), -1);
+        zb_row_add(R, o, -m1);
+        zb_row_end(R, GLP_LO, ty - m1);
+        zb_row_add(R, col_e(x), 1);
+        zb_row_add(R, col_e(y), -1);
+        zb_row_add(R, o, m0);
+        zb_row_end(R, GLP_LO, tx);
     }
     return true;
 }
 
-static bool add_order_rows(inst *I, rows *R) {
+static bool add_order_rows(inst *I, zb_rows *R) {
     for (int s = 0; s < I->n; s++)
         for (int type = 0; type < 3; type++)
             for (int i = 1; i < I->m; i++)
@@ -415,53 +308,53 @@ static bool add_order_rows(inst *I, rows *R) {
  * B raises memory (m_w > m_b, full recompute) also after every B_i:
  * m_w + m_b #{F_i', i' > i, before B_i} + m_w #{W_j, j < i, after B_i}
  * <= limit. */
-static void add_memory_rows(const inst *I, rows *R) {
+static void add_memory_rows(const inst *I, zb_rows *R) {
     const zb_costs *c = I->c;
     for (int s = 0; s < I->n; s++) {
         for (int i = 1; i < I->m; i++) {
             for (int j = 0; j < i; j++) {
-                row_add(R, col_o(I, pair_index(I, s, PAIR_FB, i, j)),
+                zb_row_add(R, col_o(I, pair_index(I, s, PAIR_FB, i, j)),
                         c->m_b[s] - c->m_w[s]);
-                row_add(R, col_o(I, pair_index(I, s, PAIR_FW, i, j)), c->m_w[s]);
+                zb_row_add(R, col_o(I, pair_index(I, s, PAIR_FW, i, j)), c->m_w[s]);
             }
-            row_end(R, GLP_UP, I->limit - c->m_b[s]);
+            zb_row_end(R, GLP_UP, I->limit - c->m_b[s]);
         }
         if (c->m_w[s] <= c->m_b[s]) continue;
         for (int i = 0; i < I->m; i++) {
             for (int i2 = i + 1; i2 < I->m; i2++)
-                row_add(R, col_o(I, pair_index(I, s, PAIR_FB, i2, i)), c->m_b[s]);
+                zb_row_add(R, col_o(I, pair_index(I, s, PAIR_FB, i2, i)), c->m_b[s]);
             for (int j = 0; j < i; j++)
-                row_add(R, col_o(I, pair_index(I, s, PAIR_BW, i, j)), c->m_w[s]);
-            row_end(R, GLP_UP, I->limit - c->m_w[s]);
+                zb_row_add(R, col_o(I, pair_index(I, s, PAIR_BW, i, j)), c->m_w[s]);
+            zb_row_end(R, GLP_UP, I->limit - c->m_w[s]);
         }
     }
 }
 
 /* o_ij <= o_(i-1)j and o_ij <= o_i(j+1) (X_i before Y_j implies the same
  * for the earlier X and the later Y), F/B <= F/W, B/W <= F/W. */
-static void add_valid_rows(const inst *I, rows *R) {
+static void add_valid_rows(const inst *I, zb_rows *R) {
     for (int s = 0; s < I->n; s++)
         for (int i = 1; i < I->m; i++)
             for (int j = 0; j < i; j++) {
                 for (int type = 0; type < 3; type++) {
                     int o = col_o(I, pair_index(I, s, type, i, j));
                     if (i - 1 > j)
-                        row2(R, o, 1, col_o(I, pair_index(I, s, type, i - 1, j)),
+                        zb_row2(R, o, 1, col_o(I, pair_index(I, s, type, i - 1, j)),
                              -1, GLP_UP, 0);
                     if (j + 1 < i)
-                        row2(R, o, 1, col_o(I, pair_index(I, s, type, i, j + 1)),
+                        zb_row2(R, o, 1, col_o(I, pair_index(I, s, type, i, j + 1)),
                              -1, GLP_UP, 0);
                 }
                 int fw = col_o(I, pair_index(I, s, PAIR_FW, i, j));
-                row2(R, col_o(I, pair_index(I, s, PAIR_FB, i, j)), 1, fw, -1, GLP_UP, 0);
-                row2(R, col_o(I, pair_index(I, s, PAIR_BW, i, j)), 1, fw, -1, GLP_UP, 0);
+                zb_row2(R, col_o(I, pair_index(I, s, PAIR_FB, i, j)), 1, fw, -1, GLP_UP, 0);
+                zb_row2(R, col_o(I, pair_index(I, s, PAIR_BW, i, j)), 1, fw, -1, GLP_UP, 0);
             }
 }
 
 /* Work a rank runs before pass (k, i): K + sum a_q o_q over the free pairs
  * that involve it. Adds the terms to the row being built with factor
  * `sign` and returns K. */
-static double before_terms(const inst *I, rows *R, int s, int k, int i,
+static double before_terms(const inst *I, zb_rows *R, int s, int k, int i,
                            double sign) {
     const zb_costs *c = I->c;
     double tf = c->t_f[s], tb = c->t_b[s], tw = c->t_w[s];
@@ -469,19 +362,19 @@ static double before_terms(const inst *I, rows *R, int s, int k, int i,
     if (k == ZB_F) { /* B_j, W_j (j < i) before F_i unless o = 1 */
         K += i * (tb + tw);
         for (int j = 0; j < i; j++) {
-            row_add(R, col_o(I, pair_index(I, s, PAIR_FB, i, j)), -sign * tb);
-            row_add(R, col_o(I, pair_index(I, s, PAIR_FW, i, j)), -sign * tw);
+            zb_row_add(R, col_o(I, pair_index(I, s, PAIR_FB, i, j)), -sign * tb);
+            zb_row_add(R, col_o(I, pair_index(I, s, PAIR_FW, i, j)), -sign * tw);
         }
     } else if (k == ZB_B) { /* W_j (j < i) unless o = 1; F_i' (i' > i) if o */
         K += i * tw;
         for (int j = 0; j < i; j++)
-            row_add(R, col_o(I, pair_index(I, s, PAIR_BW, i, j)), -sign * tw);
+            zb_row_add(R, col_o(I, pair_index(I, s, PAIR_BW, i, j)), -sign * tw);
         for (int i2 = i + 1; i2 < I->m; i2++)
-            row_add(R, col_o(I, pair_index(I, s, PAIR_FB, i2, i)), sign * tf);
+            zb_row_add(R, col_o(I, pair_index(I, s, PAIR_FB, i2, i)), sign * tf);
     } else { /* F_i', B_i' (i' > i) before W_i if o = 1 */
         for (int i2 = i + 1; i2 < I->m; i2++) {
-            row_add(R, col_o(I, pair_index(I, s, PAIR_FW, i2, i)), sign * tf);
-            row_add(R, col_o(I, pair_index(I, s, PAIR_BW, i2, i)), sign * tb);
+            zb_row_add(R, col_o(I, pair_index(I, s, PAIR_FW, i2, i)), sign * tf);
+            zb_row_add(R, col_o(I, pair_index(I, s, PAIR_BW, i2, i)), sign * tb);
         }
     }
     return K;
@@ -491,7 +384,7 @@ static double before_terms(const inst *I, rows *R, int s, int k, int i,
  * E(X) >= S + (work before X) + t(X), and C >= E(X) + (work after X) - S. The pairwise big-M rows alone say little once the binaries are
  * fractional; these sums keep the relaxation honest (on p = 4, m = 8 with
  * a heavy last stage they close the root gap the pairwise rows leave). */
-static void add_work_rows(const inst *I, rows *R) {
+static void add_work_rows(const inst *I, zb_rows *R) {
     for (int s = 0; s < I->n; s++) {
         const zb_costs *c = I->c;
         double start = I->start[s];
@@ -500,13 +393,13 @@ static void add_work_rows(const inst *I, rows *R) {
             for (int i = 0; i < I->m; i++) {
                 int x = col_e(pid(I, s, k, i));
                 double t = dur(I, s, k);
-                row_add(R, x, 1);
+                zb_row_add(R, x, 1);
                 double K = before_terms(I, R, s, k, i, -1.0);
-                row_end(R, GLP_LO, start + K + t);
-                row_add(R, col_c(I), 1);
-                row_add(R, x, -1);
+                zb_row_end(R, GLP_LO, start + K + t);
+                zb_row_add(R, col_c(I), 1);
+                zb_row_add(R, x, -1);
                 K = before_terms(I, R, s, k, i, 1.0);
-                row_end(R, GLP_LO, total - K - t - start);
+                zb_row_end(R, GLP_LO, total - K - t - start);
             }
     }
 }
@@ -541,12 +434,6 @@ static void load_columns(const inst *I, glp_prob *P) {
     glp_set_obj_dir(P, GLP_MIN);
 }
 
-static void load_rows(const rows *R, glp_prob *P) {
-    glp_add_rows(P, R->nrows);
-    for (int i = 0; i < R->nrows; i++)
-        glp_set_row_bnds(P, i + 1, R->type[i], R->rhs[i], R->rhs[i]);
-    glp_load_matrix(P, R->nnz, R->ia, R->ja, R->ar);
-}
 
 /* ---- the warm start ---- */
 
@@ -617,7 +504,7 @@ static zb_status warm_vector(const inst *I, const zb_schedule *w, double *x,
 
 /* Does x meet every row, window and fixed binary? (A failure is a bug in
  * this file: the warm schedule is a feasible point of the model.) */
-static bool satisfies(const inst *I, const rows *R, const double *x) {
+static bool satisfies(const inst *I, const zb_rows *R, const double *x) {
     double tol = 1e-7 * maxd(1.0, I->H);
     double *act = calloc((size_t)R->nrows + 1, sizeof(double));
     if (!act) return false;
@@ -632,79 +519,6 @@ static bool satisfies(const inst *I, const rows *R, const double *x) {
         ok = I->fix[q] < 0 || x[col_o(I, q)] == I->fix[q];
     free(act);
     return ok;
-}
-
-/* ---- solving ---- */
-
-typedef struct {
-    const double *warm;   /* column vector offered at the first GLP_IHEUR */
-    bool offered, accepted;
-    double bound;         /* best lower bound seen in the tree */
-} tree_info;
-
-static void on_tree(glp_tree *T, void *info) {
-    tree_info *d = info;
-    if (glp_ios_reason(T) == GLP_IHEUR && d->warm && !d->offered) {
-        d->offered = true;
-        d->accepted = glp_ios_heur_sol(T, d->warm) == 0;
-    }
-    int best = glp_ios_best_node(T);
-    if (best) d->bound = maxd(d->bound, glp_ios_node_bound(T, best));
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int ms_left(double deadline) {
-    if (isinf(deadline)) return INT_MAX;
-    double ms = (deadline - now_s()) * 1e3;
-    return ms < 1 ? 1 : ms > INT_MAX ? INT_MAX : (int)ms;
-}
-
-typedef struct {
-    int lp_ret, mip_ret, status;  /* glp_simplex, glp_intopt, glp_mip_status */
-    double root, bound, obj;      /* LP relaxation, best bound, MIP C */
-    bool accepted;                /* GLPK took the warm solution */
-} solve_out;
-
-/* LP relaxation first (presolve stays off so the callback sees our
- * columns), then branch and bound seeded with the warm vector. */
-static void solve(glp_prob *P, const double *warm, double deadline,
-                  double mip_gap, solve_out *o) {
-    glp_smcp sp;
-    glp_init_smcp(&sp);
-    sp.msg_lev = GLP_MSG_OFF;
-    sp.tm_lim = ms_left(deadline);
-    memset(o, 0, sizeof *o);
-    o->status = GLP_UNDEF;
-    o->mip_ret = -1;
-    o->lp_ret = glp_simplex(P, &sp);
-    if (o->lp_ret != 0 || glp_get_status(P) != GLP_OPT) return;
-    o->root = glp_get_obj_val(P);
-    tree_info ti = {warm, false, false, o->root};
-    glp_iocp ip;
-    glp_init_iocp(&ip);
-    ip.msg_lev = GLP_MSG_OFF;
-    ip.presolve = GLP_OFF;
-    ip.tm_lim = ms_left(deadline);
-    ip.mip_gap = mip_gap;
-    ip.cb_func = on_tree;
-    ip.cb_info = &ti;
-    /* Measured on p = 4, m = 8 with tight memory: branching on the first
-     * fractional binary (stage by stage, early microbatches first) with
-     * Gomory and MIR cuts proves in about a second what the default
-     * Driebeck-Tomlin branching leaves at a 2-15 % gap after 10 s. */
-    ip.br_tech = GLP_BR_FFV;
-    ip.gmi_cuts = GLP_ON;
-    ip.mir_cuts = GLP_ON;
-    o->mip_ret = glp_intopt(P, &ip);
-    o->status = glp_mip_status(P);
-    if (o->status == GLP_OPT || o->status == GLP_FEAS) o->obj = glp_mip_obj_val(P);
-    o->bound = ti.bound;
-    o->accepted = ti.accepted;
 }
 
 /* ---- back to a schedule ---- */
@@ -805,8 +619,8 @@ static zb_status check_args(int p, int m, const zb_costs *c, double limit,
 }
 
 /* Build the rows; false if out of memory or the windows are empty. */
-static zb_status build_rows(inst *I, rows *R, zb_err *err) {
-    if (!rows_init(R, 2 * I->m + 4)) return zb_fail(err, ZB_ENOMEM, "ilp: out of memory");
+static zb_status build_rows(inst *I, zb_rows *R, zb_err *err) {
+    if (!zb_rows_init(R, 2 * I->m + 4)) return zb_fail(err, ZB_ENOMEM, "ilp: out of memory");
     add_time_rows(I, R);
     if (!add_order_rows(I, R))
         return zb_fail(err, ZB_ERUNTIME, "ilp: internal error: empty time "
@@ -820,7 +634,7 @@ static zb_status build_rows(inst *I, rows *R, zb_err *err) {
 
 /* The MIP's schedule if it simulates valid and no worse than the warm one;
  * else a copy of the warm schedule. *own says which. */
-static zb_status pick_result(const inst *I, glp_prob *P, const solve_out *o,
+static zb_status pick_result(const inst *I, glp_prob *P, const zb_ilp_solve_out *o,
                              const zb_schedule *warm, double warm_mk,
                              zb_schedule *out, double *mk, bool *own,
                              zb_err *err) {
@@ -841,25 +655,6 @@ static zb_status pick_result(const inst *I, glp_prob *P, const solve_out *o,
     }
     *mk = warm_mk;
     return zb_schedule_copy(out, warm, err);
-}
-
-/* mk is the returned schedule's simulated longest span; it is called
- * optimal only if the solver finished and mk is within mip_gap of the
- * proven bound (a fallback to the warm schedule may not be). */
-static void fill_report(const solve_out *o, double mk, bool own,
-                        double mip_gap, double lb, zb_sched_report *rep) {
-    snprintf(rep->solver, sizeof rep->solver, "%s", own ? "ilp" : "ilp-warm");
-    rep->max_span = mk;
-    bool done = o->mip_ret == 0 && o->status == GLP_OPT;
-    double bound = maxd(lb, maxd(o->root, o->bound));
-    if (done) bound = maxd(bound, o->obj); /* the proven optimum of C */
-    if (bound > mk) bound = mk; /* C >= simulated span; rounding only */
-    rep->bound = bound;
-    rep->gap = mk > 0 ? maxd(0, (mk - bound) / mk) : 0;
-    rep->optimal = (done || o->mip_ret == GLP_EMIPGAP ||
-                    mk - bound <= 1e-9 * maxd(1, mk)) &&
-                   rep->gap <= mip_gap + 1e-9;
-    rep->timed_out = o->lp_ret == GLP_ETMLIM || o->mip_ret == GLP_ETMLIM;
 }
 
 /* Too large to model (MAX_MODEL_PASSES): the warm schedule, with the
@@ -891,7 +686,7 @@ static zb_status too_big(inst *I, const zb_schedule *warm, double mip_gap,
 static zb_status run_model(inst *I, const zb_schedule *warm, double deadline,
                            double mip_gap, zb_schedule *out,
                            zb_sched_report *rep, zb_err *err) {
-    rows R = {0};
+    zb_rows R = {0};
     glp_prob *P = NULL;
     double *x = zb_calloc((size_t)ncols(I) + 1, sizeof(double), err);
     int *pos = zb_calloc((size_t)I->npass, sizeof(int), err);
@@ -910,8 +705,8 @@ static zb_status run_model(inst *I, const zb_schedule *warm, double deadline,
         free(pos);
         st = zb_schedule_copy(out, warm, err);
         if (st == ZB_OK && rep) {
-            solve_out none = {.lp_ret = 0, .mip_ret = -1, .status = GLP_UNDEF};
-            fill_report(&none, warm_mk, false, mip_gap, span_lower_bound(I), rep);
+            zb_ilp_solve_out none = {.lp_ret = 0, .mip_ret = -1, .status = GLP_UNDEF};
+            zb_ilp_fill_report(&none, warm_mk, false, mip_gap, span_lower_bound(I), rep);
         }
         return st;
     }
@@ -922,12 +717,12 @@ static zb_status run_model(inst *I, const zb_schedule *warm, double deadline,
     if (st == ZB_OK && in_space && !satisfies(I, &R, x))
         st = zb_fail(err, ZB_ERUNTIME, "ilp: internal error: the warm schedule "
                      "is not a feasible point of the model");
-    solve_out o;
+    zb_ilp_solve_out o;
     if (st == ZB_OK) {
         P = glp_create_prob();
         load_columns(I, P);
-        load_rows(&R, P);
-        solve(P, in_space ? x : NULL, deadline, mip_gap, &o);
+        zb_rows_load(&R, P);
+        zb_ilp_solve(P, in_space ? x : NULL, deadline, mip_gap, &o);
         if (o.lp_ret != 0 && o.lp_ret != GLP_ETMLIM)
             st = zb_fail(err, ZB_ERUNTIME, "ilp: glp_simplex failed (code %d)",
                          o.lp_ret);
@@ -939,9 +734,9 @@ static zb_status run_model(inst *I, const zb_schedule *warm, double deadline,
     double mk = 0;
     bool own = false;
     if (st == ZB_OK) st = pick_result(I, P, &o, warm, warm_mk, out, &mk, &own, err);
-    if (st == ZB_OK && rep) fill_report(&o, mk, own, mip_gap, span_lower_bound(I), rep);
+    if (st == ZB_OK && rep) zb_ilp_fill_report(&o, mk, own, mip_gap, span_lower_bound(I), rep);
     if (P) glp_delete_prob(P);
-    rows_free(&R);
+    zb_rows_free(&R);
     free(x);
     free(pos);
     return st;
@@ -951,7 +746,7 @@ zb_status zb_ilp_schedule(int p, int m, const zb_costs *c, double mem_limit,
                           const zb_schedule *warm, double time_limit_s,
                           double mip_gap, zb_schedule *out,
                           zb_sched_report *rep, zb_err *err) {
-    double t0 = now_s();
+    double t0 = zb_ilp_now_s();
     double deadline = time_limit_s > 0 ? t0 + time_limit_s : INFINITY;
     memset(out, 0, sizeof *out);
     if (rep) memset(rep, 0, sizeof *rep);
@@ -961,7 +756,7 @@ zb_status zb_ilp_schedule(int p, int m, const zb_costs *c, double mem_limit,
     zb_status st = I.npass > MAX_MODEL_PASSES
                        ? too_big(&I, warm, mip_gap, out, rep, err)
                        : run_model(&I, warm, deadline, mip_gap, out, rep, err);
-    if (st == ZB_OK && rep) rep->solve_s = now_s() - t0;
+    if (st == ZB_OK && rep) rep->solve_s = zb_ilp_now_s() - t0;
     inst_free(&I);
     return st;
 }
