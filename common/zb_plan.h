@@ -26,6 +26,10 @@
 
 #define ZB_PLAN_VERSION 1
 
+/* Most ranks (dp*tp*pp) and virtual stages (pp*chunks) a plan may have;
+ * the reader also bounds every size product the executor indexes with. */
+#define ZB_PLAN_MAX_WORLD (1 << 20)
+
 typedef struct {
     int first_layer;   /* transformer blocks [first_layer, first_layer+n_layers) */
     int n_layers;      /* may be 0 on a stage holding only embedding/head */
