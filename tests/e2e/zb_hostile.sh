@@ -35,5 +35,36 @@ for y in tests/bad/plans/*.yaml; do
     else bad "$y: exit $rc, stderr: $(cat "$tmp/err")"; fi
 done
 
+# ---- zbplan's inputs and outputs ----------------------------------------
+mkdir "$tmp/adir"
+run "$BIN/zbplan" "$tmp/adir" -q
+expect 2 "^zbplan: cannot read '$tmp/adir': Is a directory$" "a folder as the model"
+run "$BIN/zbplan" plans/tiny.yaml -q -o "$tmp/p.yaml"
+expect 2 "^plans/tiny.yaml:1:1: this is a plan.*run it with zbrun" "a plan given to zbplan"
+cp models/tiny.yaml "$tmp/m.yaml"
+ln -s m.yaml "$tmp/mlink.yaml"
+for o in m.yaml mlink.yaml; do
+    run "$BIN/zbplan" "$tmp/m.yaml" -q -o "$tmp/$o"
+    expect 2 "would overwrite the model" "-o $o over the model"
+    cmp -s models/tiny.yaml "$tmp/m.yaml" && ok || bad "-o $o changed the model"
+done
+# a symbolic link is followed: the link stays, its target gets the plan
+ln -s target.yaml "$tmp/link.yaml"
+run "$BIN/zbplan" models/tiny.yaml -q -o "$tmp/link.yaml"
+[ "$rc" -eq 0 ] && [ -L "$tmp/link.yaml" ] && grep -q '^schedule:' "$tmp/target.yaml" &&
+    ok || bad "-o through a symbolic link: rc $rc, link kept? target written?"
+# not a regular file (a FIFO here; /dev/null alike): written through, kept
+mkfifo "$tmp/fifo"
+cat "$tmp/fifo" >"$tmp/fifo.out" &
+reader=$!
+run "$BIN/zbplan" models/tiny.yaml -q -o "$tmp/fifo"
+for _ in $(seq 50); do kill -0 "$reader" 2>/dev/null || break; sleep 0.1; done
+kill "$reader" 2>/dev/null; wait "$reader" 2>/dev/null
+[ "$rc" -eq 0 ] && [ -p "$tmp/fifo" ] && grep -q '^schedule:' "$tmp/fifo.out" &&
+    ok || bad "-o to a FIFO: rc $rc, still a FIFO? plan read through it?"
+run "$BIN/zbplan" models/tiny.yaml -q -o "$tmp/adir"
+[ "$rc" -ne 0 ] && [ -d "$tmp/adir" ] && grep -q "Is a directory" "$tmp/err" &&
+    ok || bad "-o to a folder: rc $rc $(cat "$tmp/err")"
+
 echo "zb_hostile.sh: $((checks - fails))/$checks checks passed"
 [ "$fails" -eq 0 ]
