@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -277,6 +278,7 @@ static zb_status parse_index(const zb_ydoc *doc, const zb_plan *plan,
     idx->step = (int)step;
     idx->data_position = (int)pos;
     idx->total_steps = (int)total;
+    ZB_TRY(zb_yget_int(doc, root, "seed", true, 0, LLONG_MAX, &idx->seed, err));
     return ZB_OK;
 }
 
