@@ -21,6 +21,7 @@
 #include "common/zb_error.h"
 #include "common/zb_plan.h"
 #include "executor/checkpoint.h"
+#include "executor/memlimit.h"
 #include "executor/report.h"
 #include "executor/run_checks.h"
 #include "executor/signals.h"
@@ -297,9 +298,10 @@ static zb_status run_main(const args *a, int *stopped, zb_err *err) {
  * loaded, so when the user has not chosen one we set "passive" and
  * re-execute ourselves once; if that fails we simply go on. */
 static void prefer_passive_openmp(char **argv) {
-    if (getenv("OMP_WAIT_POLICY")) return;
-    if (setenv("OMP_WAIT_POLICY", "passive", 0) != 0) return;
-    execv("/proc/self/exe", argv);
+    bool again = zb_memlimit_env();   /* OpenBLAS single-threaded: memlimit.h */
+    if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 0) == 0)
+        again = true;
+    if (again) execv("/proc/self/exe", argv);
 }
 
 int main(int argc, char **argv) {

@@ -5,6 +5,8 @@
 #include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
@@ -52,13 +54,21 @@ int zb_memlimit_blas_threads(int threads) {
     return zb_memlimit_bytes() ? 1 : threads;
 }
 
-void zb_memlimit_warm_blas(void) {
-    if (!zb_memlimit_bytes()) return;
-    /* big enough to skip OpenBLAS's small-matrix path, which takes no buffer */
-    enum { N = 256 };
-    float *a = calloc(3 * (size_t)N * N, sizeof *a);
-    if (!a) return;   /* the allocations after this one will say so */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a, N,
-                a + N * N, N, 0.0f, a + 2 * N * N, N);
-    free(a);
+bool zb_memlimit_room(int world) {
+    if (!zb_memlimit_bytes()) return true;
+    size_t need = (size_t)world * BLAS_BUFFER + MARGIN;
+    void *p = mmap(NULL, need, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED) return false;
+    munmap(p, need);
+    return true;
+}
+
+size_t zb_memlimit_blas_bytes(int world) {
+    return (size_t)world * BLAS_BUFFER + MARGIN;
+}
+
+bool zb_memlimit_env(void) {
+    if (!zb_memlimit_bytes() || getenv("OPENBLAS_NUM_THREADS")) return false;
+    return setenv("OPENBLAS_NUM_THREADS", "1", 0) == 0;
 }

@@ -256,6 +256,21 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
 
 /* ---- set-up ---- */
 
+/* Under a memory limit, with every stage built: room left for OpenBLAS's
+ * buffers, or OpenBLAS would spin in its allocator (memlimit.h). */
+static zb_status check_headroom(zb_rank *rk, zb_err *err) {
+    int world = rk->ctx->world;
+    if (!zb_memlimit_bytes()) return ZB_OK;
+    rk->red[0] = rk->rank == 0 && !zb_memlimit_room(world);
+    ZB_TRY(rk->tr->allreduce_f64(rk->tr, &rk->world_g, rk->red, 1, err));
+    if (rk->red[0] != 0)
+        return zb_fail(err, ZB_ENOMEM, "rank %d: memory limit (ulimit -v) of %zu "
+                       "MiB leaves no room for the %zu MiB of OpenBLAS buffers "
+                       "once the model is allocated; raise the limit", rk->rank,
+                       zb_memlimit_bytes() >> 20, zb_memlimit_blas_bytes(world) >> 20);
+    return ZB_OK;
+}
+
 /* The stage, and the agreement of both ends of every embedding group on
  * whether a tied gradient exists (a mismatch would hang the all-reduce). */
 static zb_status rank_setup(zb_rank *rk, zb_err *err) {
@@ -283,6 +298,7 @@ static zb_status rank_setup(zb_rank *rk, zb_err *err) {
             return zb_fail(err, ZB_ERUNTIME, "ranks %d and %d disagree on "
                            "holding a tied embedding gradient", rk->rank,
                            rk->emb_g.ranks[i]);
+    ZB_TRY(check_headroom(rk, err));
     if (c->first_step > 1)
         ZB_TRY(zb_ckpt_load_rank(c->ckpt_dir, c->first_step - 1, rk->rank,
                                  world, rk->st, err));
@@ -308,7 +324,6 @@ static zb_status rank_finish(zb_rank *rk, zb_err *err) {
 static zb_status rank_run(zb_rank *rk, zb_err *err) {
     zb_run_ctx *c = rk->ctx;
     omp_set_num_threads(c->res->threads);
-    zb_memlimit_warm_blas();   /* before anything big: memlimit.h */
     ZB_TRY(rank_setup(rk, err));
     for (int step = c->first_step; step <= c->total_steps; step++) {
         bool stop;
