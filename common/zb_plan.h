@@ -19,6 +19,7 @@
 #define ZB_PLAN_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "common/zb_model.h"
 #include "common/zb_schedule.h"
@@ -69,6 +70,14 @@ void zb_plan_free(zb_plan *plan);
 
 zb_status zb_plan_write(const char *path, const zb_plan *plan, zb_err *err);
 zb_status zb_plan_read(const char *path, zb_plan *plan, zb_err *err);
+
+/* Fingerprint of what the plan's costs and predictions were computed from
+ * (model shapes, batch, precision, cluster and device, parallel sizes,
+ * stage split, costs, predictions; not the optimizer, steps or data path).
+ * zbplan writes it as 'fingerprint'; the reader refuses a plan whose
+ * fingerprint does not match (hand-edited shapes or device): re-run zbplan.
+ * A plan without the key is read as before. */
+uint64_t zb_plan_fingerprint(const zb_plan *plan);
 
 /* Rank layout helpers (see above). */
 int zb_plan_world(const zb_plan *plan);

@@ -288,9 +288,24 @@ static zb_status read_body(rd *r, const zb_ynode *root, zb_plan *plan) {
     return ZB_OK;
 }
 
+/* Optional 'fingerprint' (zb_plan.h): must be what the plan now holds. */
+static zb_status check_fingerprint(rd *r, const zb_ynode *root, const zb_plan *plan) {
+    const zb_ynode *n = zb_ymap_get(root, "fingerprint");
+    if (!n) return ZB_OK;
+    char text[32], want[32];
+    ZB_TRY(zb_yget_str(r->doc, root, "fingerprint", true, text, sizeof text, r->err));
+    snprintf(want, sizeof want, "%016llx", (unsigned long long)zb_plan_fingerprint(plan));
+    if (strcmp(text, want) != 0)
+        return zb_fail_at(r->err, r->doc->file, n->line, n->col,
+                          "the plan's stage costs and predictions no longer "
+                          "belong to its model, cluster or split (edited by "
+                          "hand?); re-run zbplan on the model to make a new plan");
+    return ZB_OK;
+}
+
 zb_status zb_plan_read(const char *path, zb_plan *plan, zb_err *err) {
     static const char *const extra[] = {"version", "parallel", "schedule", "stages",
-                                        "prediction", NULL};
+                                        "prediction", "fingerprint", NULL};
     memset(plan, 0, sizeof *plan);
     zb_ydoc doc;
     ZB_TRY(zb_ydoc_load(path, &doc, err));
@@ -306,6 +321,7 @@ zb_status zb_plan_read(const char *path, zb_plan *plan, zb_err *err) {
         st = zb_model_parse(&doc, doc.root, extra, NULL, &plan->model, err);
     }
     if (st == ZB_OK) st = read_body(&r, doc.root, plan);
+    if (st == ZB_OK) st = check_fingerprint(&r, doc.root, plan);
     if (st != ZB_OK) zb_plan_free(plan);
     zb_ydoc_free(&doc);
     return st;

@@ -66,5 +66,36 @@ run "$BIN/zbplan" models/tiny.yaml -q -o "$tmp/adir"
 [ "$rc" -ne 0 ] && [ -d "$tmp/adir" ] && grep -q "Is a directory" "$tmp/err" &&
     ok || bad "-o to a folder: rc $rc $(cat "$tmp/err")"
 
+# ---- a plan whose costs no longer belong to its model or device --------
+"$BIN/zbplan" models/tiny.yaml -q --pp 2 -o "$tmp/good.yaml"
+sed 's/^  hidden: 64$/  hidden: 128/' "$tmp/good.yaml" >"$tmp/hidden.yaml"
+sed 's/^    memory_gib: .*/    memory_gib: 0.000001/' "$tmp/good.yaml" >"$tmp/memory.yaml"
+for f in hidden memory; do
+    cmp -s "$tmp/good.yaml" "$tmp/$f.yaml" && bad "sed did not change $f"
+    run "$BIN/zbrun" "$tmp/$f.yaml" --steps 1 --threads 1 -q
+    expect 2 "^$tmp/$f.yaml:[0-9]+:[0-9]+: .*re-run zbplan" "hand-edited $f"
+done
+# what does not shape the costs may still be edited
+sed 's/^  steps: 30$/  steps: 1/' "$tmp/good.yaml" >"$tmp/steps.yaml"
+run "$BIN/zbrun" "$tmp/steps.yaml" --threads 1 -q
+[ "$rc" -eq 0 ] && ok || bad "edited steps refused: $(cat "$tmp/err")"
+
+# ---- bounded work: refused at once, saying the limit ----------------------
+run "$BIN/zbplan" sim --schedule zb-h1 --stages 1024 --microbatches 1048576
+expect 2 "^zbplan: schedule too large: .*the limit is" "sim of 1024 x 1048576"
+run "$BIN/zbplan" sim --schedule 1f1b --stages 4 --microbatches 8 --cost-f 1e308
+expect 2 "^zbplan: sim: costs too large" "sim with costs of 1e308"
+sed 's/^  layers: 8.*/  layers: 100000/' models/tiny.yaml >"$tmp/deep.yaml"
+run "$BIN/zbplan" "$tmp/deep.yaml" --pp 2000 -q -o "$tmp/deep_plan.yaml"
+expect 2 "^zbplan: splitting 100000 layers into 2000 .*limit" "100000 layers on pp 2000"
+sed 's/^  global_batch: 16 .*/  global_batch: 16777216/; s/^  micro_batch: 2.*/  micro_batch: auto/' \
+    models/tiny.yaml >"$tmp/batch.yaml"
+grep -q 'global_batch: 16777216' "$tmp/batch.yaml" || bad "sed did not change global_batch"
+run "$BIN/zbplan" "$tmp/batch.yaml" -q -o "$tmp/batch_plan.yaml"
+size=$(stat -c %s "$tmp/batch_plan.yaml" 2>/dev/null || echo 0)
+# a plan, or a clear refusal; never minutes, never hundreds of MB
+if { [ "$rc" -eq 0 ] && [ "$size" -lt 67108864 ]; } || { [ "$rc" -ne 0 ] && [ -s "$tmp/err" ]; }; then ok
+else bad "global_batch 16777216: rc $rc, plan $size bytes"; fi
+
 echo "zb_hostile.sh: $((checks - fails))/$checks checks passed"
 [ "$fails" -eq 0 ]
