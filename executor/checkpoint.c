@@ -140,6 +140,10 @@ static zb_status write_rank(FILE *f, const char *path, int rank, int world,
     FILE *data;
     ZB_TRY(zb_crc_writer_open(f, path, &w, &data, err));
     zb_status s = zb_stage_save(st, data, err);
+    if (s == ZB_OK && fflush(data) != 0) s = ZB_EIO;
+    if (s != ZB_OK && zb_crc_writer_errno(w))   /* say where and why */
+        s = zb_fail(err, ZB_EIO, "cannot write checkpoint '%s': %s", path,
+                    strerror(zb_crc_writer_errno(w)));
     zb_status t = zb_crc_writer_finish(w, s == ZB_OK, zb_crc32c(0, &h, sizeof h), err);
     return s != ZB_OK ? s : t;
 }

@@ -92,6 +92,8 @@ static ssize_t crc_write(void *cookie, const char *buf, size_t size) {
     return (ssize_t)total;
 }
 
+int zb_crc_writer_errno(const zb_crc_writer *w) { return w ? w->write_errno : 0; }
+
 static int crc_wclose(void *cookie) {
     (void)cookie;   /* out stays open: the trailer follows */
     return 0;

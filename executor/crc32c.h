@@ -30,6 +30,9 @@ typedef struct zb_crc_writer zb_crc_writer;
 /* A stream whose writes go to out and are checksummed per block. */
 zb_status zb_crc_writer_open(FILE *out, const char *path, zb_crc_writer **w,
                              FILE **stream, zb_err *err);
+/* errno of the first failed write through the stream, 0 if none. */
+int zb_crc_writer_errno(const zb_crc_writer *w);
+
 /* Close the stream and append the trailer to out (head_crc: CRC32C of the
  * head written before the data). Frees w; with ok false only frees. */
 zb_status zb_crc_writer_finish(zb_crc_writer *w, bool ok, uint32_t head_crc,
