@@ -97,5 +97,68 @@ size=$(stat -c %s "$tmp/batch_plan.yaml" 2>/dev/null || echo 0)
 if { [ "$rc" -eq 0 ] && [ "$size" -lt 67108864 ]; } || { [ "$rc" -ne 0 ] && [ -s "$tmp/err" ]; }; then ok
 else bad "global_batch 16777216: rc $rc, plan $size bytes"; fi
 
+# ---- zbrun: checked before the first step ---------------------------------
+plan="$tmp/good.yaml"
+run "$BIN/zbrun" "$plan" --steps 2 --threads 1 --report "$tmp/nodir/r.yaml" --trace "$tmp/t.json"
+expect 2 "^zbrun: --report $tmp/nodir/r.yaml: cannot create" "--report into a missing folder"
+grep -q '^step ' "$tmp/out" && bad "trained before refusing --report nodir/r.yaml" || ok
+[ ! -e "$tmp/t.json" ] && ok || bad "wrote the trace although --report was refused"
+run "$BIN/zbrun" "$plan" --steps 2 --threads 100000
+expect 2 "^zbrun: --threads 100000 is too many" "--threads 100000"
+: >"$tmp/file"
+run "$BIN/zbrun" "$plan" --steps 2 --threads 1 --checkpoint-every 1 --checkpoint-dir "$tmp/file/ck"
+[ "$rc" -ne 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && ! grep -q '^step ' "$tmp/out" &&
+    ok || bad "checkpoint folder under a file: rc $rc, $(cat "$tmp/err")"
+# an output that fails at the end: the others are still written, it is named
+mkdir "$tmp/late"
+"$BIN/zbrun" "$plan" --steps 30 --threads 1 --report "$tmp/late/r.yaml" \
+    --trace "$tmp/late/t.json" --svg "$tmp/late/t.svg" >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+for _ in $(seq 200); do grep -q '^step 1/' "$tmp/out" && break; sleep 0.05; done
+mkdir "$tmp/late/r.yaml"   # the report's name becomes a folder mid-run
+rc=0; wait "$pid" || rc=$?
+[ "$rc" -eq 1 ] && grep -q "r.yaml" "$tmp/err" && [ -s "$tmp/late/t.json" ] && [ -s "$tmp/late/t.svg" ] &&
+    ok || bad "late output failure: rc $rc, trace/svg written? $(cat "$tmp/err")"
+
+# ---- checkpoint index fields and the folder lock -----------------------------
+ck="$tmp/ck"
+run "$BIN/zbrun" "$plan" --steps 4 --threads 1 --checkpoint-every 2 --checkpoint-dir "$ck" -q
+[ "$rc" -eq 0 ] && ok || bad "checkpointed run: rc $rc $(cat "$tmp/err")"
+run "$BIN/zbrun" "$plan" --steps 6 --threads 1 --checkpoint-dir "$ck" --resume -q
+expect 2 "run of 4 steps, this one has 6: the learning rate .*--resume-changed" "resume with another --steps"
+sed 's/^  seed: .*/  seed: 99/' "$plan" >"$tmp/seed.yaml"
+run "$BIN/zbrun" "$tmp/seed.yaml" --steps 4 --threads 1 --checkpoint-dir "$ck" --resume -q
+expect 2 "seed 1234, the plan has 99.*--resume-changed" "resume with another seed"
+run "$BIN/zbrun" "$plan" --steps 6 --threads 1 --checkpoint-dir "$ck" --resume --resume-changed -q
+[ "$rc" -eq 0 ] && ok || bad "--resume-changed: rc $rc $(cat "$tmp/err")"
+exec 9>"$ck/.lock"
+flock -n 9 || bad "could not take the lock for the test"
+run "$BIN/zbrun" "$plan" --steps 2 --threads 1 --checkpoint-every 1 --checkpoint-dir "$ck" -q
+expect 2 "^zbrun: checkpoint folder '$ck' is in use by another zbrun" "a second writer"
+exec 9>&-
+
+# ---- a loss that explodes without NaN --------------------------------------
+sed 's/^    lr: .*/    lr: 50/; s/^    grad_clip: .*/    grad_clip: 0/' "$plan" >"$tmp/lr50.yaml"
+run "$BIN/zbrun" "$tmp/lr50.yaml" --steps 30 --threads 1 -q
+[ "$rc" -eq 1 ] && grep -Eq "^zbrun: step [0-9]+: loss .* more than 10 times|is (nan|inf)" "$tmp/err" &&
+    ok || bad "lr 50: rc $rc, $(cat "$tmp/err")"
+
+# ---- Ctrl-C and kill: stop after the step, checkpoint, say how to resume ------
+for sig in INT TERM; do
+    rm -rf "$tmp/sck"
+    "$BIN/zbrun" "$plan" --steps 400 --threads 1 --checkpoint-every 1000 \
+        --checkpoint-dir "$tmp/sck" --report "$tmp/sig.yaml" >"$tmp/out" 2>"$tmp/err" &
+    pid=$!
+    for _ in $(seq 400); do grep -q '^step 3/' "$tmp/out" && break; sleep 0.05; done
+    kill -s "$sig" "$pid"
+    rc=0; wait "$pid" || rc=$?
+    want=$([ "$sig" = INT ] && echo 130 || echo 143)
+    last=$(grep -c '^step ' "$tmp/out")
+    if [ "$rc" -eq "$want" ] && grep -q "stopped by SIG$sig after step $last of 400" "$tmp/err" &&
+        grep -q -- "--resume --checkpoint-dir $tmp/sck" "$tmp/err" &&
+        grep -q "^step: $last$" "$tmp/sck/latest.yaml" && [ -s "$tmp/sig.yaml" ]; then ok
+    else bad "SIG$sig: rc $rc (want $want), $last steps, $(cat "$tmp/err")"; fi
+done
+
 echo "zb_hostile.sh: $((checks - fails))/$checks checks passed"
 [ "$fails" -eq 0 ]
