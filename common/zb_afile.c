@@ -11,7 +11,52 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+zb_status zb_afile_target(const char *path, char *out, size_t cap, zb_err *err) {
+    char cur[1024], link[1024];
+    if (snprintf(cur, sizeof cur, "%s", path) >= (int)sizeof cur)
+        return zb_fail(err, ZB_EIO, "path too long: %.64s...", path);
+    for (int hops = 0;; hops++) {
+        struct stat sb;
+        if (lstat(cur, &sb) != 0 || !S_ISLNK(sb.st_mode)) break;
+        if (hops == 40)
+            return zb_fail(err, ZB_EIO, "cannot write '%s': too many levels of "
+                           "symbolic links", path);
+        ssize_t n = readlink(cur, link, sizeof link - 1);
+        if (n < 0) return zb_fail(err, ZB_EIO, "cannot read link '%s': %s", cur,
+                                  strerror(errno));
+        link[n] = 0;
+        const char *slash = strrchr(cur, '/');
+        int w = link[0] == '/' || !slash
+                    ? snprintf(out, cap, "%s", link)
+                    : snprintf(out, cap, "%.*s/%s", (int)(slash - cur), cur, link);
+        if (w < 0 || (size_t)w >= cap || (size_t)w >= sizeof cur)
+            return zb_fail(err, ZB_EIO, "path too long: %.64s...", path);
+        memcpy(cur, out, (size_t)w + 1);
+    }
+    if (snprintf(out, cap, "%s", cur) >= (int)cap)
+        return zb_fail(err, ZB_EIO, "path too long: %.64s...", path);
+    return ZB_OK;
+}
+
+bool zb_same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* An existing path that is not a regular file: write to it in place. */
+static zb_status open_direct(zb_afile *a, const struct stat *sb, zb_err *err) {
+    if (S_ISDIR(sb->st_mode))
+        return zb_fail(err, ZB_EIO, "cannot write '%s': Is a directory", a->path);
+    a->direct = true;
+    a->f = fopen(a->path, "w");
+    if (!a->f)
+        return zb_fail(err, ZB_EIO, "cannot open '%s': %s", a->path, strerror(errno));
+    return ZB_OK;
+}
 
 zb_status zb_afile_open(zb_afile *a, const char *path, zb_err *err) {
     memset(a, 0, sizeof *a);
@@ -19,7 +64,10 @@ zb_status zb_afile_open(zb_afile *a, const char *path, zb_err *err) {
     if (n == 0) return zb_fail(err, ZB_EIO, "cannot write a file with an empty name");
     if (n >= sizeof a->path)
         return zb_fail(err, ZB_EIO, "path too long (%zu bytes): %.64s...", n, path);
-    memcpy(a->path, path, n + 1);
+    ZB_TRY(zb_afile_target(path, a->path, sizeof a->path, err));
+    struct stat sb;
+    if (stat(a->path, &sb) == 0 && !S_ISREG(sb.st_mode)) return open_direct(a, &sb, err);
+    path = a->path;
     int t = snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", path, (long)getpid());
     if (t < 0 || (size_t)t >= sizeof a->tmp)
         return zb_fail(err, ZB_EIO, "path too long: %.64s...", path);
@@ -75,6 +123,16 @@ static zb_status finish_tmp(zb_afile *a, zb_err *err) {
 
 zb_status zb_afile_close(zb_afile *a, bool ok, zb_err *err) {
     if (!a->f) return ZB_OK;   /* never opened, or closed already */
+    if (a->direct) {           /* nothing to rename; report a write error */
+        FILE *f = a->f;
+        a->f = NULL;
+        bool bad = fflush(f) != 0 || ferror(f);
+        int e = errno;
+        if (fclose(f) != 0 && !bad) bad = true, e = errno;
+        if (ok && bad)
+            return zb_fail(err, ZB_EIO, "cannot write '%s': %s", a->path, strerror(e));
+        return ZB_OK;
+    }
     if (!ok) {
         fclose(a->f);          /* the data is being discarded: errors do not matter */
         a->f = NULL;

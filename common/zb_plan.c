@@ -154,6 +154,9 @@ zb_status zb_plan_write(const char *path, const zb_plan *plan, zb_err *err) {
     write_schedule(w, plan);
     write_stages(w, plan);
     write_prediction(w, plan);
+    char fp[32];
+    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)zb_plan_fingerprint(plan));
+    zb_yw_kstr(w, "fingerprint", fp);
     zb_yw_map_end(w);
     return zb_yw_close(w, true, err);
 }

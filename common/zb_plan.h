@@ -19,12 +19,17 @@
 #define ZB_PLAN_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "common/zb_model.h"
 #include "common/zb_schedule.h"
 #include "common/zb_sim.h"
 
 #define ZB_PLAN_VERSION 1
+
+/* Most ranks (dp*tp*pp) and virtual stages (pp*chunks) a plan may have;
+ * the reader also bounds every size product the executor indexes with. */
+#define ZB_PLAN_MAX_WORLD (1 << 20)
 
 typedef struct {
     int first_layer;   /* transformer blocks [first_layer, first_layer+n_layers) */
@@ -65,6 +70,14 @@ void zb_plan_free(zb_plan *plan);
 
 zb_status zb_plan_write(const char *path, const zb_plan *plan, zb_err *err);
 zb_status zb_plan_read(const char *path, zb_plan *plan, zb_err *err);
+
+/* Fingerprint of what the plan's costs and predictions were computed from
+ * (model shapes, batch, precision, cluster and device, parallel sizes,
+ * stage split, costs, predictions; not the optimizer, steps or data path).
+ * zbplan writes it as 'fingerprint'; the reader refuses a plan whose
+ * fingerprint does not match (hand-edited shapes or device): re-run zbplan.
+ * A plan without the key is read as before. */
+uint64_t zb_plan_fingerprint(const zb_plan *plan);
 
 /* Rank layout helpers (see above). */
 int zb_plan_world(const zb_plan *plan);

@@ -2,6 +2,7 @@
  * Every problem is one line "plan.yaml:line:col: what is wrong"; nothing
  * runs on a plan that does not pass: the action lists must also pass the
  * simulator against the plan's own costs. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,32 @@ static zb_status section(rd *r, const zb_ynode *root, const char *key,
                           "missing key '%s' in the plan", key);
     ZB_TRY(zb_ynode_expect(r->doc, n, type, key, r->err));
     *out = n;
+    return ZB_OK;
+}
+
+/* Every product the executor sizes or indexes with, in 64 bits: each
+ * factor is bounded on its own, their products are not. The kernels index
+ * with int, so each must fit one. */
+static zb_status check_products(rd *r, const zb_ynode *par, const zb_plan *plan) {
+    const zb_arch *a = &plan->model.arch;
+    long long bt = (long long)plan->micro_batch * a->seq_len;
+    long long ffn = a->ffn_hidden > 4LL * a->hidden ? a->ffn_hidden : 4LL * a->hidden;
+    struct { const char *what; long long v, max; } p[] = {
+        {"dp x tp x pp (ranks)", (long long)plan->dp * plan->tp * plan->pp, ZB_PLAN_MAX_WORLD},
+        {"pp x chunks", (long long)plan->pp * plan->v, ZB_PLAN_MAX_WORLD},
+        {"microbatches x micro_batch x seq_len (tokens per step)", (long long)plan->m * bt, INT_MAX},
+        {"micro_batch x seq_len x 3 hidden (qkv)", bt * 3 * a->hidden, INT_MAX},
+        {"micro_batch x seq_len x ffn_hidden", bt * ffn, INT_MAX},
+        {"micro_batch x seq_len x vocab (logits)", bt * a->vocab, INT_MAX},
+        {"micro_batch x heads x seq_len^2 (attention)", bt * a->heads * a->seq_len, INT_MAX},
+        {"vocab x hidden (embedding)", (long long)a->vocab * a->hidden, INT_MAX},
+        {"hidden x ffn_hidden", (long long)a->hidden * ffn, INT_MAX},
+    };
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+        if (p[i].v > p[i].max)
+            return zb_fail_at(r->err, r->doc->file, par->line, par->col,
+                              "%s is %lld, more than this zb handles (%lld)",
+                              p[i].what, p[i].v, p[i].max);
     return ZB_OK;
 }
 
@@ -74,6 +101,7 @@ static zb_status read_parallel(rd *r, const zb_ynode *root, zb_plan *plan) {
         return zb_fail_at(r->err, r->doc->file, line, col,
                           "tp (%d) must divide heads (%d) and ffn_hidden (%d)",
                           plan->tp, a->heads, a->ffn_hidden);
+    ZB_TRY(check_products(r, par, plan));
     if (plan->pp * plan->v > a->layers + 2)
         return zb_fail_at(r->err, r->doc->file, line, col,
                           "pp x chunks (%d) exceeds the layers (%d) + embedding + head",
@@ -259,9 +287,24 @@ static zb_status read_body(rd *r, const zb_ynode *root, zb_plan *plan) {
     return ZB_OK;
 }
 
+/* Optional 'fingerprint' (zb_plan.h): must be what the plan now holds. */
+static zb_status check_fingerprint(rd *r, const zb_ynode *root, const zb_plan *plan) {
+    const zb_ynode *n = zb_ymap_get(root, "fingerprint");
+    if (!n) return ZB_OK;
+    char text[32], want[32];
+    ZB_TRY(zb_yget_str(r->doc, root, "fingerprint", true, text, sizeof text, r->err));
+    snprintf(want, sizeof want, "%016llx", (unsigned long long)zb_plan_fingerprint(plan));
+    if (strcmp(text, want) != 0)
+        return zb_fail_at(r->err, r->doc->file, n->line, n->col,
+                          "the plan's stage costs and predictions no longer "
+                          "belong to its model, cluster or split (edited by "
+                          "hand?); re-run zbplan on the model to make a new plan");
+    return ZB_OK;
+}
+
 zb_status zb_plan_read(const char *path, zb_plan *plan, zb_err *err) {
     static const char *const extra[] = {"version", "parallel", "schedule", "stages",
-                                        "prediction", NULL};
+                                        "prediction", "fingerprint", NULL};
     memset(plan, 0, sizeof *plan);
     zb_ydoc doc;
     ZB_TRY(zb_ydoc_load(path, &doc, err));
@@ -277,6 +320,7 @@ zb_status zb_plan_read(const char *path, zb_plan *plan, zb_err *err) {
         st = zb_model_parse(&doc, doc.root, extra, NULL, &plan->model, err);
     }
     if (st == ZB_OK) st = read_body(&r, doc.root, plan);
+    if (st == ZB_OK) st = check_fingerprint(&r, doc.root, plan);
     if (st != ZB_OK) zb_plan_free(plan);
     zb_ydoc_free(&doc);
     return st;

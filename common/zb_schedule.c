@@ -14,6 +14,10 @@ zb_status zb_schedule_init(zb_schedule *s, const char *name, int p, int m,
         return zb_fail(err, ZB_EINPUT,
                        "schedule needs p >= 1, m >= 1, v >= 1 (v = 2 for the "
                        "V placement); got p=%d m=%d v=%d", p, m, v);
+    if ((long long)p * m * v > ZB_SCHED_MAX_PASSES)
+        return zb_fail(err, ZB_EINPUT, "schedule too large: stages x microbatches "
+                       "x chunks = %lld, the limit is %d (docs/schedules.md)",
+                       (long long)p * m * v, ZB_SCHED_MAX_PASSES);
     snprintf(s->name, sizeof s->name, "%s", name ? name : "");
     s->p = p;
     s->m = m;

@@ -39,8 +39,13 @@ typedef struct {
     zb_action **acts;        /* [p][len[r]] */
 } zb_schedule;
 
+/* Most (stage, microbatch, chunk) triples a schedule may hold: about 200
+ * MB and a second or two to simulate at the limit. */
+#define ZB_SCHED_MAX_PASSES (1 << 21)
+
 /* Allocate p empty lists with room for cap_per_rank actions each (0 picks
- * 3*m*v). Lists grow as needed. */
+ * 3*m*v). Lists grow as needed. p*m*v over ZB_SCHED_MAX_PASSES is
+ * ZB_EINPUT "schedule too large: ...". */
 zb_status zb_schedule_init(zb_schedule *s, const char *name, int p, int m,
                            int v, zb_placement pl, int cap_per_rank,
                            zb_err *err);

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 #include <yaml.h>
 
@@ -354,10 +355,20 @@ static zb_status read_file(const char *path, char **out, size_t *len, zb_err *er
     FILE *f = fopen(path, "rb");
     /* a model or plan that cannot be opened is bad input (exit 2) */
     if (!f) return zb_fail_at(err, path, 0, 0, "cannot open: %s", strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fclose(f);
+        return zb_fail(err, ZB_EINPUT, "cannot read '%s': Is a directory", path);
+    }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     zb_status s = buf ? ZB_OK : oom(err);
     while (s == ZB_OK) {
+        if (n >= ZB_YAML_MAX_BYTES) {
+            s = zb_fail(err, ZB_EINPUT, "%s: larger than %d MiB, not a zb "
+                        "model, plan or index", path, ZB_YAML_MAX_BYTES >> 20);
+            break;
+        }
         if (n == cap) {
             char *bigger = realloc(buf, cap *= 2);
             if (!bigger) {

@@ -35,7 +35,12 @@ typedef struct {
     void *arena_;        /* private: owned allocations */
 } zb_ydoc;
 
-/* Parse path. Syntax errors: "file:line:col: YAML syntax error: <problem>". */
+/* Largest file zb_ydoc_load reads (models, plans and indexes are KBs to a
+ * few MB; anything bigger, or endless like /dev/zero, is refused). */
+#define ZB_YAML_MAX_BYTES (64 << 20)
+
+/* Parse path. Syntax errors: "file:line:col: YAML syntax error: <problem>".
+ * A folder or a file over ZB_YAML_MAX_BYTES is ZB_EINPUT. */
 zb_status zb_ydoc_load(const char *path, zb_ydoc *doc, zb_err *err);
 /* Same, from a memory buffer; name is used as the file name in messages. */
 zb_status zb_ydoc_load_string(const char *name, const char *text, zb_ydoc *doc,

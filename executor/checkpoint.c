@@ -1,13 +1,17 @@
 /* checkpoint.c - see checkpoint.h.
  *
- * Rank file: 8 bytes "ZBCKPT01", then int32 version, rank, world, step
+ * Rank file: 8 bytes "ZBCKPT02", then int32 version, rank, world, step
  * (host byte order: checkpoints are for resuming on the same machine), then
- * zb_stage_save's bytes, then nothing (trailing bytes are an error).
+ * zb_stage_save's bytes, then the CRC32C trailer of crc32c.h (per 64 KiB
+ * block and for the header); a file that fails any check is refused
+ * (ZB_EINPUT naming the file and the byte offset) before a byte of it is
+ * trained on.
  */
 #include "executor/checkpoint.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,8 +22,9 @@
 
 #include "common/zb_afile.h"
 #include "common/zb_yaml.h"
+#include "executor/crc32c.h"
 
-static const char ckpt_magic[8] = {'Z', 'B', 'C', 'K', 'P', 'T', '0', '1'};
+static const char ckpt_magic[8] = {'Z', 'B', 'C', 'K', 'P', 'T', '0', '2'};
 
 static const char *index_keys[] = {"checkpoint", "step", "data_position",
                                    "total_steps", "seed", "rng", "layout",
@@ -118,14 +123,29 @@ static void remove_others(const char *dir, int step) {
 
 /* ---- rank files ---- */
 
+typedef struct {
+    char magic[8];
+    int32_t version, rank, world, step;
+} rank_head;
+
 static zb_status write_rank(FILE *f, const char *path, int rank, int world,
                             int step, const zb_stage *st, zb_err *err) {
-    int32_t head[4] = {ZB_CKPT_VERSION, rank, world, step};
-    if (fwrite(ckpt_magic, 1, sizeof ckpt_magic, f) != sizeof ckpt_magic ||
-        fwrite(head, sizeof head, 1, f) != 1)
+    rank_head h = {.version = ZB_CKPT_VERSION, .rank = rank, .world = world,
+                   .step = step};
+    memcpy(h.magic, ckpt_magic, sizeof h.magic);
+    if (fwrite(&h, sizeof h, 1, f) != 1)
         return zb_fail(err, ZB_EIO, "cannot write '%s': %s", path,
                        strerror(errno));
-    return zb_stage_save(st, f, err);
+    zb_crc_writer *w;
+    FILE *data;
+    ZB_TRY(zb_crc_writer_open(f, path, &w, &data, err));
+    zb_status s = zb_stage_save(st, data, err);
+    if (s == ZB_OK && fflush(data) != 0) s = ZB_EIO;
+    if (s != ZB_OK && zb_crc_writer_errno(w))   /* say where and why */
+        s = zb_fail(err, ZB_EIO, "cannot write checkpoint '%s': %s", path,
+                    strerror(zb_crc_writer_errno(w)));
+    zb_status t = zb_crc_writer_finish(w, s == ZB_OK, zb_crc32c(0, &h, sizeof h), err);
+    return s != ZB_OK ? s : t;
 }
 
 zb_status zb_ckpt_save_rank(const char *dir, int step, int rank, int world,
@@ -141,23 +161,26 @@ zb_status zb_ckpt_save_rank(const char *dir, int step, int rank, int world,
 
 static zb_status read_rank(FILE *f, const char *path, int rank, int world,
                            int step, zb_stage *st, zb_err *err) {
-    char magic[8];
-    int32_t head[4];
-    if (fread(magic, 1, sizeof magic, f) != sizeof magic ||
-        memcmp(magic, ckpt_magic, sizeof magic) != 0 ||
-        fread(head, sizeof head, 1, f) != 1)
+    rank_head h;
+    if (fread(&h, sizeof h, 1, f) != 1 ||
+        memcmp(h.magic, ckpt_magic, sizeof h.magic) != 0)
         return zb_fail(err, ZB_EINPUT, "%s: not a zb checkpoint file", path);
-    if (head[0] != ZB_CKPT_VERSION || head[1] != rank || head[2] != world ||
-        head[3] != step)
-        return zb_fail(err, ZB_EINPUT, "%s: holds version %d rank %d of %d "
-                       "step %d, expected version %d rank %d of %d step %d",
-                       path, head[0], head[1], head[2], head[3],
-                       ZB_CKPT_VERSION, rank, world, step);
-    ZB_TRY(zb_stage_load(st, f, err));
-    if (fgetc(f) != EOF)
-        return zb_fail(err, ZB_EINPUT, "%s: unexpected bytes after the "
-                       "checkpoint data", path);
-    return ZB_OK;
+    FILE *data;
+    uint64_t n;
+    ZB_TRY(zb_crc_reader_open(f, path, &h, sizeof h, &data, &n, err));
+    zb_status s = ZB_OK;
+    if (h.version != ZB_CKPT_VERSION || h.rank != rank || h.world != world ||
+        h.step != step)
+        s = zb_fail(err, ZB_EINPUT, "%s: holds version %d rank %d of %d "
+                    "step %d, expected version %d rank %d of %d step %d",
+                    path, h.version, h.rank, h.world, h.step,
+                    ZB_CKPT_VERSION, rank, world, step);
+    if (s == ZB_OK) s = zb_stage_load(st, data, err);
+    if (s == ZB_OK && fgetc(data) != EOF)
+        s = zb_fail(err, ZB_EINPUT, "%s: unexpected bytes after the "
+                    "checkpoint data", path);
+    fclose(data);
+    return s;
 }
 
 zb_status zb_ckpt_load_rank(const char *dir, int step, int rank, int world,
@@ -165,9 +188,9 @@ zb_status zb_ckpt_load_rank(const char *dir, int step, int rank, int world,
     char path[1400];
     ZB_TRY(rank_path(path, sizeof path, dir, step, rank, err));
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return zb_fail(err, ZB_EIO, "cannot open checkpoint '%s': %s", path,
-                       strerror(errno));
+    if (!f)   /* the index names this step: its files belong to it */
+        return zb_fail(err, ZB_EINPUT, "damaged checkpoint: cannot open '%s': %s",
+                       path, strerror(errno));
     zb_status s = read_rank(f, path, rank, world, step, st, err);
     fclose(f);
     return s;
@@ -259,6 +282,7 @@ static zb_status parse_index(const zb_ydoc *doc, const zb_plan *plan,
     idx->step = (int)step;
     idx->data_position = (int)pos;
     idx->total_steps = (int)total;
+    ZB_TRY(zb_yget_int(doc, root, "seed", true, 0, LLONG_MAX, &idx->seed, err));
     return ZB_OK;
 }
 

@@ -32,7 +32,22 @@ typedef struct {
     int step;          /* steps completed (>= 1) */
     int total_steps;   /* of the run that wrote it */
     int data_position; /* the next step reads batch data_position (0-based) */
+    long long seed;    /* training.seed of the run that wrote it */
 } zb_ckpt_index;
+
+/* Resuming from idx into a run of total_steps steps of plan: a different
+ * total (it shapes the learning-rate schedule) or seed (it picks the data
+ * batches) is ZB_EINPUT saying what would change and that the option
+ * --resume-changed accepts it; with allow_changed, ZB_OK. */
+zb_status zb_ckpt_check_resume(const char *dir, const zb_ckpt_index *idx,
+                               const zb_plan *plan, int total_steps,
+                               bool allow_changed, zb_err *err);
+
+/* One writer per checkpoint folder: create DIR if needed and take an
+ * exclusive flock on DIR/.lock (*fd, release with zb_ckpt_unlock). A folder
+ * held by another process is ZB_EINPUT naming it and the holder's pid. */
+zb_status zb_ckpt_lock(const char *dir, int *fd, zb_err *err);
+void zb_ckpt_unlock(int fd);
 
 /* Read DIR/latest.yaml. *found = false (and ZB_OK) when there is none.
  * An index that does not parse or belongs to another layout is ZB_EINPUT

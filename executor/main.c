@@ -20,7 +20,11 @@
 
 #include "common/zb_error.h"
 #include "common/zb_plan.h"
+#include "executor/checkpoint.h"
+#include "executor/memlimit.h"
 #include "executor/report.h"
+#include "executor/run_checks.h"
+#include "executor/signals.h"
 #include "executor/runtime.h"
 #include "executor/svg.h"
 #include "executor/trace.h"
@@ -35,6 +39,10 @@ static const char usage[] =
     "  --checkpoint-every N  save a checkpoint every N steps (default: never)\n"
     "  --checkpoint-dir DIR  where checkpoints go (default: checkpoints)\n"
     "  --resume              continue after the newest checkpoint in DIR\n"
+    "  --resume-changed      resume even if --steps or the seed differ from the\n"
+    "                        checkpoint's (the learning-rate schedule or data change)\n"
+    "  --max-loss-ratio R    stop when the loss exceeds R x the first step's\n"
+    "                        (default 10; 0: never)\n"
     "  --threads N           OpenMP threads per rank (default: cores / ranks)\n"
     "  -q                    print nothing but errors\n"
     "  -h, --help            this text\n";
@@ -42,7 +50,8 @@ static const char usage[] =
 typedef struct {
     const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir;
     int steps, ckpt_every, threads;
-    bool resume, quiet, help;
+    bool resume, quiet, help, resume_changed;
+    double max_loss_ratio;
 } args;
 
 /* "--name value" or "--name=value": true if argv[*i] is this option. */
@@ -81,6 +90,10 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) a->help = true;
     else if (!strcmp(arg, "-q") || !strcmp(arg, "--quiet")) a->quiet = true;
     else if (!strcmp(arg, "--resume")) a->resume = true;
+    else if (!strcmp(arg, "--resume-changed")) a->resume_changed = true;
+    else if (take_opt(argc, argv, i, "--max-loss-ratio", &v, &st, err)) {
+        if (st == ZB_OK) st = zb_parse_ratio("--max-loss-ratio", v, &a->max_loss_ratio, err);
+    }
     else if (take_opt(argc, argv, i, "--steps", &v, &st, err)) {
         if (st == ZB_OK) st = parse_int("--steps", v, 1, &a->steps, err);
     } else if (take_opt(argc, argv, i, "--threads", &v, &st, err)) {
@@ -104,6 +117,7 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
 static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
     memset(a, 0, sizeof *a);
     a->backend = "auto";
+    a->max_loss_ratio = ZB_MAX_LOSS_RATIO_DEFAULT;
     for (int i = 1; i < argc;) ZB_TRY(parse_one(argc, argv, &i, a, err));
     if (a->help) return ZB_OK;
     if (!a->plan_path) return zb_fail(err, ZB_EINPUT, "no plan given (usage: zbrun PLAN [options])");
@@ -119,7 +133,8 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
 /* ---- per-step output ---- */
 
 typedef struct {
-    bool tty, quiet, started;
+    bool tty, quiet, started, warned;
+    double loss0;
     int first, every;
     const char *ckpt_dir;
 } printer;
@@ -132,6 +147,10 @@ static void print_step_line(const zb_step_info *s) {
 
 static void on_step(const zb_step_info *s, void *ctx) {
     printer *p = ctx;
+    if (zb_loss_warn(s->loss, &p->loss0, &p->warned))
+        fprintf(stderr, "zbrun: warning: step %d loss %.4g is over %.0f x the "
+                "first step's %.4g (the run stops above --max-loss-ratio)\n",
+                s->step, s->loss, ZB_LOSS_WARN_RATIO, p->loss0);
     if (p->quiet) return;
     if (!p->started) {
         p->started = true;
@@ -157,16 +176,26 @@ static void on_step(const zb_step_info *s, void *ctx) {
 
 /* ---- after the run ---- */
 
+/* Every output, even after one failed; the first failure is returned and
+ * the others are printed on stderr. */
 static zb_status write_outputs(const args *a, const zb_plan *plan,
                                const zb_run_result *res, zb_err *err) {
-    if (a->report) ZB_TRY(zb_report_write(a->report, plan, res, a->backend, err));
-    if (a->trace) ZB_TRY(zb_trace_write(a->trace, plan, res, err));
-    if (a->svg) ZB_TRY(zb_svg_write(a->svg, plan, res, err));
-    if (a->quiet) return ZB_OK;
-    if (a->report) printf("wrote %s\n", a->report);
-    if (a->trace) printf("wrote %s\n", a->trace);
-    if (a->svg) printf("wrote %s\n", a->svg);
-    return ZB_OK;
+    zb_status first = ZB_OK;
+    for (int k = 0; k < 3; k++) {
+        const char *path = k == 0 ? a->report : k == 1 ? a->trace : a->svg;
+        if (!path) continue;
+        zb_err e;
+        zb_status s = k == 0 ? zb_report_write(path, plan, res, a->backend, &e)
+                    : k == 1 ? zb_trace_write(path, plan, res, &e)
+                             : zb_svg_write(path, plan, res, &e);
+        if (s == ZB_OK && !a->quiet) printf("wrote %s\n", path);
+        if (s != ZB_OK && first != ZB_OK) fprintf(stderr, "zbrun: %s\n", e.msg);
+        if (s != ZB_OK && first == ZB_OK) {
+            first = s;
+            *err = e;
+        }
+    }
+    return first;
 }
 
 static zb_status print_summary(const zb_plan *plan, const zb_run_result *res,
@@ -206,7 +235,11 @@ static void print_header(const args *a, const zb_plan *plan, int threads) {
                "parallelism shape only its predictions\n");
 }
 
-static zb_status run_main(const args *a, zb_err *err) {
+static const char *pr_dir(const args *a) {
+    return a->ckpt_dir ? a->ckpt_dir : "checkpoints";
+}
+
+static zb_status run_main(const args *a, int *stopped, zb_err *err) {
     zb_plan plan;
     /* a plan that cannot be read is bad input, even when it is missing */
     if (zb_plan_read(a->plan_path, &plan, err) != ZB_OK) return ZB_EINPUT;
@@ -226,22 +259,36 @@ static zb_status run_main(const args *a, zb_err *err) {
     }
     int threads = a->threads ? a->threads
                              : zb_threads_per_rank(omp_get_num_procs(), zb_plan_world(&plan));
+    int lock_fd = -1;
+    zb_status st = zb_run_preflight(a->report, a->trace, a->svg,
+                                    a->ckpt_every ? pr_dir(a) : NULL,
+                                    zb_plan_world(&plan), threads, &lock_fd, err);
+    if (st != ZB_OK) {
+        zb_plan_free(&plan);
+        return st;
+    }
     printer pr = {.tty = isatty(STDOUT_FILENO), .quiet = a->quiet,
                   .ckpt_dir = a->ckpt_dir ? a->ckpt_dir : "checkpoints"};
     int steps = a->steps ? a->steps : plan.model.train.steps;
     pr.every = steps >= 50 ? steps / 10 : 5;
     zb_run_opts o = {.steps = a->steps, .threads = threads,
                      .checkpoint_every = a->ckpt_every, .checkpoint_dir = a->ckpt_dir,
-                     .resume = a->resume, .on_step = on_step, .on_step_ctx = &pr};
+                     .resume = a->resume, .on_step = on_step, .on_step_ctx = &pr,
+                     .resume_changed = a->resume_changed, .stop = &zb_stop_signal,
+                     .max_loss_ratio = a->max_loss_ratio};
     if (!a->quiet) print_header(a, &plan, threads);
     fflush(stdout);
     zb_run_result res;
-    zb_status st = zb_run(&plan, &o, &res, err);
+    zb_signals_install();
+    st = zb_run(&plan, &o, &res, err);
     if (pr.tty && pr.started) printf("\r\033[K");
     if (st == ZB_OK && !a->quiet) st = print_summary(&plan, &res, err);
     if (st == ZB_OK) st = write_outputs(a, &plan, &res, err);
+    if (st == ZB_OK && res.stopped) zb_print_stopped(a->plan_path, pr_dir(a), &res);
+    *stopped = st == ZB_OK ? res.stopped : 0;
     zb_run_result_free(&res);
     zb_plan_free(&plan);
+    zb_ckpt_unlock(lock_fd);
     return st;
 }
 
@@ -251,9 +298,10 @@ static zb_status run_main(const args *a, zb_err *err) {
  * loaded, so when the user has not chosen one we set "passive" and
  * re-execute ourselves once; if that fails we simply go on. */
 static void prefer_passive_openmp(char **argv) {
-    if (getenv("OMP_WAIT_POLICY")) return;
-    if (setenv("OMP_WAIT_POLICY", "passive", 0) != 0) return;
-    execv("/proc/self/exe", argv);
+    bool again = zb_memlimit_env();   /* OpenBLAS single-threaded: memlimit.h */
+    if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 0) == 0)
+        again = true;
+    if (again) execv("/proc/self/exe", argv);
 }
 
 int main(int argc, char **argv) {
@@ -269,9 +317,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "zbrun: %s\n", err.msg);
         return zb_exit_code(st);
     }
-    st = run_main(&a, &err);
+    int stopped = 0;
+    st = run_main(&a, &stopped, &err);
     fflush(stdout);
-    if (st == ZB_EINPUT)
+    if (stopped) return 128 + stopped;   /* 130 SIGINT, 143 SIGTERM */
+    if (st == ZB_EINPUT && zb_msg_has_place(err.msg, a.plan_path))
         fprintf(stderr, "%s\n", err.msg);   /* "file:line:col: ..." already */
     else if (st != ZB_OK)
         fprintf(stderr, "zbrun: %s\n", err.msg);

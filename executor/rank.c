@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "executor/checkpoint.h"
+#include "executor/memlimit.h"
 #include "executor/run_ctx.h"
 
 double zb_now_s(void) {
@@ -191,6 +192,40 @@ static void report_step(zb_rank *rk, int k, double loss, double lr,
     c->opts->on_step(&info, c->opts->on_step_ctx);
 }
 
+/* A loss that explodes without becoming NaN: every rank sees the same
+ * all-reduced loss, so every rank stops at the same step, before the
+ * update. */
+static zb_status check_loss(zb_rank *rk, int step, double loss, zb_err *err) {
+    double ratio = rk->ctx->opts->max_loss_ratio;
+    if (rk->loss0 == 0) rk->loss0 = loss;
+    if (ratio > 0 && rk->loss0 > 0 && loss > ratio * rk->loss0)
+        return zb_fail(err, ZB_ERUNTIME, "step %d: loss %.4g is more than %g "
+                       "times the first step's %.4g: training diverges (lower "
+                       "the learning rate; --max-loss-ratio sets the limit)",
+                       step, loss, ratio, rk->loss0);
+    return ZB_OK;
+}
+
+/* Between steps: do all ranks agree to stop (opts->stop set on any)? Then
+ * checkpoint `step` when checkpoints are on and it is not saved yet. */
+static zb_status stop_here(zb_rank *rk, int step, bool *stop, zb_err *err) {
+    zb_run_ctx *c = rk->ctx;
+    int every = c->opts->checkpoint_every;
+    *stop = false;
+    if (!c->opts->stop) return ZB_OK;
+    int sig = *c->opts->stop;
+    rk->red[0] = sig;
+    ZB_TRY(rk->tr->allreduce_f64(rk->tr, &rk->world_g, rk->red, 1, err));
+    if (rk->red[0] == 0) return ZB_OK;
+    *stop = true;
+    if (every > 0 && step % every != 0) ZB_TRY(checkpoint(rk, step, err));
+    if (rk->rank == 0) {
+        c->res->stopped = *c->opts->stop;   /* set by now on every rank */
+        c->res->stop_saved = every > 0;
+    }
+    return ZB_OK;
+}
+
 static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
     zb_run_ctx *c = rk->ctx;
     zb_run_result *res = c->res;
@@ -209,6 +244,7 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
     ZB_TRY(global_stats(rk, step, &norm, &loss, err));
     float scale = o->grad_clip > 0 && norm > o->grad_clip
                       ? (float)(o->grad_clip / norm) : 1.0f;
+    ZB_TRY(check_loss(rk, step, loss, err));
     double lr = zb_lr_at(o, step, c->total_steps);
     ZB_TRY(zb_stage_adamw(rk->st, (float)lr, scale, step, err));
     record_times(rk, k);
@@ -219,6 +255,21 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
 }
 
 /* ---- set-up ---- */
+
+/* Under a memory limit, with every stage built: room left for OpenBLAS's
+ * buffers, or OpenBLAS would spin in its allocator (memlimit.h). */
+static zb_status check_headroom(zb_rank *rk, zb_err *err) {
+    int world = rk->ctx->world;
+    if (!zb_memlimit_bytes()) return ZB_OK;
+    rk->red[0] = rk->rank == 0 && !zb_memlimit_room(world);
+    ZB_TRY(rk->tr->allreduce_f64(rk->tr, &rk->world_g, rk->red, 1, err));
+    if (rk->red[0] != 0)
+        return zb_fail(err, ZB_ENOMEM, "rank %d: memory limit (ulimit -v) of %zu "
+                       "MiB leaves no room for the %zu MiB of OpenBLAS buffers "
+                       "once the model is allocated; raise the limit", rk->rank,
+                       zb_memlimit_bytes() >> 20, zb_memlimit_blas_bytes(world) >> 20);
+    return ZB_OK;
+}
 
 /* The stage, and the agreement of both ends of every embedding group on
  * whether a tied gradient exists (a mismatch would hang the all-reduce). */
@@ -247,6 +298,7 @@ static zb_status rank_setup(zb_rank *rk, zb_err *err) {
             return zb_fail(err, ZB_ERUNTIME, "ranks %d and %d disagree on "
                            "holding a tied embedding gradient", rk->rank,
                            rk->emb_g.ranks[i]);
+    ZB_TRY(check_headroom(rk, err));
     if (c->first_step > 1)
         ZB_TRY(zb_ckpt_load_rank(c->ckpt_dir, c->first_step - 1, rk->rank,
                                  world, rk->st, err));
@@ -273,8 +325,12 @@ static zb_status rank_run(zb_rank *rk, zb_err *err) {
     zb_run_ctx *c = rk->ctx;
     omp_set_num_threads(c->res->threads);
     ZB_TRY(rank_setup(rk, err));
-    for (int step = c->first_step; step <= c->total_steps; step++)
+    for (int step = c->first_step; step <= c->total_steps; step++) {
+        bool stop;
         ZB_TRY(rank_step(rk, step, err));
+        if (step < c->total_steps) ZB_TRY(stop_here(rk, step, &stop, err));
+        if (step < c->total_steps && stop) break;
+    }
     return rank_finish(rk, err);
 }
 

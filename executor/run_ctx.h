@@ -37,6 +37,7 @@ typedef struct {
     double *red;                 /* [2 + world] world all-reduce of the norm,
                                     loss and non-finite flags */
     double *t_start, *t_end;     /* this step's slot of the result's ring */
+    double loss0;                /* the first loss of this run (0: none yet) */
 } zb_rank;
 
 struct zb_run_ctx {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "executor/checkpoint.h"
+#include "executor/memlimit.h"
 #include "executor/run_ctx.h"
 
 #define ZB_TRACE_STEPS_DEFAULT 2
@@ -274,6 +275,8 @@ static zb_status find_start(zb_run_ctx *c, zb_err *err) {
     bool found;
     ZB_TRY(zb_ckpt_find(c->ckpt_dir, c->plan, &idx, &found, err));
     if (!found) return ZB_OK;
+    ZB_TRY(zb_ckpt_check_resume(c->ckpt_dir, &idx, c->plan, c->total_steps,
+                                c->opts->resume_changed, err));
     c->first_step = idx.step + 1;
     c->res->resumed_from = idx.step;
     return ZB_OK;
@@ -356,7 +359,7 @@ zb_status zb_run(const zb_plan *plan, const zb_run_opts *opts,
     if (s == ZB_OK) s = setup(&c, err);
     if (s == ZB_OK && c.first_step <= c.total_steps) {
         /* OpenBLAS has one process-wide thread count: each rank's share */
-        openblas_set_num_threads(res->threads);
+        openblas_set_num_threads(zb_memlimit_blas_threads(res->threads));
         run_threads(&c);
         s = c.status;
         if (s != ZB_OK && err) *err = c.err;

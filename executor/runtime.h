@@ -26,6 +26,7 @@
 #ifndef ZB_RUNTIME_H
 #define ZB_RUNTIME_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -54,6 +55,13 @@ typedef struct {
     int checkpoint_every;   /* 0: never */
     const char *checkpoint_dir; /* NULL: "checkpoints" */
     bool resume;            /* continue after the newest checkpoint (if any) */
+    bool resume_changed;    /* accept another total_steps or seed on resume */
+    const volatile sig_atomic_t *stop; /* polled between steps (NULL: never):
+                                          nonzero ends the run after the step
+                                          in progress, checkpointed when
+                                          checkpoints are on */
+    double max_loss_ratio;  /* > 0: stop (ZB_ERUNTIME) when a step's loss
+                               exceeds this times the run's first loss */
     int trace_steps;        /* steps kept in the timeline; 0: 2 */
     bool keep_params;       /* copy each rank's final parameters into res */
     zb_step_fn on_step;     /* may be NULL */
@@ -67,6 +75,9 @@ typedef struct {
     int n_steps;            /* steps run here */
     int resumed_from;       /* step of the checkpoint resumed from, 0: none */
     int threads;            /* OpenMP threads per rank used */
+    int stopped;            /* *opts->stop's value when the run ended
+                               early for it, else 0 */
+    bool stop_saved;        /* a checkpoint holds the last step run */
 
     /* per step run, index k = step first_step + k */
     double *loss, *lr, *grad_norm, *step_s;          /* [n_steps] */

@@ -14,6 +14,7 @@
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
 #include "planner/cli.h"
+#include "planner/guard.h"
 #include "planner/search.h"
 #include "planner/sim_cmd.h"
 
@@ -162,9 +163,12 @@ static zb_status write_plan(const zb_model *m, const args *a,
 
 static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
     zb_model m;
-    zb_status st = zb_model_load(a->model_path, &m, err);
+    zb_status st = zb_guard_paths(a->model_path, a->out_path, err);
+    if (st == ZB_OK) st = zb_model_load(a->model_path, &m, err);
     if (st != ZB_OK) {
-        fprintf(stderr, "%s\n", err->msg);   /* already file:line:col: */
+        /* file:line:col: messages already say where; others get "zbplan:" */
+        bool at = strncmp(err->msg, a->model_path, strlen(a->model_path)) == 0;
+        fprintf(stderr, "%s%s\n", at ? "" : "zbplan: ", err->msg);
         *printed = true;
         return st;
     }

@@ -57,11 +57,55 @@ static double stage_mem(const zb_model *m, const zb_cost_table *ct, int nl,
     return zb_static_mem_bytes(m, stage_params(m, ct, nl, embed, head), 1) + mb;
 }
 
+/* Cost of vstage k-1's part when it holds nl layers: time or memory,
+ * INFINITY when it breaks the memory limit or (by_mem) the time bound.
+ * Nondecreasing in nl: every layer costs the same and nothing is negative. */
+static double part_cost(const part_ctx *c, const double *time, const double *mem,
+                        bool by_mem, double t_bound, int nl) {
+    if (c->mem_limit > 0 && mem[nl] > c->mem_limit) return INFINITY;
+    if (by_mem && time[nl] > t_bound) return INFINITY;
+    return by_mem ? mem[nl] : time[nl];
+}
+
+/* val[k][j] = min over i in [lo, hi] of max(g(i), cost(j - i)) with
+ * g = val[k-1] nondecreasing in i (more layers before: never better) and
+ * cost(j - i) nonincreasing in i: a valley, so binary searches find the
+ * smallest i with the least value (the tie-break of a plain scan). */
+static void best_split(const part_ctx *c, const double *g, const double *time,
+                       const double *mem, bool by_mem, double t_bound, int lo,
+                       int hi, int j, double *val, int *from) {
+    int a = lo, b = hi + 1;   /* first i with g(i) >= cost(j - i), or hi + 1 */
+    while (a < b) {
+        int mid = a + (b - a) / 2;
+        if (g[mid] >= part_cost(c, time, mem, by_mem, t_bound, j - mid)) b = mid;
+        else a = mid + 1;
+    }
+    double best = a <= hi ? g[a] : INFINITY;
+    if (a > lo) {   /* left of the crossing the value is cost(j - i) */
+        double left = part_cost(c, time, mem, by_mem, t_bound, j - (a - 1));
+        if (left <= best) {
+            best = left;   /* the smallest i with cost(j - i) <= left */
+            int x = lo, y = a - 1;
+            while (x < y) {
+                int mid = x + (y - x) / 2;
+                if (part_cost(c, time, mem, by_mem, t_bound, j - mid) <= left) y = mid;
+                else x = mid + 1;
+            }
+            a = x;
+        }
+    }
+    if (best < *val) {
+        *val = best;
+        *from = a;
+    }
+}
+
 /* Min over splits of the max over stages of the stage time (by_mem false)
  * or memory (by_mem true), counting only stages that fit the memory limit
  * and, when by_mem, take at most t_bound. val/from: [(n+1) x (layers+1)].
  * val[k][j]: best over splits of layers [0, j) into vstages 0..k-1;
- * from[k][j]: where vstage k-1 starts in it. Returns val[n][layers]. */
+ * from[k][j]: where vstage k-1 starts in it. Returns val[n][layers].
+ * O(n L log L): best_split replaces the scan over i. */
 static double minmax(const part_ctx *c, bool by_mem, double t_bound,
                      double *val, int *from) {
     int L = c->layers, n = c->n, W = L + 1;
@@ -71,21 +115,9 @@ static double minmax(const part_ctx *c, bool by_mem, double t_bound,
         int kind = (k == 1) | (k == n) << 1;
         const double *time = c->time + kind * W, *mem = c->mem + kind * W;
         int jlo = k == n ? L : k, jhi = L - (n - k);
-        for (int j = jlo; j <= jhi; j++) {
-            for (int i = k - 1; i < j; i++) {
-                double prev = val[(k - 1) * W + i];
-                int nl = j - i;
-                if (prev == INFINITY) continue;
-                if (c->mem_limit > 0 && mem[nl] > c->mem_limit) continue;
-                if (by_mem && time[nl] > t_bound) continue;
-                double v = by_mem ? mem[nl] : time[nl];
-                if (prev > v) v = prev;
-                if (v < val[k * W + j]) {
-                    val[k * W + j] = v;
-                    from[k * W + j] = i;
-                }
-            }
-        }
+        for (int j = jlo; j <= jhi; j++)
+            best_split(c, val + (k - 1) * W, time, mem, by_mem, t_bound, k - 1,
+                       j - 1, j, &val[k * W + j], &from[k * W + j]);
     }
     return val[n * W + L];
 }
@@ -108,6 +140,11 @@ zb_status zb_partition(const zb_model *m, const zb_cost_table *ct, int n,
     if (n < 1 || n > L)
         return zb_fail(err, ZB_EINFEASIBLE, "cannot split %d layers into %d "
                        "virtual stages of at least one layer", L, n);
+    if ((long long)(n + 1) * (L + 1) > ZB_PARTITION_MAX_CELLS)
+        return zb_fail(err, ZB_EINPUT, "splitting %d layers into %d virtual "
+                       "stages is over the partitioner's limit ((stages + 1) x "
+                       "(layers + 1) <= %d, docs/zbplan.md)", L, n,
+                       ZB_PARTITION_MAX_CELLS);
     part_ctx c = {.n = n, .layers = L, .mem_limit = mem_limit_bytes};
     size_t cells = (size_t)(n + 1) * (size_t)(L + 1), W = (size_t)L + 1;
     double *val = zb_calloc(cells + 8 * W, sizeof *val, err);

@@ -11,6 +11,10 @@
 #include "common/zb_sim.h"
 #include "planner/cost.h"
 
+/* Largest (n + 1) x (layers + 1) table the partitioner fills (about 100
+ * MB, O(n L log L) time); beyond it zb_partition is ZB_EINPUT. */
+#define ZB_PARTITION_MAX_CELLS (1 << 23)
+
 /* Split ct's model into n = pp*v contiguous virtual stages (vstage order),
  * minimising the largest per-stage F+B+W time; ties broken by the smaller
  * largest memory. Every vstage gets >= 1 layer unless n > layers (error).

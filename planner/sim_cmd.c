@@ -15,6 +15,8 @@
 #include "planner/cli.h"
 #include "planner/schedules.h"
 
+#define ZB_SIM_MAX_TOTAL 1e100   /* bound on summed costs (any unit) */
+
 typedef struct {
     const char *schedule;    /* a name or "all" */
     int p, m, v;             /* v 0: interleaved uses 2 */
@@ -107,6 +109,24 @@ static zb_status check_name(const char *name, zb_err *err) {
                    list, name);
 }
 
+/* The makespan is at most every pass and transfer of every rank in a row,
+ * the memory at most every microbatch's M_B on every rank: both must stay
+ * far from overflowing a double, or "makespan inf" would be printed. */
+static zb_status check_range(const sim_args *a, zb_err *err) {
+    double v = a->v > 0 ? a->v : 2, pm = (double)a->p * a->m;
+    double work = pm * (a->f + a->b + a->w + 2 * v * a->comm);
+    double mem = pm * v * (a->mem_f + a->mem_w) + a->mem_limit;
+    if (!(work <= ZB_SIM_MAX_TOTAL))
+        return zb_fail(err, ZB_EINPUT, "sim: costs too large: stages x "
+                       "microbatches x (F + B + W + 2 v C) = %g exceeds %g; "
+                       "use a larger time unit", work, ZB_SIM_MAX_TOTAL);
+    if (!(mem <= ZB_SIM_MAX_TOTAL))
+        return zb_fail(err, ZB_EINPUT, "sim: memory sizes too large: stages x "
+                       "microbatches x v x (X + Y) = %g exceeds %g; use a "
+                       "larger unit", mem, ZB_SIM_MAX_TOTAL);
+    return ZB_OK;
+}
+
 static zb_status parse_args(int argc, char **argv, sim_args *a, bool *help,
                             zb_err *err) {
     memset(a, 0, sizeof *a);
@@ -130,7 +150,7 @@ static zb_status parse_args(int argc, char **argv, sim_args *a, bool *help,
     if (!a->m) return zb_fail(err, ZB_EINPUT, "sim: --microbatches is required");
     if (strcmp(a->schedule, "all") != 0) ZB_TRY(check_name(a->schedule, err));
     if (!a->mem_w_set) a->mem_w = a->mem_f / 2;
-    return ZB_OK;
+    return check_range(a, err);
 }
 
 /* Build and simulate one schedule. Unmet conditions: o->ok = false. */

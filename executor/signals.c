@@ -1,0 +1,20 @@
+/* signals.c - see signals.h. */
+#include "executor/signals.h"
+
+#include <string.h>
+
+volatile sig_atomic_t zb_stop_signal = 0;
+
+static void on_signal(int sig) {
+    if (!zb_stop_signal) zb_stop_signal = sig;
+}
+
+int zb_signals_install(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;   /* a second signal kills */
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGINT, &sa, NULL) != 0) return -1;
+    return sigaction(SIGTERM, &sa, NULL);
+}
