@@ -26,6 +26,17 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 GLPK_LIBS  := -lglpk
 CFLAGS += $(PKG_CFLAGS)
 
+# MPI (Open MPI from the distribution) for one process per rank: found with
+# pkg-config, else mpicc --showme; NO_MPI=1 builds without it (zbrun then
+# runs single-process only and says so when launched by mpirun or srun).
+ifeq ($(NO_MPI),)
+MPI_CFLAGS := $(shell pkg-config --cflags ompi 2>/dev/null || mpicc --showme:compile 2>/dev/null)
+MPI_LIBS   := $(shell pkg-config --libs ompi 2>/dev/null || mpicc --showme:link 2>/dev/null)
+endif
+ifneq ($(strip $(MPI_LIBS)),)
+CFLAGS += -DZB_HAVE_MPI $(MPI_CFLAGS)
+endif
+
 COMMON_SRC   := $(wildcard common/*.c)
 PLANNER_SRC  := $(filter-out planner/main.c,$(wildcard planner/*.c))
 KERNEL_SRC   := $(wildcard kernels/*.c)
@@ -45,7 +56,7 @@ LIB_COMMON  := $(BUILD)/libzbcommon.a
 LIB_PLANNER := $(BUILD)/libzbplanner.a
 LIB_EXEC    := $(BUILD)/libzbexec.a
 LIBS_ALL    := $(LIB_EXEC) $(LIB_PLANNER) $(LIB_COMMON)
-EXT_LIBS    := $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
+EXT_LIBS    := $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) $(MPI_LIBS) -lpthread -lm
 
 TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
@@ -84,7 +95,7 @@ $(BIN)/zbplan: $(BUILD)/planner/main.o $(LIB_PLANNER) $(LIB_COMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) -lm
 $(BIN)/zbrun: $(BUILD)/executor/main.o $(LIB_EXEC) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
+	$(CC) $(LDFLAGS) -o $@ $^ $(YAML_LIBS) $(BLAS_LIBS) $(MPI_LIBS) -lpthread -lm
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIBS_ALL)
 	@mkdir -p $(dir $@)
