@@ -245,7 +245,9 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     int here = proc.tr ? (l->local_size ? l->local_size : l->world) : zb_plan_world(&plan);
     int threads = a->threads ? a->threads
                              : zb_threads_per_rank(omp_get_num_procs(), here);
-    printer pr = {.tty = isatty(STDOUT_FILENO), .quiet = a->quiet,
+    /* launchers hand their processes a pseudo-terminal even when the
+     * job's output goes to a file: plain lines there */
+    printer pr = {.tty = isatty(STDOUT_FILENO) && !proc.tr, .quiet = a->quiet,
                   .ckpt_dir = a->ckpt_dir ? a->ckpt_dir : "checkpoints"};
     int steps = a->steps ? a->steps : plan.model.train.steps;
     pr.every = steps >= 50 ? steps / 10 : 5;
