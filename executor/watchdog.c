@@ -36,7 +36,7 @@ static void *watch(void *arg) {
             continue;
         }
         if (passed(&wd.deadline)) {
-            fprintf(stderr, "zbrun: rank %d: stuck for %.0f s in %s (a peer "
+            fprintf(stderr, "zbrun: rank %d: stuck for %g s in %s (a peer "
                     "process failed?); exiting\n", wd.rank, wd.timeout_s, wd.what);
             fflush(stderr);
             _exit(1);

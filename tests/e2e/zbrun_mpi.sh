@@ -15,6 +15,9 @@
 #   3. kill -9 of one rank mid-run: mpirun and every other rank exit
 #      non-zero within 30 s; --resume under mpirun then prints the same
 #      steps as an uninterrupted run;
+#   3b. the same under `mpirun --enable-recovery` (the launcher leaves the
+#      survivors running): rank 0's transport gives up after
+#      ZB_COMM_TIMEOUT_S=3 naming rank 1, well within 30 s;
 #   4. a checkpoint of another layout is refused on resume: exit 2.
 # Skipped (exit 0, "skipped: ...") when zbrun was built without MPI or
 # mpirun is missing.
@@ -197,6 +200,36 @@ for s in resumed:
     assert resumed[s] == full[s], (s, resumed[s], full[s])
 print(f"  resumed under mpirun after step {k}: steps {k + 1}..{total} equal")
 PY
+
+# ---- 3b. a dead peer the launcher does not clean up after -----------------
+# With --enable-recovery mpirun leaves the survivors running; the MPI
+# transport's own timeout (ZB_COMM_TIMEOUT_S) must end rank 0, naming rank 1.
+if "${MPIRUN[@]}" --enable-recovery -np 1 true >/dev/null 2>&1; then
+    ZB_COMM_TIMEOUT_S=3 "${MPIRUN[@]}" --enable-recovery -x ZB_COMM_TIMEOUT_S -np 2 \
+        bash -c 'echo $$ >"$0.$OMPI_COMM_WORLD_RANK"; exec "$@"' "$tmp/rpid" \
+        "$BIN/zbrun" "${kargs[@]}" >"$tmp/rec.out" 2>"$tmp/rec.err" &
+    bg=$!
+    for _ in $(seq 1 1500); do
+        grep -q "^step 3/" "$tmp/rec.out" 2>/dev/null && break
+        kill -0 "$bg" 2>/dev/null || break
+        sleep 0.02
+    done
+    kill -9 "$(cat "$tmp/rpid.1")" 2>/dev/null || bad "could not kill rank 1 (recovery run)"
+    t0=$(date +%s.%N)
+    survivor=$(cat "$tmp/rpid.0")
+    for _ in $(seq 1 300); do alive "$survivor" || break; sleep 0.1; done
+    took=$(python3 -c "import time; print(f'{time.time() - $t0:.1f}')")
+    if alive "$survivor"; then bad "rank 0 still running 30 s after rank 1 died (no launcher clean-up)"; fi
+    grep -q "zbrun: rank 0: waited 3 s for .*rank 1" "$tmp/rec.err" ||
+        bad "rank 0 did not name rank 1 on its timeout: $(grep zbrun "$tmp/rec.err" | head -2)"
+    for _ in $(seq 1 100); do kill -0 "$bg" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$bg" 2>/dev/null || true
+    wait "$bg" 2>/dev/null || true
+    bg=
+    echo "  kill -9 of rank 1, no launcher clean-up: rank 0 gave up after ${took} s"
+else
+    echo "  dead peer without launcher clean-up: skipped: mpirun has no --enable-recovery"
+fi
 
 # ---- 4. resume with another layout: exit 2 ---------------------------------
 "${MPIRUN[@]}" -np 4 bash -c '"$0" "$1" --steps 2 --resume --checkpoint-dir "$2" >/dev/null; echo $? >"$3.$OMPI_COMM_WORLD_RANK"' \
