@@ -1,6 +1,8 @@
 #!/bin/bash
 # zbrun_mpi.sh - zbrun with one process per rank under mpirun (Open MPI),
 # CPU backend, MPI transport, against the threaded run of the same plan:
+#   0. the MPI transport's own test under mpirun -np 3 (bitwise fixed-order
+#      all-reduces, tagged messages, size mismatch);
 #   1. layouts of 4 ranks: pp 4 with every schedule, dp 2 x pp 2,
 #      tp 2 x pp 2, dp 2 x tp 2: under `mpirun -np 4` the loss of each of 5
 #      steps is within 1e-5 relative of the threaded run (and of the
@@ -42,9 +44,21 @@ if OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=1 "$BIN/zbrun" /nonexistent.yaml 
     grep -q "built without MPI"; then
     echo "zbrun_mpi.sh: skipped: zbrun built without MPI"; exit 0
 fi
-MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
-# Open MPI's own allocations are not ours to report under ASan
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$PWD/tests/e2e/lsan-mpi.supp:print_suppressions=0"
+# Under `make asan`, processes started by mpirun keep every ASan and UBSan
+# check but not LeakSanitizer: Open MPI leaves allocations at exit in
+# plugins it has unloaded, which no suppression can name (zb's own code is
+# leak-checked by the unit tests and the threaded runs here).
+MPIRUN=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+        mpirun --allow-run-as-root --oversubscribe --bind-to none -x ASAN_OPTIONS)
+
+# ---- 0. the transport itself (tests/mpi/test_transport_mpi.c) -------------
+tt="${MPI_TESTS_DIR:-build/mpi}/test_transport_mpi"
+if [ -x "$tt" ]; then
+    "${MPIRUN[@]}" -np 3 "$tt" >"$tmp/tt.out" 2>&1 && echo "  $(grep test_transport_mpi "$tmp/tt.out")" ||
+        bad "MPI transport test: $(grep -m3 -E 'FAIL|rank' "$tmp/tt.out")"
+else
+    bad "$tt not built (make $tt)"
+fi
 
 # models/tiny.yaml made cheaper per step (8 layers for pp 4 with 2 chunks);
 # the data path becomes absolute as the copy lives elsewhere
