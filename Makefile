@@ -26,6 +26,17 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 GLPK_LIBS  := -lglpk
 CFLAGS += $(PKG_CFLAGS)
 
+# MPI (Open MPI from the distribution) for one process per rank: found with
+# pkg-config, else mpicc --showme; NO_MPI=1 builds without it (zbrun then
+# runs single-process only and says so when launched by mpirun or srun).
+ifeq ($(NO_MPI),)
+MPI_CFLAGS := $(shell pkg-config --cflags ompi 2>/dev/null || mpicc --showme:compile 2>/dev/null)
+MPI_LIBS   := $(shell pkg-config --libs ompi 2>/dev/null || mpicc --showme:link 2>/dev/null)
+endif
+ifneq ($(strip $(MPI_LIBS)),)
+CFLAGS += -DZB_HAVE_MPI $(MPI_CFLAGS)
+endif
+
 COMMON_SRC   := $(wildcard common/*.c)
 PLANNER_SRC  := $(filter-out planner/main.c,$(wildcard planner/*.c))
 KERNEL_SRC   := $(wildcard kernels/*.c)
@@ -45,9 +56,10 @@ LIB_COMMON  := $(BUILD)/libzbcommon.a
 LIB_PLANNER := $(BUILD)/libzbplanner.a
 LIB_EXEC    := $(BUILD)/libzbexec.a
 LIBS_ALL    := $(LIB_EXEC) $(LIB_PLANNER) $(LIB_COMMON)
-EXT_LIBS    := $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
+EXT_LIBS    := $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) $(MPI_LIBS) -lpthread -lm
 
 TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+MPI_TESTS := $(patsubst tests/mpi/%.c,$(BUILD)/mpi/%,$(wildcard tests/mpi/*.c))
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
 .PHONY: all deps run test unit e2e asan valgrind bench plans cuda cuda-test clean
@@ -84,11 +96,15 @@ $(BIN)/zbplan: $(BUILD)/planner/main.o $(LIB_PLANNER) $(LIB_COMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) -lm
 $(BIN)/zbrun: $(BUILD)/executor/main.o $(LIB_EXEC) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
+	$(CC) $(LDFLAGS) -o $@ $^ $(YAML_LIBS) $(BLAS_LIBS) $(MPI_LIBS) -lpthread -lm
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIBS_ALL)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(CHECK_LIBS) $(EXT_LIBS)
+# Programs that tests/e2e/zbrun_mpi.sh runs under mpirun.
+$(BUILD)/mpi/%: tests/mpi/%.c $(LIBS_ALL)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
 $(BUILD)/bench/%: tests/bench/%.c $(LIBS_ALL)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
@@ -96,8 +112,8 @@ $(BUILD)/bench/%: tests/bench/%.c $(LIBS_ALL)
 # Unit tests run from the repository root (they read models/, tests/bad/).
 unit: $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; CK_FORK=$${CK_FORK:-yes} $$t; done
-e2e: all
-	@set -e; for s in tests/e2e/*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; BIN=$(BIN) bash $$s; done
+e2e: all $(MPI_TESTS)
+	@set -e; for s in tests/e2e/*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; BIN=$(BIN) MPI_TESTS_DIR=$(BUILD)/mpi bash $$s; done
 test: unit e2e
 
 asan:
@@ -112,6 +128,7 @@ valgrind: $(TESTS)
 bench: all $(BENCHES)
 	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
 	@[ ! -x tests/bench/run.sh ] || BIN=$(BIN) tests/bench/run.sh
+	@[ ! -x tests/bench/mpi.sh ] || BIN=$(BIN) tests/bench/mpi.sh
 
 plans: $(BIN)/zbplan
 	BIN=$(BIN) bash plans/make_plans.sh

@@ -8,6 +8,10 @@
  * line every few steps), then a table of measured against predicted numbers
  * per pipeline rank. Files are written only when asked for. Exit status: 0
  * done, 2 bad usage or bad plan (nothing computed), 1 failure while running.
+ *
+ * Under a launcher (launch.h: mpirun, srun, ...) each process runs one rank
+ * (procs.h); rank 0 prints and writes the files, other ranks print only
+ * their errors, prefixed "rank N:"; a failure after MPI is up ends the job.
  */
 #include <errno.h>
 #include <limits.h>
@@ -21,7 +25,9 @@
 #include "common/zb_error.h"
 #include "common/zb_plan.h"
 #include "executor/checkpoint.h"
+#include "executor/launch.h"
 #include "executor/memlimit.h"
+#include "executor/procs.h"
 #include "executor/report.h"
 #include "executor/run_checks.h"
 #include "executor/signals.h"
@@ -239,7 +245,8 @@ static const char *pr_dir(const args *a) {
     return a->ckpt_dir ? a->ckpt_dir : "checkpoints";
 }
 
-static zb_status run_main(const args *a, int *stopped, zb_err *err) {
+static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
+                          int *stopped, zb_err *err) {
     zb_plan plan;
     /* a plan that cannot be read is bad input, even when it is missing */
     if (zb_plan_read(a->plan_path, &plan, err) != ZB_OK) return ZB_EINPUT;
@@ -257,17 +264,34 @@ static zb_status run_main(const args *a, int *stopped, zb_err *err) {
         zb_plan_free(&plan);
         return ZB_EINPUT;
     }
+    zb_run_proc proc = {0};
+    const char *resume_dir = !a->resume ? NULL : a->ckpt_dir ? a->ckpt_dir : "checkpoints";
+    zb_status ps = l->kind == ZB_LAUNCH_NONE ? ZB_OK
+                   : zb_procs_start(procs, l, &plan, resume_dir, &proc, err);
+    if (ps != ZB_OK) {
+        zb_plan_free(&plan);
+        return ps;
+    }
+    args me = *a;   /* ranks other than 0 print only errors */
+    me.quiet = a->quiet || l->rank != 0;
+    a = &me;
+    int here = proc.tr ? (l->local_size ? l->local_size : l->world) : zb_plan_world(&plan);
     int threads = a->threads ? a->threads
-                             : zb_threads_per_rank(omp_get_num_procs(), zb_plan_world(&plan));
+                             : zb_threads_per_rank(omp_get_num_procs(), here);
+    /* rank 0 writes the outputs and holds the checkpoint folder's lock */
+    bool writer = l->rank == 0;
     int lock_fd = -1;
-    zb_status st = zb_run_preflight(a->report, a->trace, a->svg,
-                                    a->ckpt_every ? pr_dir(a) : NULL,
-                                    zb_plan_world(&plan), threads, &lock_fd, err);
+    zb_status st = zb_run_preflight(writer ? a->report : NULL, writer ? a->trace : NULL,
+                                    writer ? a->svg : NULL,
+                                    writer && a->ckpt_every ? pr_dir(a) : NULL,
+                                    here, threads, &lock_fd, err);
     if (st != ZB_OK) {
         zb_plan_free(&plan);
         return st;
     }
-    printer pr = {.tty = isatty(STDOUT_FILENO), .quiet = a->quiet,
+    /* launchers hand their processes a pseudo-terminal even when the
+     * job's output goes to a file: plain lines there */
+    printer pr = {.tty = isatty(STDOUT_FILENO) && !proc.tr, .quiet = a->quiet,
                   .ckpt_dir = a->ckpt_dir ? a->ckpt_dir : "checkpoints"};
     int steps = a->steps ? a->steps : plan.model.train.steps;
     pr.every = steps >= 50 ? steps / 10 : 5;
@@ -275,16 +299,20 @@ static zb_status run_main(const args *a, int *stopped, zb_err *err) {
                      .checkpoint_every = a->ckpt_every, .checkpoint_dir = a->ckpt_dir,
                      .resume = a->resume, .on_step = on_step, .on_step_ctx = &pr,
                      .resume_changed = a->resume_changed, .stop = &zb_stop_signal,
-                     .max_loss_ratio = a->max_loss_ratio};
+                     .max_loss_ratio = a->max_loss_ratio, .proc = proc};
     if (!a->quiet) print_header(a, &plan, threads);
+    if (!a->quiet && proc.tr)
+        printf("launch: %s, %d processes, one rank each, MPI transport\n",
+               zb_launcher_name(l->kind), l->world);
     fflush(stdout);
     zb_run_result res;
     zb_signals_install();
     st = zb_run(&plan, &o, &res, err);
     if (pr.tty && pr.started) printf("\r\033[K");
     if (st == ZB_OK && !a->quiet) st = print_summary(&plan, &res, err);
-    if (st == ZB_OK) st = write_outputs(a, &plan, &res, err);
-    if (st == ZB_OK && res.stopped) zb_print_stopped(a->plan_path, pr_dir(a), &res);
+    if (st == ZB_OK && writer) st = write_outputs(a, &plan, &res, err);
+    if (st == ZB_OK && res.stopped && writer)
+        zb_print_stopped(a->plan_path, pr_dir(a), &res);
     *stopped = st == ZB_OK ? res.stopped : 0;
     zb_run_result_free(&res);
     zb_plan_free(&plan);
@@ -304,22 +332,49 @@ static void prefer_passive_openmp(char **argv) {
     if (again) execv("/proc/self/exe", argv);
 }
 
+/* One process per rank: input errors found before MPI is up are the same on
+ * every process, so only rank 0 prints them; later errors are printed by
+ * the rank that has them ("rank N:" in front) and end the whole job. */
+static int fail_procs(const zb_launch *l, const zb_procs *procs, zb_status st,
+                      const zb_err *err) {
+    char mine[16];
+    snprintf(mine, sizeof mine, "rank %d:", l->rank);
+    bool named = !strncmp(err->msg, mine, strlen(mine));
+    if (l->rank == 0 || named) fprintf(stderr, "zbrun: %s\n", err->msg);
+    else if (procs->started || st != ZB_EINPUT)
+        fprintf(stderr, "zbrun: rank %d: %s\n", l->rank, err->msg);
+    if (procs->started) zb_mpi_abort(zb_exit_code(st));
+    return zb_exit_code(st);
+}
+
 int main(int argc, char **argv) {
     prefer_passive_openmp(argv);
     args a;
     zb_err err = {{0}};
-    zb_status st = parse_args(argc, argv, &a, &err);
+    zb_launch launch;
+    zb_procs procs = {0};
+    zb_status st = zb_launch_from_env(&launch, &err);
+    if (st != ZB_OK) {
+        fprintf(stderr, "zbrun: %s\n", err.msg);
+        return zb_exit_code(st);
+    }
+    st = parse_args(argc, argv, &a, &err);
     if (st == ZB_OK && a.help) {
         fputs(usage, stdout);
         return 0;
     }
     if (st != ZB_OK) {
-        fprintf(stderr, "zbrun: %s\n", err.msg);
+        if (launch.rank == 0) fprintf(stderr, "zbrun: %s\n", err.msg);
         return zb_exit_code(st);
     }
     int stopped = 0;
-    st = run_main(&a, &stopped, &err);
+    st = run_main(&a, &launch, &procs, &stopped, &err);
     fflush(stdout);
+    if (launch.kind != ZB_LAUNCH_NONE) {
+        if (st != ZB_OK) return fail_procs(&launch, &procs, st, &err);
+        zb_procs_finish(&procs);
+        return stopped ? 128 + stopped : 0;
+    }
     if (stopped) return 128 + stopped;   /* 130 SIGINT, 143 SIGTERM */
     if (st == ZB_EINPUT && zb_msg_has_place(err.msg, a.plan_path))
         fprintf(stderr, "%s\n", err.msg);   /* "file:line:col: ..." already */

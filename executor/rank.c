@@ -9,6 +9,7 @@
  * runtime.c frees the stages after the join.
  */
 #include <math.h>
+#include <signal.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,7 +172,8 @@ static zb_status checkpoint(zb_rank *rk, int step, zb_err *err) {
     return ZB_OK;
 }
 
-/* Rank 0: the step's numbers into the result, and the caller's callback. */
+/* The lead rank (0, or this process's): the step's numbers into the
+ * result; rank 0: the caller's callback. */
 static void report_step(zb_rank *rk, int k, double loss, double lr,
                         double norm, double step_s) {
     zb_run_ctx *c = rk->ctx;
@@ -182,7 +184,7 @@ static void report_step(zb_rank *rk, int k, double loss, double lr,
     res->grad_norm[k] = norm;
     res->step_s[k] = step_s;
     res->n_steps = k + 1;
-    if (!c->opts->on_step) return;
+    if (!c->opts->on_step || rk->rank != 0) return;
     double tokens = (double)p->model.train.global_batch * p->model.arch.seq_len;
     zb_step_info info = {.step = c->first_step + k, .steps = c->total_steps,
                          .loss = loss, .lr = lr, .grad_norm = norm,
@@ -219,8 +221,8 @@ static zb_status stop_here(zb_rank *rk, int step, bool *stop, zb_err *err) {
     if (rk->red[0] == 0) return ZB_OK;
     *stop = true;
     if (every > 0 && step % every != 0) ZB_TRY(checkpoint(rk, step, err));
-    if (rk->rank == 0) {
-        c->res->stopped = *c->opts->stop;   /* set by now on every rank */
+    if (rk->rank == 0 || c->opts->proc.tr) {   /* each process's result */
+        c->res->stopped = *c->opts->stop ? *c->opts->stop : SIGTERM;
         c->res->stop_saved = every > 0;
     }
     return ZB_OK;
@@ -234,7 +236,7 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
     double t_begin = zb_now_s();
     rk->t_start = res->t_start[rk->rank] + (size_t)slot * (size_t)rk->n_acts;
     rk->t_end = res->t_end[rk->rank] + (size_t)slot * (size_t)rk->n_acts;
-    if (rk->rank == 0) res->trace_step[slot] = step;
+    if (rk->rank == c->lead) res->trace_step[slot] = step;
 
     ZB_TRY(load_batches(rk, step, err));
     zb_stage_zero_grads(rk->st);
@@ -248,7 +250,7 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
     double lr = zb_lr_at(o, step, c->total_steps);
     ZB_TRY(zb_stage_adamw(rk->st, (float)lr, scale, step, err));
     record_times(rk, k);
-    if (rk->rank == 0) report_step(rk, k, loss, lr, norm, zb_now_s() - t_begin);
+    if (rk->rank == c->lead) report_step(rk, k, loss, lr, norm, zb_now_s() - t_begin);
     if (c->opts->checkpoint_every > 0 && step % c->opts->checkpoint_every == 0)
         ZB_TRY(checkpoint(rk, step, err));
     return ZB_OK;

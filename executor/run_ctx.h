@@ -49,9 +49,12 @@ struct zb_run_ctx {
     double loss_scale;           /* 1 / (global_batch * seq_len) */
     double t0;                   /* run start, CLOCK_MONOTONIC seconds */
     zb_program prog;
-    zb_local_world *lw;
+    zb_local_world *lw;          /* threads only */
+    int lead;                    /* rank whose thread fills the per-step
+                                    result: 0, or the process's own rank */
     zb_data *data;
-    zb_rank *ranks;              /* [world] */
+    zb_rank *ranks;              /* [world]; one process per rank: only
+                                    ranks[lead] is set up */
     double *step_span, *step_busy;  /* [n_steps * world] per step, per rank */
 
     pthread_mutex_t err_mu;      /* guards the first error */
@@ -62,6 +65,11 @@ struct zb_run_ctx {
 /* Thread body of one rank (rank.c): build the stage, maybe load the
  * checkpoint, run the steps. */
 void *zb_rank_main(void *arg);
+
+/* One process per rank: after a successful run, fill every rank's entries
+ * of the result (times, memory, timelines) and c->step_span/step_busy from
+ * all processes (run_gather.c). */
+zb_status zb_run_gather(zb_run_ctx *c, zb_err *err);
 
 /* Seconds on CLOCK_MONOTONIC. */
 double zb_now_s(void);

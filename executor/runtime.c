@@ -5,6 +5,10 @@
  * Group ids (unique per world, as transport.h asks): TP groups
  * 0*world + pp*dp + dp, DP groups 1*world + pp*tp + tp, embedding groups
  * 2*world + dp*tp + tp, the world 3*world.
+ *
+ * One process per rank (opts->proc.tr): only that rank is set up and run,
+ * on the calling thread, after a world barrier that also aligns the
+ * processes' clocks for the timeline; then zb_run_gather.
  */
 #include "executor/runtime.h"
 
@@ -205,6 +209,13 @@ static zb_status check_plan(const zb_plan *p, const zb_run_opts *o, zb_err *err)
     if (o->steps < 0 || o->threads < 0 || o->checkpoint_every < 0 || o->trace_steps < 0)
         return zb_fail(err, ZB_EINPUT, "steps, threads, checkpoint interval and "
                        "trace steps must be >= 0");
+    if (o->proc.tr && (o->proc.world != world || o->proc.tr->world != world ||
+                       o->proc.rank < 0 || o->proc.rank >= world ||
+                       o->proc.tr->rank != o->proc.rank))
+        return zb_fail(err, ZB_EINPUT, "%d processes (transport: rank %d of "
+                       "%d) cannot run the plan's %d ranks (dp %d x tp %d x "
+                       "pp %d)", o->proc.world, o->proc.tr->rank,
+                       o->proc.tr->world, world, p->dp, p->tp, p->pp);
     return ZB_OK;
 }
 
@@ -218,6 +229,29 @@ static int max_recvs(const zb_program *prog) {
         if (n > most) most = n;
     }
     return most;
+}
+
+/* Sends of one pipeline rank in one step, the most over the ranks. */
+static int max_sends(const zb_program *prog) {
+    int most = 1;
+    for (int r = 0; r < prog->p; r++) {
+        int n = 0;
+        for (int i = 0; i < prog->len[r]; i++) n += prog->ops[r][i].kind == ZB_OP_SEND;
+        if (n > most) most = n;
+    }
+    return most;
+}
+
+zb_status zb_run_msg_sizes(const zb_plan *plan, int *max_msgs,
+                           size_t *msg_floats, zb_err *err) {
+    zb_program prog;
+    ZB_TRY(zb_lower(&plan->sched, &prog, err));
+    int r = max_recvs(&prog), s = max_sends(&prog);
+    *max_msgs = r > s ? r : s;
+    *msg_floats = (size_t)plan->micro_batch * plan->model.arch.seq_len *
+                  plan->model.arch.hidden;
+    zb_program_free(&prog);
+    return ZB_OK;
 }
 
 static void make_groups(zb_rank *rk, const zb_plan *p, int world) {
@@ -251,7 +285,7 @@ static zb_status setup_rank(zb_run_ctx *c, int r, zb_err *err) {
     rk->ctx = c;
     rk->rank = r;
     zb_plan_coords(p, r, &rk->pp_rank, &rk->dp_rank, &rk->tp_rank);
-    rk->tr = zb_local_transport(c->lw, r);
+    rk->tr = c->opts->proc.tr ? c->opts->proc.tr : zb_local_transport(c->lw, r);
     make_groups(rk, p, c->world);
     rk->ops = c->prog.ops[rk->pp_rank];
     rk->n_ops = c->prog.len[rk->pp_rank];
@@ -294,10 +328,11 @@ static zb_status setup(zb_run_ctx *c, zb_err *err) {
     size_t cells = (size_t)steps * (size_t)c->world;
     ZB_TRY(alloc_doubles(&c->step_span, cells, err));
     ZB_TRY(alloc_doubles(&c->step_busy, cells, err));
-    size_t msg = (size_t)p->micro_batch * p->model.arch.seq_len * p->model.arch.hidden;
-    ZB_TRY(zb_local_world_new(c->world, max_recvs(&c->prog), msg, 0, &c->lw, err));
     c->ranks = zb_calloc((size_t)c->world, sizeof *c->ranks, err);
     if (!c->ranks) return ZB_ENOMEM;
+    if (c->opts->proc.tr) return setup_rank(c, c->lead, err);
+    size_t msg = (size_t)p->micro_batch * p->model.arch.seq_len * p->model.arch.hidden;
+    ZB_TRY(zb_local_world_new(c->world, max_recvs(&c->prog), msg, 0, &c->lw, err));
     for (int r = 0; r < c->world; r++) ZB_TRY(setup_rank(c, r, err));
     return ZB_OK;
 }
@@ -338,12 +373,29 @@ static void run_threads(zb_run_ctx *c) {
     for (int r = 0; r < started; r++) pthread_join(th[r], NULL);
 }
 
+/* One process per rank: this process's rank on this thread, then the
+ * measurements of all ranks gathered. */
+static void run_here(zb_run_ctx *c) {
+    zb_rank *rk = &c->ranks[c->lead];
+    zb_err err = {{0}};
+    zb_status s = rk->tr->barrier(rk->tr, &rk->world_g, &err);
+    if (s != ZB_OK) {
+        c->status = s;
+        c->err = err;
+        return;
+    }
+    c->t0 = zb_now_s();
+    zb_rank_main(rk);
+    if (c->status == ZB_OK) c->status = zb_run_gather(c, &c->err);
+}
+
 zb_status zb_run(const zb_plan *plan, const zb_run_opts *opts,
                  zb_run_result *res, zb_err *err) {
     memset(res, 0, sizeof *res);
     ZB_TRY(check_plan(plan, opts, err));
     zb_run_ctx c = {.plan = plan, .opts = opts, .res = res,
-                    .world = zb_plan_world(plan), .status = ZB_OK};
+                    .world = zb_plan_world(plan), .status = ZB_OK,
+                    .lead = opts->proc.tr ? opts->proc.rank : 0};
     pthread_mutex_init(&c.err_mu, NULL);
     c.ckpt_dir = opts->checkpoint_dir ? opts->checkpoint_dir : "checkpoints";
     c.total_steps = opts->steps > 0 ? opts->steps : plan->model.train.steps;
@@ -360,7 +412,8 @@ zb_status zb_run(const zb_plan *plan, const zb_run_opts *opts,
     if (s == ZB_OK && c.first_step <= c.total_steps) {
         /* OpenBLAS has one process-wide thread count: each rank's share */
         openblas_set_num_threads(zb_memlimit_blas_threads(res->threads));
-        run_threads(&c);
+        if (opts->proc.tr) run_here(&c);
+        else run_threads(&c);
         s = c.status;
         if (s != ZB_OK && err) *err = c.err;
     }

@@ -1,6 +1,7 @@
 /* runtime.h - the plan interpreter: trains the plan's model for some steps
  * with every rank of the plan's layout (world = dp*tp*pp) as a thread of
- * this process (local transport, CPU stage).
+ * this process (local transport, CPU stage), or with one rank in this
+ * process and the others in other processes (zb_run_proc).
  *
  * Each rank runs the lowered program of its pipeline rank (zb_lower):
  * COMPUTE -> a stage pass, SEND/RECV -> the transport, tag zb_lower_tag,
@@ -33,8 +34,9 @@
 #include "common/zb_error.h"
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
+#include "executor/transport.h"
 
-/* Ranks run as threads; more than this is refused. */
+/* Ranks (threads, or processes: the world group's size); more is refused. */
 #define ZB_RUN_MAX_WORLD 64
 
 typedef struct {
@@ -48,6 +50,17 @@ typedef struct {
 } zb_step_info;
 
 typedef void (*zb_step_fn)(const zb_step_info *info, void *ctx);
+
+/* One process per rank (a launcher started this process, launch.h): this
+ * process runs only global rank `rank` over the transport `tr` (made by the
+ * caller, e.g. the MPI one, sized with zb_run_msg_sizes). All zero (tr
+ * NULL): every rank of the plan is a thread of this process over the local
+ * transport. The plan interpreter sees only the rank and the transport. */
+typedef struct {
+    zb_transport *tr;       /* this rank's endpoint; NULL: ranks as threads */
+    int rank, world;        /* world must equal the plan's dp*tp*pp */
+    int local_rank;         /* rank on this host (a GPU backend's device) */
+} zb_run_proc;
 
 typedef struct {
     int steps;              /* total steps of training; 0: training.steps */
@@ -64,8 +77,9 @@ typedef struct {
                                exceeds this times the run's first loss */
     int trace_steps;        /* steps kept in the timeline; 0: 2 */
     bool keep_params;       /* copy each rank's final parameters into res */
-    zb_step_fn on_step;     /* may be NULL */
+    zb_step_fn on_step;     /* may be NULL; called on global rank 0 only */
     void *on_step_ctx;
+    zb_run_proc proc;       /* one process per rank; zero: threads */
 } zb_run_opts;
 
 typedef struct {
@@ -114,10 +128,19 @@ typedef struct {
 } zb_run_result;
 
 /* Train. res is initialised by the call; free it with zb_run_result_free,
- * also after an error (it then holds the steps that finished). */
+ * also after an error (it then holds the steps that finished).
+ * With opts->proc.tr every process gets the whole result: per-rank times,
+ * memory and timelines are gathered from all processes (an all-reduce over
+ * the world after the last step) and the per-step numbers are the same
+ * everywhere; params holds only this process's rank (keep_params). */
 zb_status zb_run(const zb_plan *plan, const zb_run_opts *opts,
                  zb_run_result *res, zb_err *err);
 void zb_run_result_free(zb_run_result *res);
+
+/* What a transport for this plan must carry: at most *max_msgs messages
+ * in flight from or to one rank (one step's), each of *msg_floats floats. */
+zb_status zb_run_msg_sizes(const zb_plan *plan, int *max_msgs,
+                           size_t *msg_floats, zb_err *err);
 
 /* Learning rate of 1-based step `step` of `total`: linear warmup from
  * lr/warmup_steps to lr over the first warmup_steps steps, then cosine decay

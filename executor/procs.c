@@ -1,0 +1,79 @@
+/* procs.c - see procs.h. */
+#include "executor/procs.h"
+
+#include <string.h>
+
+#include "executor/checkpoint.h"
+#include "executor/watchdog.h"
+
+static zb_status check_world(const zb_launch *l, const zb_plan *plan,
+                             zb_err *err) {
+    int need = zb_plan_world(plan);
+    if (l->world == need) return ZB_OK;
+    return zb_fail(err, ZB_EINPUT, "launched as %d processes (%s=%d) but the "
+                   "plan has dp %d x tp %d x pp %d = %d ranks, one per process",
+                   l->world, zb_launch_world_var(l->kind), l->world, plan->dp,
+                   plan->tp, plan->pp, need);
+}
+
+static zb_status check_resume(const char *dir, const zb_plan *plan,
+                              zb_err *err) {
+    zb_ckpt_index idx;
+    bool found;
+    if (!dir) return ZB_OK;
+    return zb_ckpt_find(dir, plan, &idx, &found, err);
+}
+
+static zb_status check_mpi(const zb_launch *l, zb_err *err) {
+    if (l->kind == ZB_LAUNCH_TORCHRUN)
+        return zb_fail(err, ZB_EINPUT, "a torchrun-style launch (RANK, "
+                       "WORLD_SIZE) has no MPI, and the cpu backend runs "
+                       "across processes over MPI only: launch with mpirun "
+                       "or srun");
+    if (!zb_mpi_built()) return zb_mpi_init(l->rank, l->world, err);  /* says why */
+    return ZB_OK;
+}
+
+static zb_status bring_up(zb_procs *p, const zb_plan *plan, zb_err *err) {
+    const zb_launch *l = &p->launch;
+    int max_msgs;
+    size_t msg_floats;
+    ZB_TRY(zb_run_msg_sizes(plan, &max_msgs, &msg_floats, err));
+    ZB_TRY(zb_watchdog_start(l->comm_timeout_s, l->rank, err));
+    zb_watchdog_arm("MPI_Init");
+    zb_status s = zb_mpi_init(l->rank, l->world, err);
+    zb_watchdog_disarm();
+    if (zb_mpi_initialized()) p->started = true;
+    if (s != ZB_OK) return s;
+    zb_watchdog_arm("the MPI transport's set-up (MPI_Comm_dup)");
+    s = zb_mpi_world_new(max_msgs, msg_floats, l->comm_timeout_s, &p->mpi, err);
+    zb_watchdog_disarm();
+    return s;
+}
+
+zb_status zb_procs_start(zb_procs *p, const zb_launch *launch,
+                         const zb_plan *plan, const char *resume_dir,
+                         zb_run_proc *out, zb_err *err) {
+    memset(p, 0, sizeof *p);
+    memset(out, 0, sizeof *out);
+    p->launch = *launch;
+    ZB_TRY(check_world(launch, plan, err));
+    ZB_TRY(check_resume(resume_dir, plan, err));
+    ZB_TRY(check_mpi(launch, err));
+    ZB_TRY(bring_up(p, plan, err));
+    *out = (zb_run_proc){.tr = zb_mpi_transport(p->mpi), .rank = launch->rank,
+                         .world = launch->world,
+                         .local_rank = launch->local_rank};
+    return ZB_OK;
+}
+
+void zb_procs_finish(zb_procs *p) {
+    if (!p->started) return;
+    zb_watchdog_arm("MPI_Finalize");
+    zb_mpi_world_free(p->mpi);
+    p->mpi = NULL;
+    zb_mpi_finalize();
+    zb_watchdog_disarm();
+    zb_watchdog_stop();
+    p->started = false;
+}
