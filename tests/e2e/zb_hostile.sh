@@ -149,7 +149,9 @@ for sig in INT TERM; do
     "$BIN/zbrun" "$plan" --steps 400 --threads 1 --checkpoint-every 1000 \
         --checkpoint-dir "$tmp/sck" --report "$tmp/sig.yaml" >"$tmp/out" 2>"$tmp/err" &
     pid=$!
-    for _ in $(seq 400); do grep -q '^step 3/' "$tmp/out" && break; sleep 0.05; done
+    # a loaded machine can take long to reach step 3: wait up to 120 s for it
+    for _ in $(seq 2400); do grep -q '^step 3/' "$tmp/out" && break; sleep 0.05; done
+    grep -q '^step 3/' "$tmp/out" || bad "SIG$sig: step 3 never printed"
     kill -s "$sig" "$pid"
     rc=0; wait "$pid" || rc=$?
     want=$([ "$sig" = INT ] && echo 130 || echo 143)
