@@ -2,7 +2,8 @@
  *
  *   zbrun PLAN [--steps N] [--backend cpu|cuda|auto] [--report FILE]
  *              [--trace FILE] [--svg FILE] [--checkpoint-every N]
- *              [--checkpoint-dir DIR] [--resume] [--threads N] [-q]
+ *              [--checkpoint-dir DIR] [--resume] [--threads N]
+ *              [--export FILE] [-q]
  *
  * Prints one line per step (on a terminal: a live progress line and a step
  * line every few steps), then a table of measured against predicted numbers
@@ -11,6 +12,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <omp.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,6 +22,7 @@
 
 #include "common/zb_error.h"
 #include "common/zb_plan.h"
+#include "executor/llmc.h"
 #include "executor/report.h"
 #include "executor/runtime.h"
 #include "executor/svg.h"
@@ -36,11 +39,12 @@ static const char usage[] =
     "  --checkpoint-dir DIR  where checkpoints go (default: checkpoints)\n"
     "  --resume              continue after the newest checkpoint in DIR\n"
     "  --threads N           OpenMP threads per rank (default: cores / ranks)\n"
+    "  --export FILE         after training, write the model as an llm.c checkpoint\n"
     "  -q                    print nothing but errors\n"
     "  -h, --help            this text\n";
 
 typedef struct {
-    const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir;
+    const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir, *export_path;
     int steps, ckpt_every, threads;
     bool resume, quiet, help;
 } args;
@@ -92,6 +96,7 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     else if (take_opt(argc, argv, i, "--report", &v, &st, err)) a->report = v;
     else if (take_opt(argc, argv, i, "--trace", &v, &st, err)) a->trace = v;
     else if (take_opt(argc, argv, i, "--svg", &v, &st, err)) a->svg = v;
+    else if (take_opt(argc, argv, i, "--export", &v, &st, err)) a->export_path = v;
     else if (arg[0] == '-' && arg[1] != '\0')
         st = zb_fail(err, ZB_EINPUT, "unknown option '%s' (see zbrun --help)", arg);
     else if (a->plan_path)
@@ -125,14 +130,21 @@ typedef struct {
 } printer;
 
 static void print_step_line(const zb_step_info *s) {
-    printf("step %d/%d loss %.6f lr %.6e grad_norm %.6f tokens_per_s %.1f ms %.3f\n",
+    printf("step %d/%d loss %.6f lr %.6e grad_norm %.6f tokens_per_s %.1f ms %.3f",
            s->step, s->steps, s->loss, s->lr, s->grad_norm, s->tokens_per_s,
            s->step_s * 1e3);
+    if (!isnan(s->val_loss)) printf(" val_loss %.6f", s->val_loss);
+    printf("\n");
 }
 
 static void on_step(const zb_step_info *s, void *ctx) {
     printer *p = ctx;
     if (p->quiet) return;
+    if (s->eval_only) {   /* the validation loss before training */
+        printf("step %d/%d val_loss %.6f\n", s->step, s->steps, s->val_loss);
+        fflush(stdout);
+        return;
+    }
     if (!p->started) {
         p->started = true;
         p->first = s->step;
@@ -162,10 +174,13 @@ static zb_status write_outputs(const args *a, const zb_plan *plan,
     if (a->report) ZB_TRY(zb_report_write(a->report, plan, res, a->backend, err));
     if (a->trace) ZB_TRY(zb_trace_write(a->trace, plan, res, err));
     if (a->svg) ZB_TRY(zb_svg_write(a->svg, plan, res, err));
+    if (a->export_path && res->n_steps > 0)
+        ZB_TRY(zb_llmc_export(a->export_path, plan, res->params, err));
     if (a->quiet) return ZB_OK;
     if (a->report) printf("wrote %s\n", a->report);
     if (a->trace) printf("wrote %s\n", a->trace);
     if (a->svg) printf("wrote %s\n", a->svg);
+    if (a->export_path) printf("wrote %s\n", a->export_path);
     return ZB_OK;
 }
 
@@ -183,6 +198,10 @@ static zb_status print_summary(const zb_plan *plan, const zb_run_result *res,
     printf("loss %.6f -> %.6f over steps %d..%d\n", res->loss[0],
            res->loss[res->n_steps - 1], res->first_step,
            res->first_step + res->n_steps - 1);
+    if (res->n_val > 0)
+        printf("val_loss %.6f (step %d) -> %.6f (step %d)\n", res->val_loss[0],
+               res->val_step[0], res->val_loss[res->n_val - 1],
+               res->val_step[res->n_val - 1]);
     return ZB_OK;
 }
 
@@ -232,7 +251,8 @@ static zb_status run_main(const args *a, zb_err *err) {
     pr.every = steps >= 50 ? steps / 10 : 5;
     zb_run_opts o = {.steps = a->steps, .threads = threads,
                      .checkpoint_every = a->ckpt_every, .checkpoint_dir = a->ckpt_dir,
-                     .resume = a->resume, .on_step = on_step, .on_step_ctx = &pr};
+                     .resume = a->resume, .on_step = on_step, .on_step_ctx = &pr,
+                     .keep_params = a->export_path != NULL};
     if (!a->quiet) print_header(a, &plan, threads);
     fflush(stdout);
     zb_run_result res;

@@ -15,6 +15,8 @@
 #include <time.h>
 
 #include "executor/checkpoint.h"
+#include "executor/eval.h"
+#include "executor/llmc.h"
 #include "executor/run_ctx.h"
 
 double zb_now_s(void) {
@@ -172,7 +174,7 @@ static zb_status checkpoint(zb_rank *rk, int step, zb_err *err) {
 
 /* Rank 0: the step's numbers into the result, and the caller's callback. */
 static void report_step(zb_rank *rk, int k, double loss, double lr,
-                        double norm, double step_s) {
+                        double norm, double step_s, double val) {
     zb_run_ctx *c = rk->ctx;
     zb_run_result *res = c->res;
     const zb_plan *p = c->plan;
@@ -187,8 +189,15 @@ static void report_step(zb_rank *rk, int k, double loss, double lr,
                          .loss = loss, .lr = lr, .grad_norm = norm,
                          .step_s = step_s,
                          .tokens_per_s = step_s > 0 ? tokens / step_s : 0,
-                         .elapsed_s = zb_now_s() - c->t0};
+                         .elapsed_s = zb_now_s() - c->t0, .val_loss = val};
     c->opts->on_step(&info, c->opts->on_step_ctx);
+}
+
+/* Validation loss after `step` when one is due (eval.h), else NaN. */
+static zb_status maybe_eval(zb_rank *rk, int step, double *val, zb_err *err) {
+    *val = NAN;
+    if (!zb_eval_due(rk->ctx, step)) return ZB_OK;
+    return zb_eval_run(rk, step, val, err);
 }
 
 static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
@@ -212,7 +221,9 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
     double lr = zb_lr_at(o, step, c->total_steps);
     ZB_TRY(zb_stage_adamw(rk->st, (float)lr, scale, step, err));
     record_times(rk, k);
-    if (rk->rank == 0) report_step(rk, k, loss, lr, norm, zb_now_s() - t_begin);
+    double step_s = zb_now_s() - t_begin, val;
+    ZB_TRY(maybe_eval(rk, step, &val, err));
+    if (rk->rank == 0) report_step(rk, k, loss, lr, norm, step_s, val);
     if (c->opts->checkpoint_every > 0 && step % c->opts->checkpoint_every == 0)
         ZB_TRY(checkpoint(rk, step, err));
     return ZB_OK;
@@ -250,6 +261,9 @@ static zb_status rank_setup(zb_rank *rk, zb_err *err) {
     if (c->first_step > 1)
         ZB_TRY(zb_ckpt_load_rank(c->ckpt_dir, c->first_step - 1, rk->rank,
                                  world, rk->st, err));
+    else if (c->plan->model.arch.init[0])   /* llm.c weights (llmc.h) */
+        ZB_TRY(zb_llmc_load_stage(c->plan->model.arch.init, c->plan,
+                                  rk->pp_rank, rk->tp_rank, rk->st, err));
     return ZB_OK;
 }
 
@@ -273,6 +287,14 @@ static zb_status rank_run(zb_rank *rk, zb_err *err) {
     zb_run_ctx *c = rk->ctx;
     omp_set_num_threads(c->res->threads);
     ZB_TRY(rank_setup(rk, err));
+    double val;
+    ZB_TRY(maybe_eval(rk, c->first_step - 1, &val, err));
+    if (rk->rank == 0 && c->val && c->opts->on_step) {
+        zb_step_info info = {.step = c->first_step - 1, .steps = c->total_steps,
+                             .loss = NAN, .val_loss = val, .eval_only = true,
+                             .elapsed_s = zb_now_s() - c->t0};
+        c->opts->on_step(&info, c->opts->on_step_ctx);
+    }
     for (int step = c->first_step; step <= c->total_steps; step++)
         ZB_TRY(rank_step(rk, step, err));
     return rank_finish(rk, err);

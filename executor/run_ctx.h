@@ -50,6 +50,7 @@ struct zb_run_ctx {
     zb_program prog;
     zb_local_world *lw;
     zb_data *data;
+    zb_data *val;                /* validation source, NULL: none */
     zb_rank *ranks;              /* [world] */
     double *step_span, *step_busy;  /* [n_steps * world] per step, per rank */
 

@@ -13,6 +13,10 @@
  * action (CLOCK_MONOTONIC, seconds since the run started); the result holds
  * what the report, trace and timeline picture need.
  *
+ * Validation loss (training.val; eval.h) before the first step, every
+ * val.every steps and after the last, forward only through the program's F
+ * passes.
+ *
  * Checkpoints (checkpoint.h) every opts->checkpoint_every steps; with
  * opts->resume the run continues after the newest complete checkpoint and
  * gives the same numbers as a run that was never interrupted.
@@ -44,6 +48,9 @@ typedef struct {
     double step_s;          /* wall time of the step (rank 0) */
     double tokens_per_s;    /* global_batch * seq_len / step_s */
     double elapsed_s;       /* since this run started */
+    double val_loss;        /* validation loss after this step, NaN: none */
+    bool eval_only;         /* only val_loss is set: the evaluation before
+                               the first step (step = first step - 1) */
 } zb_step_info;
 
 typedef void (*zb_step_fn)(const zb_step_info *info, void *ctx);
@@ -96,6 +103,13 @@ typedef struct {
     int *trace_step;        /* [trace_n] step numbers, oldest first */
     int *n_acts;            /* [world] */
     double **t_start, **t_end;  /* [world][trace_n * n_acts[r]] */
+
+    /* validation (eval.h): loss after step val_step[i] (the first step - 1:
+     * before training), n_val of them */
+    int n_val;
+    int *val_step;
+    double *val_loss;
+    double *val_t;          /* when it finished, seconds since the run started */
 
     /* opts->keep_params: rank r's flat parameter buffer after the run */
     float **params;         /* [world][n_params[r]] */
