@@ -126,8 +126,10 @@ float zb_bf16_to_f32(uint16_t b) {
 uint16_t zb_f32_to_bf16(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
-    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu))
-        return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
+    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) {
+        uint16_t t = (uint16_t)(u >> 16);   /* NaN: keep its payload ... */
+        return (t & 0x7fu) ? t : (uint16_t)(t | 0x40u); /* ... and a NaN */
+    }
     u += 0x7fffu + ((u >> 16) & 1u);
     return (uint16_t)(u >> 16);
 }
