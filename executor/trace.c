@@ -2,6 +2,7 @@
 #include "executor/trace.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -76,7 +77,7 @@ static void write_events(FILE *f, const zb_plan *plan, const zb_run_result *res)
 static void write_val_events(FILE *f, const zb_run_result *res) {
     double t0 = trace_origin(res);
     for (int i = 0; i < res->n_val; i++)
-        if (res->val_t[i] >= t0)
+        if (res->val_t[i] >= t0 && isfinite(res->val_loss[i]))
             fprintf(f, ",\n{\"name\":\"val_loss\",\"ph\":\"C\",\"pid\":0,"
                     "\"ts\":%.3f,\"args\":{\"val_loss\":%.9g}}",
                     (res->val_t[i] - t0) * 1e6, res->val_loss[i]);
@@ -89,8 +90,9 @@ zb_status zb_trace_write(const char *path, const zb_plan *plan,
     fprintf(af.f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"schedule\":"
             "\"%s\",\"dp\":%d,\"tp\":%d,\"pp\":%d,\"v\":%d,\"val_loss\":[",
             plan->sched.name, plan->dp, plan->tp, plan->pp, plan->v);
-    for (int i = 0; i < res->n_val; i++)
-        fprintf(af.f, "%s[%d,%.9g]", i ? "," : "", res->val_step[i], res->val_loss[i]);
+    for (int i = 0; i < res->n_val; i++) /* JSON has no nan: null */
+        fprintf(af.f, isfinite(res->val_loss[i]) ? "%s[%d,%.9g]" : "%s[%d,null]",
+                i ? "," : "", res->val_step[i], res->val_loss[i]);
     fprintf(af.f, "]},\n\"traceEvents\":[");
     write_names(af.f, plan, res);
     write_events(af.f, plan, res);
