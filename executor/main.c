@@ -174,8 +174,10 @@ static zb_status write_outputs(const args *a, const zb_plan *plan,
     if (a->report) ZB_TRY(zb_report_write(a->report, plan, res, a->backend, err));
     if (a->trace) ZB_TRY(zb_trace_write(a->trace, plan, res, err));
     if (a->svg) ZB_TRY(zb_svg_write(a->svg, plan, res, err));
-    if (a->export_path && res->n_steps > 0)
-        ZB_TRY(zb_llmc_export(a->export_path, plan, res->params, err));
+    if (a->export_path && res->n_steps == 0)
+        return zb_fail(err, ZB_ERUNTIME, "--export: no step ran here, so no "
+                       "weights were gathered to export");
+    if (a->export_path) ZB_TRY(zb_llmc_export(a->export_path, plan, res->params, err));
     if (a->quiet) return ZB_OK;
     if (a->report) printf("wrote %s\n", a->report);
     if (a->trace) printf("wrote %s\n", a->trace);
@@ -233,6 +235,12 @@ static zb_status run_main(const args *a, zb_err *err) {
         zb_fail(err, ZB_EINPUT, "%s: training.data.path is empty; zbrun needs a "
                 "data file (text, or an llm.c token shard: docs/model-format.md)",
                 a->plan_path);
+        zb_plan_free(&plan);
+        return ZB_EINPUT;
+    }
+    if (a->export_path && !plan.model.arch.tied_embeddings) {
+        zb_fail(err, ZB_EINPUT, "%s: --export writes llm.c checkpoints, whose LM "
+                "head is wte; this model has tied_embeddings: false", a->plan_path);
         zb_plan_free(&plan);
         return ZB_EINPUT;
     }
