@@ -1,7 +1,8 @@
 /* rank.c - the life of one rank thread inside zb_run (run_ctx.h): build the
- * stage, load the checkpoint when resuming, then per step: read the batch,
- * run the pipeline program, synchronise gradients, take the optimizer step,
- * record timings, maybe checkpoint.
+ * stage, load the checkpoint when resuming (else the llm.c init weights when
+ * the model names them, llmc.h), evaluate the validation loss (eval.h), then
+ * per step: read the batch, run the pipeline program, synchronise gradients,
+ * take the optimizer step, record timings, maybe evaluate, maybe checkpoint.
  *
  * Buffers that take part in all-reduces (gradients, rk->red) live until
  * every thread is joined: the local transport reads peers' buffers in
@@ -200,6 +201,19 @@ static zb_status maybe_eval(zb_rank *rk, int step, double *val, zb_err *err) {
     return zb_eval_run(rk, step, val, err);
 }
 
+/* The validation loss before the first step, reported on its own. */
+static zb_status initial_eval(zb_rank *rk, zb_err *err) {
+    zb_run_ctx *c = rk->ctx;
+    double val;
+    ZB_TRY(maybe_eval(rk, c->first_step - 1, &val, err));
+    if (rk->rank != 0 || !c->val || !c->opts->on_step) return ZB_OK;
+    zb_step_info info = {.step = c->first_step - 1, .steps = c->total_steps,
+                         .loss = NAN, .val_loss = val, .eval_only = true,
+                         .elapsed_s = zb_now_s() - c->t0};
+    c->opts->on_step(&info, c->opts->on_step_ctx);
+    return ZB_OK;
+}
+
 static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
     zb_run_ctx *c = rk->ctx;
     zb_run_result *res = c->res;
@@ -287,14 +301,7 @@ static zb_status rank_run(zb_rank *rk, zb_err *err) {
     zb_run_ctx *c = rk->ctx;
     omp_set_num_threads(c->res->threads);
     ZB_TRY(rank_setup(rk, err));
-    double val;
-    ZB_TRY(maybe_eval(rk, c->first_step - 1, &val, err));
-    if (rk->rank == 0 && c->val && c->opts->on_step) {
-        zb_step_info info = {.step = c->first_step - 1, .steps = c->total_steps,
-                             .loss = NAN, .val_loss = val, .eval_only = true,
-                             .elapsed_s = zb_now_s() - c->t0};
-        c->opts->on_step(&info, c->opts->on_step_ctx);
-    }
+    ZB_TRY(initial_eval(rk, err));
     for (int step = c->first_step; step <= c->total_steps; step++)
         ZB_TRY(rank_step(rk, step, err));
     return rank_finish(rk, err);
