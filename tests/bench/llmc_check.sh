@@ -24,6 +24,7 @@ fi
 [ -f "$LLMC_DIR/train_gpt2.c" ] || { echo "llmc_check: $LLMC_DIR/train_gpt2.c not found" >&2; exit 2; }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${BIN:-$ROOT/bin}
+case "$BIN" in /*) ;; *) BIN=$PWD/$BIN ;; esac
 GEN="python3 $ROOT/tests/bench/llmc_gen.py"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
