@@ -11,7 +11,7 @@
 #   - llm.c's step-0 validation loss (5 batches) equals zbrun's initial one
 #     within 1e-5 relative;
 #   - the training loss of each of the first 10 steps agrees within 1e-4
-#     relative, at pp 1, pp 4 and tp 2 (lr 1e-4, betas 0.9/0.999, eps 1e-8,
+#     relative, at pp 1, pp 4, tp 2 and dp 2 x pp 2 (lr 1e-4, betas 0.9/0.999, eps 1e-8,
 #     no weight decay, no clipping);
 #   - llm.c loads the checkpoint zbrun exported after 10 steps (pp 4) and
 #     its step-0 validation loss equals zbrun's after step 10 (1e-5).
@@ -32,6 +32,9 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
 # ---- llm.c, patched copy ----
 mkdir -p "$work/llmc"
+if git -C "$LLMC_DIR" rev-parse HEAD >/dev/null 2>&1; then
+    echo "llm.c at $(git -C "$LLMC_DIR" rev-parse HEAD)"
+fi
 cp -r "$LLMC_DIR/Makefile" "$LLMC_DIR/train_gpt2.c" "$LLMC_DIR/llmc" "$work/llmc/"
 src="$work/llmc/train_gpt2.c"
 sed -i 's/dataloader_init(&train_loader, train_tokens, B, T, 0, 1, 1);/dataloader_init(\&train_loader, train_tokens, B, T, 0, 1, 0);/' "$src"
@@ -72,12 +75,12 @@ training:
               grad_clip: 0, warmup_steps: 0, schedule: constant}
 cluster: {nodes: 1, devices_per_node: 4, device: cpu}
 YAML
-for layout in "1 1" "1 4" "2 1"; do
+for layout in "1 1 1" "1 1 4" "1 2 1" "2 1 2"; do
     set -- $layout
-    name="tp$1-pp$2"
-    "$BIN/zbplan" model.yaml --dp 1 --tp "$1" --pp "$2" -q -o "$name.plan.yaml"
+    name="dp$1-tp$2-pp$3"
+    "$BIN/zbplan" model.yaml --dp "$1" --tp "$2" --pp "$3" -q -o "$name.plan.yaml"
     extra=""
-    [ "$name" = tp1-pp4 ] && extra="--export zb.bin"
+    [ "$name" = dp1-tp1-pp4 ] && extra="--export zb.bin"
     "$BIN/zbrun" "$name.plan.yaml" -q --report "$name.report.yaml" $extra
 done
 run_llmc zb.bin llmc_zb.out
@@ -90,25 +93,27 @@ train = {int(s): float(l) for s, l in re.findall(r"step (\d+): train loss ([0-9.
 val_zb = float(re.findall(r"val loss ([0-9.]+)", open("llmc_zb.out").read())[0])
 rel = lambda a, b: abs(a - b) / abs(b)
 ok = True
-print("%-10s %14s %14s %10s" % ("check", "llm.c", "zbrun", "rel diff"))
-for name in ("tp1-pp1", "tp1-pp4", "tp2-pp1"):
+print("%-13s %14s %14s %10s" % ("layout", "llm.c", "zbrun", "rel diff"))
+for name in ("dp1-tp1-pp1", "dp1-tp1-pp4", "dp1-tp2-pp1", "dp2-tp1-pp2"):
     r = yaml.safe_load(open(name + ".report.yaml"))
+    print("%s: schedule %s, v %d, %d microbatches of %d" % (name, r["plan"]["schedule"],
+          r["plan"]["v"], r["plan"]["microbatches"], r["plan"]["micro_batch"]))
     z0 = r["val"][0]["val_loss"]
     d = rel(z0, val0)
     ok &= d <= 1e-5
-    print("%-10s %14.9f %14.9f %10.2e  %s val step 0" % (name, val0, z0, d, "ok" if d <= 1e-5 else "FAIL"))
+    print("%-13s %14.9f %14.9f %10.2e  %s val step 0" % (name, val0, z0, d, "ok" if d <= 1e-5 else "FAIL"))
     worst = 0.0
     for s in r["steps"][:10]:
         d = rel(s["loss"], train[s["step"] - 1])
         worst = max(worst, d)
-        print("%-10s %14.9f %14.9f %10.2e  %s train step %d" % (name, train[s["step"] - 1], s["loss"], d,
+        print("%-13s %14.9f %14.9f %10.2e  %s train step %d" % (name, train[s["step"] - 1], s["loss"], d,
               "ok" if d <= 1e-4 else "FAIL", s["step"]))
     ok &= worst <= 1e-4
-    if name == "tp1-pp4":
+    if name == "dp1-tp1-pp4":
         z10 = r["val"][-1]["val_loss"]
         d = rel(val_zb, z10)
         ok &= d <= 1e-5
-        print("%-10s %14.9f %14.9f %10.2e  %s llm.c val of zbrun's export after step 10" % (
+        print("%-13s %14.9f %14.9f %10.2e  %s llm.c val of zbrun's export after step 10" % (
               name, val_zb, z10, d, "ok" if d <= 1e-5 else "FAIL"))
 print("llmc_check:", "PASS" if ok else "FAIL")
 sys.exit(0 if ok else 1)
