@@ -5,7 +5,8 @@
 #   make test       unit tests (Check) + end-to-end scripts
 #   make asan       the same tests built with AddressSanitizer + UBSan
 #   make valgrind   unit tests under valgrind --leak-check=full
-#   make bench      benchmarks (numbers, not pass/fail timing)
+#   make bench      benchmarks (numbers, not pass/fail timing); with
+#                   LLMC_DIR=llm.c checkout also the llm.c comparison
 #   make plans      regenerate plans/ from models/
 #   make cuda       compile the CUDA sources with nvcc (when present)
 #   make cuda-test  run the CUDA kernels against the CPU ones (needs a GPU)
@@ -129,6 +130,7 @@ bench: all $(BENCHES)
 	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
 	@[ ! -x tests/bench/run.sh ] || BIN=$(BIN) tests/bench/run.sh
 	@[ ! -x tests/bench/mpi.sh ] || BIN=$(BIN) tests/bench/mpi.sh
+	@BIN=$(CURDIR)/$(BIN) tests/bench/llmc_check.sh   # side by side with llm.c when LLMC_DIR is set
 
 plans: $(BIN)/zbplan
 	BIN=$(BIN) bash plans/make_plans.sh

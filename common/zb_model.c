@@ -9,6 +9,8 @@
  */
 #include "common/zb_model.h"
 
+#include "common/zb_llmc.h"
+
 #include <float.h>
 #include <limits.h>
 #include <stdio.h>
@@ -54,11 +56,14 @@ static const char *const k_schedules[] = {"cosine", "constant", NULL};
 
 static const char *const k_top_keys[] = {"name", "model", "training", "cluster", NULL};
 static const char *const k_model_keys[] = {"layers", "hidden",  "heads",          "ffn_hidden",
-                                           "seq_len", "vocab", "tied_embeddings", NULL};
+                                           "seq_len", "vocab", "tied_embeddings", "init",
+                                           NULL};
 static const char *const k_training_keys[] = {
     "global_batch", "micro_batch",       "steps", "seed", "precision", "recompute",
-    "sequence_parallel", "zero1", "data", "optimizer", NULL};
-static const char *const k_data_keys[] = {"kind", "path", NULL};
+    "sequence_parallel", "zero1", "data", "val", "optimizer", NULL};
+static const char *const k_data_keys[] = {"kind", "path", "order", NULL};
+static const char *const k_val_keys[] = {"kind", "path", "every", "batches", NULL};
+static const char *const k_orders[] = {"random", "sequential", NULL};
 static const char *const k_optim_keys[] = {"lr",           "min_lr",    "beta1",
                                            "beta2",        "eps",       "weight_decay",
                                            "grad_clip",    "warmup_steps", "schedule",
@@ -80,6 +85,8 @@ static void set_defaults(zb_model *m) {
     t->precision = ZB_PREC_BF16;
     t->recompute = ZB_RECOMPUTE_NONE;
     t->data_kind = ZB_DATA_TEXT;
+    t->val_kind = ZB_DATA_TEXT;
+    t->val_batches = 1;
     t->opt = (zb_optim){.lr = 3e-4, .min_lr = 3e-5, .beta1 = 0.9, .beta2 = 0.95,
                         .eps = 1e-8, .weight_decay = 0.1, .grad_clip = 1.0,
                         .warmup_steps = 0, .cosine = true};
@@ -145,19 +152,83 @@ static zb_status get_beta(const zb_ydoc *doc, const zb_ynode *map, const char *k
 
 /* ---- sections ---- */
 
-static zb_status parse_arch(const zb_ydoc *doc, const zb_ynode *root, zb_arch *a,
-                            zb_err *err) {
+static zb_status resolve_path(const zb_ydoc *doc, const zb_ynode *n, const char *base_dir,
+                              char *path, size_t cap, zb_err *err);
+
+/* With model.init: a shape key must equal the checkpoint's value (or is
+ * taken from it when absent). */
+static zb_status check_init_shape(const zb_ydoc *doc, const zb_ynode *s, const char *key,
+                                  int have, const char *ck_name, int ck_val,
+                                  const char *path, zb_err *err) {
+    if (have == ck_val) return ZB_OK;
+    const zb_ynode *n = zb_ymap_get(s, key);
+    return zb_fail_at(err, doc->file, n ? n->line : s->line, n ? n->col : s->col,
+                      "'%s' is %d but the checkpoint %s has %s = %d", key, have, path,
+                      ck_name, ck_val);
+}
+
+/* model.init: read the checkpoint's header, take the shapes it gives as the
+ * defaults of the keys that follow. */
+static zb_status parse_init(const zb_ydoc *doc, const zb_ynode *s, const char *base_dir,
+                            zb_arch *a, zb_llmc_hdr *h, zb_err *err) {
+    const zb_ynode *n = zb_ymap_get(s, "init");
+    if (!n) return ZB_OK;
+    ZB_TRY(zb_yget_str(doc, s, "init", false, a->init, sizeof a->init, err));
+    if (!a->init[0])
+        return zb_fail_at(err, doc->file, n->line, n->col, "'init' must name a checkpoint");
+    ZB_TRY(resolve_path(doc, n, base_dir, a->init, sizeof a->init, err));
+    zb_err e = {{0}};
+    if (zb_llmc_read_header(a->init, h, &e) != ZB_OK)
+        return zb_fail_at(err, doc->file, n->line, n->col, "%.400s", e.msg);
+    a->layers = h->L;
+    a->hidden = h->C;
+    a->heads = h->NH;
+    a->seq_len = h->maxT;
+    a->vocab = h->V;
+    a->init_maxT = h->maxT;
+    a->init_Vp = h->Vp;
+    return ZB_OK;
+}
+
+/* The checkpoint's shapes against the keys given. */
+static zb_status check_init(const zb_ydoc *doc, const zb_ynode *s, const zb_arch *a,
+                            const zb_llmc_hdr *h, zb_err *err) {
+    const char *p = a->init;
+    ZB_TRY(check_init_shape(doc, s, "layers", a->layers, "L", h->L, p, err));
+    ZB_TRY(check_init_shape(doc, s, "hidden", a->hidden, "C", h->C, p, err));
+    ZB_TRY(check_init_shape(doc, s, "heads", a->heads, "NH", h->NH, p, err));
+    ZB_TRY(check_init_shape(doc, s, "vocab", a->vocab, "V", h->V, p, err));
+    ZB_TRY(check_init_shape(doc, s, "ffn_hidden", a->ffn_hidden, "4C", 4 * h->C, p, err));
+    if (a->seq_len > h->maxT) {
+        const zb_ynode *n = zb_ymap_get(s, "seq_len");
+        return zb_fail_at(err, doc->file, n->line, n->col, "'seq_len' is %d but the "
+                          "checkpoint %s has maxT = %d", a->seq_len, p, h->maxT);
+    }
+    if (!a->tied_embeddings) {
+        const zb_ynode *n = zb_ymap_get(s, "tied_embeddings");
+        return zb_fail_at(err, doc->file, n->line, n->col, "'tied_embeddings' is false "
+                          "but llm.c checkpoints (%s) tie the LM head to wte", p);
+    }
+    return ZB_OK;
+}
+
+static zb_status parse_arch(const zb_ydoc *doc, const zb_ynode *root, const char *base_dir,
+                            zb_arch *a, zb_err *err) {
     const zb_ynode *s;
     ZB_TRY(section(doc, root, "model", "the top level", "'model'", true, k_model_keys, &s,
                    err));
-    ZB_TRY(get_int(doc, s, "layers", true, 1, 100000, &a->layers, err));
-    ZB_TRY(get_int(doc, s, "hidden", true, 1, 1 << 20, &a->hidden, err));
-    ZB_TRY(get_int(doc, s, "heads", true, 1, 1 << 20, &a->heads, err));
+    zb_llmc_hdr h;
+    ZB_TRY(parse_init(doc, s, base_dir, a, &h, err));
+    bool req = !a->init[0];   /* a checkpoint gives the shapes */
+    ZB_TRY(get_int(doc, s, "layers", req, 1, 100000, &a->layers, err));
+    ZB_TRY(get_int(doc, s, "hidden", req, 1, 1 << 20, &a->hidden, err));
+    ZB_TRY(get_int(doc, s, "heads", req, 1, 1 << 20, &a->heads, err));
     a->ffn_hidden = 4 * a->hidden;
     ZB_TRY(get_int(doc, s, "ffn_hidden", false, 1, 1 << 23, &a->ffn_hidden, err));
-    ZB_TRY(get_int(doc, s, "seq_len", true, 1, 1 << 22, &a->seq_len, err));
-    ZB_TRY(get_int(doc, s, "vocab", true, 1, 1 << 24, &a->vocab, err));
+    ZB_TRY(get_int(doc, s, "seq_len", req, 1, 1 << 22, &a->seq_len, err));
+    ZB_TRY(get_int(doc, s, "vocab", req, 1, 1 << 24, &a->vocab, err));
     ZB_TRY(zb_yget_bool(doc, s, "tied_embeddings", false, &a->tied_embeddings, err));
+    if (a->init[0]) ZB_TRY(check_init(doc, s, a, &h, err));
     if (a->hidden % a->heads != 0) {
         const zb_ynode *n = zb_ymap_get(s, "heads");
         return zb_fail_at(err, doc->file, n->line, n->col,
@@ -225,12 +296,34 @@ static zb_status parse_data(const zb_ydoc *doc, const zb_ynode *train, const cha
     ZB_TRY(zb_yget_enum(doc, s, "kind", false, k_data_kinds, &kind, err));
     t->data_kind = (zb_data_kind)kind;
     ZB_TRY(zb_yget_str(doc, s, "path", false, t->data_path, sizeof t->data_path, err));
+    int order = t->data_sequential;
+    ZB_TRY(zb_yget_enum(doc, s, "order", false, k_orders, &order, err));
+    t->data_sequential = order == 1;
     if (t->data_kind == ZB_DATA_SHARDS && !t->data_path[0])
         return zb_fail_at(err, doc->file, s->line, s->col,
                           "'training.data' needs a 'path' when 'kind' is shards");
     const zb_ynode *pn = zb_ymap_get(s, "path");
     return pn ? resolve_path(doc, pn, base_dir, t->data_path, sizeof t->data_path, err)
               : ZB_OK;
+}
+
+/* training.val: the validation source, read sequentially. */
+static zb_status parse_val(const zb_ydoc *doc, const zb_ynode *train, const char *base_dir,
+                           zb_training *t, zb_err *err) {
+    const zb_ynode *s;
+    ZB_TRY(section(doc, train, "val", "'training'", "'training.val'", false, k_val_keys,
+                   &s, err));
+    if (!s) return ZB_OK;
+    int kind = t->data_kind;
+    ZB_TRY(zb_yget_enum(doc, s, "kind", false, k_data_kinds, &kind, err));
+    t->val_kind = (zb_data_kind)kind;
+    ZB_TRY(zb_yget_str(doc, s, "path", true, t->val_path, sizeof t->val_path, err));
+    const zb_ynode *pn = zb_ymap_get(s, "path");
+    if (!t->val_path[0])
+        return zb_fail_at(err, doc->file, pn->line, pn->col, "'path' must name a file");
+    ZB_TRY(get_int(doc, s, "every", false, 0, INT_MAX, &t->val_every, err));
+    ZB_TRY(get_int(doc, s, "batches", false, 1, 1000000, &t->val_batches, err));
+    return resolve_path(doc, pn, base_dir, t->val_path, sizeof t->val_path, err);
 }
 
 static zb_status parse_optim(const zb_ydoc *doc, const zb_ynode *train, zb_optim *o,
@@ -280,6 +373,7 @@ static zb_status parse_training(const zb_ydoc *doc, const zb_ynode *root,
     ZB_TRY(zb_yget_bool(doc, s, "sequence_parallel", false, &t->sequence_parallel, err));
     ZB_TRY(zb_yget_bool(doc, s, "zero1", false, &t->zero1, err));
     ZB_TRY(parse_data(doc, s, base_dir, t, err));
+    ZB_TRY(parse_val(doc, s, base_dir, t, err));
     return parse_optim(doc, s, &t->opt, err);
 }
 
@@ -379,7 +473,7 @@ zb_status zb_model_parse(const zb_ydoc *doc, const zb_ynode *root,
     ZB_TRY(zb_ymap_check_keys(doc, root, "the top level", allowed, err));
     set_defaults(out);
     ZB_TRY(parse_name(doc, root, out->name, sizeof out->name, err));
-    ZB_TRY(parse_arch(doc, root, &out->arch, err));
+    ZB_TRY(parse_arch(doc, root, base_dir, &out->arch, err));
     ZB_TRY(parse_training(doc, root, base_dir, &out->train, err));
     return parse_cluster(doc, root, &out->cluster, err);
 }
@@ -424,6 +518,7 @@ static void write_arch(zb_yw *w, const zb_arch *a) {
     zb_yw_kint(w, "seq_len", a->seq_len);
     zb_yw_kint(w, "vocab", a->vocab);
     zb_yw_kbool(w, "tied_embeddings", a->tied_embeddings);
+    if (a->init[0]) zb_yw_kstr(w, "init", a->init);
     zb_yw_map_end(w);
 }
 
@@ -457,7 +552,16 @@ static void write_training(zb_yw *w, const zb_training *t) {
     begin_map(w, "data");
     zb_yw_kstr(w, "kind", k_data_kinds[t->data_kind]);
     zb_yw_kstr(w, "path", t->data_path);
+    if (t->data_sequential) zb_yw_kstr(w, "order", k_orders[1]);
     zb_yw_map_end(w);
+    if (t->val_path[0]) {   /* only when set: plans without one stay as they were */
+        begin_map(w, "val");
+        zb_yw_kstr(w, "kind", k_data_kinds[t->val_kind]);
+        zb_yw_kstr(w, "path", t->val_path);
+        zb_yw_kint(w, "every", t->val_every);
+        zb_yw_kint(w, "batches", t->val_batches);
+        zb_yw_map_end(w);
+    }
     write_optim(w, &t->opt);
     zb_yw_map_end(w);
 }

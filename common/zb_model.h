@@ -5,10 +5,12 @@
  * File layout (docs/model-format.md is the reference):
  *   name: tiny
  *   model:    {layers, hidden, heads, ffn_hidden (default 4*hidden), seq_len,
- *              vocab, tied_embeddings (default true)}
+ *              vocab, tied_embeddings (default true), init (an llm.c
+ *              checkpoint to start from; shapes left out come from it)}
  *   training: {global_batch, micro_batch (int or auto), steps, seed,
  *              precision (fp32|bf16), recompute (none|selective|full),
- *              sequence_parallel, zero1, data: {kind: text|shards, path},
+ *              sequence_parallel, zero1, data: {kind: text|shards, path,
+ *              order: random|sequential}, val: {kind, path, every, batches},
  *              optimizer: {lr, min_lr, beta1, beta2, eps, weight_decay,
  *                          grad_clip, warmup_steps, schedule: cosine|constant}}
  *   cluster:  {nodes, devices_per_node, device (name from the table, or a
@@ -38,6 +40,9 @@ typedef enum { ZB_DATA_TEXT = 0, ZB_DATA_SHARDS = 1 } zb_data_kind;
 typedef struct {
     int layers, hidden, heads, ffn_hidden, seq_len, vocab;
     bool tied_embeddings;
+    char init[1024];        /* llm.c checkpoint to start from, resolved like
+                               data paths; empty = seeded random init */
+    int init_maxT, init_Vp; /* its maxT and padded vocab (0 without init) */
 } zb_arch;
 
 typedef struct {
@@ -58,6 +63,11 @@ typedef struct {
     zb_data_kind data_kind;
     char data_path[1024];   /* resolved relative to the model file's folder;
                                empty = none given */
+    bool data_sequential;   /* data.order: sequential windows, not random */
+    zb_data_kind val_kind;  /* validation source (val.*); val_path empty = */
+    char val_path[1024];    /* no validation loss */
+    int val_every;          /* steps between evaluations, 0 = start and end */
+    int val_batches;        /* global batches per evaluation */
     zb_optim opt;
 } zb_training;
 

@@ -2,6 +2,7 @@
 #include "executor/data.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@ struct zb_data {
     size_t count;
     int seq_len, global_batch;
     uint64_t seed;
+    bool sequential;     /* consecutive windows instead of seeded random */
+    size_t n_batches;    /* sequential: whole global batches in the file */
 };
 
 /* splitmix64 finaliser: a bijective 64-bit mixer. */
@@ -105,33 +108,52 @@ static zb_status load_shard(zb_data *d, const char *path,
     return ZB_OK;
 }
 
-zb_status zb_data_open(const zb_model *m, zb_data **out, zb_err *err) {
+/* One token file of `kind` at `path`, batches in random or sequential
+ * order (see data.h). */
+static zb_status open_source(const zb_model *m, const char *path,
+                             zb_data_kind kind, bool sequential,
+                             zb_data **out, zb_err *err) {
     *out = NULL;
-    const char *path = m->train.data_path;
     if (!path[0]) return zb_fail(err, ZB_EINPUT, "no data file given");
     zb_data *d = zb_calloc(1, sizeof *d, err);
     if (!d) return ZB_ENOMEM;
     d->seq_len = m->arch.seq_len;
     d->global_batch = m->train.global_batch;
     d->seed = m->train.seed;
+    d->sequential = sequential;
     unsigned char *buf = NULL;
     size_t size = 0;
     zb_status rc = read_file(path, &buf, &size, err);
     if (rc == ZB_OK) {
-        rc = m->train.data_kind == ZB_DATA_TEXT
+        rc = kind == ZB_DATA_TEXT
                  ? load_text(d, path, buf, size, m->arch.vocab, err)
                  : load_shard(d, path, buf, size, m->arch.vocab, err);
         free(buf);
     }
+    size_t batch = (size_t)d->global_batch * (size_t)d->seq_len;
     if (rc == ZB_OK && d->count < (size_t)d->seq_len + 1)
         rc = zb_fail_at(err, path, 0, 0, "holds %zu tokens, fewer than "
                         "seq_len + 1 = %d", d->count, d->seq_len + 1);
+    else if (rc == ZB_OK && sequential && d->count < batch + 1)
+        rc = zb_fail_at(err, path, 0, 0, "holds %zu tokens, fewer than one "
+                        "sequential batch: global_batch * seq_len + 1 = %zu",
+                        d->count, batch + 1);
     if (rc != ZB_OK) {
         zb_data_free(d);
         return rc;
     }
+    if (sequential) d->n_batches = (d->count - 1) / batch;
     *out = d;
     return ZB_OK;
+}
+
+zb_status zb_data_open(const zb_model *m, zb_data **out, zb_err *err) {
+    return open_source(m, m->train.data_path, m->train.data_kind,
+                       m->train.data_sequential, out, err);
+}
+
+zb_status zb_data_open_val(const zb_model *m, zb_data **out, zb_err *err) {
+    return open_source(m, m->train.val_path, m->train.val_kind, true, out, err);
 }
 
 void zb_data_free(zb_data *d) {
@@ -148,9 +170,15 @@ zb_status zb_data_batch(const zb_data *d, int step, int seq, int *tokens,
         return zb_fail(err, ZB_ERUNTIME, "data: step %d sequence %d out of "
                        "range (global batch %d)", step, seq, d->global_batch);
     int T = d->seq_len;
-    uint64_t h = mix64(mix64(mix64(d->seed) ^ (uint64_t)step) ^
-                       ((uint64_t)seq << 32 | 0x5eedu));
-    size_t off = (size_t)(h % (uint64_t)(d->count - (size_t)T)); /* [0, count-T-1] */
+    size_t off;
+    if (d->sequential) {  /* llm.c's loader without shuffling; wraps around */
+        size_t b = (size_t)step % d->n_batches;
+        off = (b * (size_t)d->global_batch + (size_t)seq) * (size_t)T;
+    } else {
+        uint64_t h = mix64(mix64(mix64(d->seed) ^ (uint64_t)step) ^
+                           ((uint64_t)seq << 32 | 0x5eedu));
+        off = (size_t)(h % (uint64_t)(d->count - (size_t)T)); /* [0, count-T-1] */
+    }
     const uint16_t *p = d->tok + off;
     for (int t = 0; t < T; t++) {
         tokens[t] = p[t];

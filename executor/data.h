@@ -12,11 +12,19 @@
  * loader relative to the model file; an empty path is an error. The file
  * must hold at least seq_len + 1 tokens.
  *
- * Batches: sequence `seq` (0 .. global_batch-1) of step `step` is the
- * seq_len tokens starting at an offset drawn uniformly from
- * [0, count - seq_len - 1] by a counter-based hash of (seed, step, seq);
- * its targets are the same tokens shifted by one. A batch therefore depends
- * only on (file, seed, step, seq), never on the parallel layout: DP rank d,
+ * Batches: sequence `seq` (0 .. global_batch-1) of step `step` is seq_len
+ * tokens; its targets are the same tokens shifted by one. Its first token:
+ *   random (data.order, the default): an offset drawn uniformly from
+ *     [0, count - seq_len - 1] by a counter-based hash of (seed, step, seq);
+ *   sequential: (b * global_batch + seq) * seq_len with b = step mod nb,
+ *     nb = (count - 1) / (global_batch * seq_len): consecutive windows of
+ *     global_batch*seq_len + 1 tokens from the start of the file, wrapping
+ *     around, which is what llm.c's loader does without shuffling (a DP
+ *     rank's sequences are consecutive, so it reads its own slice). The
+ *     file must hold global_batch * seq_len + 1 tokens.
+ * The validation source (training.val) is always sequential.
+ * A batch therefore depends only on (file, seed, step, seq), never on the
+ * parallel layout: DP rank d,
  * microbatch j of m covers global sequences (d*m + j)*micro_batch + i,
  * i = 0 .. micro_batch-1 (zb_data_microbatch).
  *
@@ -33,7 +41,10 @@
 
 typedef struct zb_data zb_data;
 
+/* The training source (training.data) ... */
 zb_status zb_data_open(const zb_model *m, zb_data **out, zb_err *err);
+/* ... and the validation source (training.val; sequential order). */
+zb_status zb_data_open_val(const zb_model *m, zb_data **out, zb_err *err);
 void zb_data_free(zb_data *d);
 
 /* Tokens in the file. */

@@ -2,7 +2,8 @@
  *
  *   zbrun PLAN [--steps N] [--backend cpu|cuda|auto] [--report FILE]
  *              [--trace FILE] [--svg FILE] [--checkpoint-every N]
- *              [--checkpoint-dir DIR] [--resume] [--threads N] [-q]
+ *              [--checkpoint-dir DIR] [--resume] [--threads N]
+ *              [--export FILE] [-q]
  *
  * Prints one line per step (on a terminal: a live progress line and a step
  * line every few steps), then a table of measured against predicted numbers
@@ -15,6 +16,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <omp.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,6 +28,7 @@
 #include "common/zb_plan.h"
 #include "executor/checkpoint.h"
 #include "executor/launch.h"
+#include "executor/llmc.h"
 #include "executor/memlimit.h"
 #include "executor/procs.h"
 #include "executor/report.h"
@@ -50,11 +53,12 @@ static const char usage[] =
     "  --max-loss-ratio R    stop when the loss exceeds R x the first step's\n"
     "                        (default 10; 0: never)\n"
     "  --threads N           OpenMP threads per rank (default: cores / ranks)\n"
+    "  --export FILE         after training, write the model as an llm.c checkpoint\n"
     "  -q                    print nothing but errors\n"
     "  -h, --help            this text\n";
 
 typedef struct {
-    const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir;
+    const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir, *export_path;
     int steps, ckpt_every, threads;
     bool resume, quiet, help, resume_changed;
     double max_loss_ratio;
@@ -111,6 +115,7 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     else if (take_opt(argc, argv, i, "--report", &v, &st, err)) a->report = v;
     else if (take_opt(argc, argv, i, "--trace", &v, &st, err)) a->trace = v;
     else if (take_opt(argc, argv, i, "--svg", &v, &st, err)) a->svg = v;
+    else if (take_opt(argc, argv, i, "--export", &v, &st, err)) a->export_path = v;
     else if (arg[0] == '-' && arg[1] != '\0')
         st = zb_fail(err, ZB_EINPUT, "unknown option '%s' (see zbrun --help)", arg);
     else if (a->plan_path)
@@ -146,9 +151,11 @@ typedef struct {
 } printer;
 
 static void print_step_line(const zb_step_info *s) {
-    printf("step %d/%d loss %.6f lr %.6e grad_norm %.6f tokens_per_s %.1f ms %.3f\n",
+    printf("step %d/%d loss %.6f lr %.6e grad_norm %.6f tokens_per_s %.1f ms %.3f",
            s->step, s->steps, s->loss, s->lr, s->grad_norm, s->tokens_per_s,
            s->step_s * 1e3);
+    if (!isnan(s->val_loss)) printf(" val_loss %.6f", s->val_loss);
+    printf("\n");
 }
 
 static void on_step(const zb_step_info *s, void *ctx) {
@@ -158,6 +165,11 @@ static void on_step(const zb_step_info *s, void *ctx) {
                 "first step's %.4g (the run stops above --max-loss-ratio)\n",
                 s->step, s->loss, ZB_LOSS_WARN_RATIO, p->loss0);
     if (p->quiet) return;
+    if (s->eval_only) {   /* the validation loss before training */
+        printf("step %d/%d val_loss %.6f\n", s->step, s->steps, s->val_loss);
+        fflush(stdout);
+        return;
+    }
     if (!p->started) {
         p->started = true;
         p->first = s->step;
@@ -187,13 +199,18 @@ static void on_step(const zb_step_info *s, void *ctx) {
 static zb_status write_outputs(const args *a, const zb_plan *plan,
                                const zb_run_result *res, zb_err *err) {
     zb_status first = ZB_OK;
-    for (int k = 0; k < 3; k++) {
-        const char *path = k == 0 ? a->report : k == 1 ? a->trace : a->svg;
+    for (int k = 0; k < 4; k++) {
+        const char *path = k == 0 ? a->report : k == 1 ? a->trace
+                         : k == 2 ? a->svg : a->export_path;
         if (!path) continue;
         zb_err e;
         zb_status s = k == 0 ? zb_report_write(path, plan, res, a->backend, &e)
                     : k == 1 ? zb_trace_write(path, plan, res, &e)
-                             : zb_svg_write(path, plan, res, &e);
+                    : k == 2 ? zb_svg_write(path, plan, res, &e)
+                    : res->n_steps == 0
+                        ? zb_fail(&e, ZB_ERUNTIME, "--export: no step ran here, "
+                                  "so no weights were gathered to export")
+                        : zb_llmc_export(path, plan, res->params, &e);
         if (s == ZB_OK && !a->quiet) printf("wrote %s\n", path);
         if (s != ZB_OK && first != ZB_OK) fprintf(stderr, "zbrun: %s\n", e.msg);
         if (s != ZB_OK && first == ZB_OK) {
@@ -218,6 +235,10 @@ static zb_status print_summary(const zb_plan *plan, const zb_run_result *res,
     printf("loss %.6f -> %.6f over steps %d..%d\n", res->loss[0],
            res->loss[res->n_steps - 1], res->first_step,
            res->first_step + res->n_steps - 1);
+    if (res->n_val > 0)
+        printf("val_loss %.6f (step %d) -> %.6f (step %d)\n", res->val_loss[0],
+               res->val_step[0], res->val_loss[res->n_val - 1],
+               res->val_step[res->n_val - 1]);
     return ZB_OK;
 }
 
@@ -254,6 +275,12 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
         zb_fail(err, ZB_EINPUT, "%s: training.data.path is empty; zbrun needs a "
                 "data file (text, or an llm.c token shard: docs/model-format.md)",
                 a->plan_path);
+        zb_plan_free(&plan);
+        return ZB_EINPUT;
+    }
+    if (a->export_path && !plan.model.arch.tied_embeddings) {
+        zb_fail(err, ZB_EINPUT, "%s: --export writes llm.c checkpoints, whose LM "
+                "head is wte; this model has tied_embeddings: false", a->plan_path);
         zb_plan_free(&plan);
         return ZB_EINPUT;
     }
@@ -299,7 +326,8 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                      .checkpoint_every = a->ckpt_every, .checkpoint_dir = a->ckpt_dir,
                      .resume = a->resume, .on_step = on_step, .on_step_ctx = &pr,
                      .resume_changed = a->resume_changed, .stop = &zb_stop_signal,
-                     .max_loss_ratio = a->max_loss_ratio, .proc = proc};
+                     .max_loss_ratio = a->max_loss_ratio, .proc = proc,
+                     .keep_params = a->export_path != NULL};
     if (!a->quiet) print_header(a, &plan, threads);
     if (!a->quiet && proc.tr)
         printf("launch: %s, %d processes, one rank each, MPI transport\n",

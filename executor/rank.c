@@ -1,7 +1,8 @@
 /* rank.c - the life of one rank thread inside zb_run (run_ctx.h): build the
- * stage, load the checkpoint when resuming, then per step: read the batch,
- * run the pipeline program, synchronise gradients, take the optimizer step,
- * record timings, maybe checkpoint.
+ * stage, load the checkpoint when resuming (else the llm.c init weights when
+ * the model names them, llmc.h), evaluate the validation loss (eval.h), then
+ * per step: read the batch, run the pipeline program, synchronise gradients,
+ * take the optimizer step, record timings, maybe evaluate, maybe checkpoint.
  *
  * Buffers that take part in all-reduces (gradients, rk->red) live until
  * every thread is joined: the local transport reads peers' buffers in
@@ -16,6 +17,8 @@
 #include <time.h>
 
 #include "executor/checkpoint.h"
+#include "executor/eval.h"
+#include "executor/llmc.h"
 #include "executor/memlimit.h"
 #include "executor/run_ctx.h"
 
@@ -175,7 +178,7 @@ static zb_status checkpoint(zb_rank *rk, int step, zb_err *err) {
 /* The lead rank (0, or this process's): the step's numbers into the
  * result; rank 0: the caller's callback. */
 static void report_step(zb_rank *rk, int k, double loss, double lr,
-                        double norm, double step_s) {
+                        double norm, double step_s, double val) {
     zb_run_ctx *c = rk->ctx;
     zb_run_result *res = c->res;
     const zb_plan *p = c->plan;
@@ -190,8 +193,28 @@ static void report_step(zb_rank *rk, int k, double loss, double lr,
                          .loss = loss, .lr = lr, .grad_norm = norm,
                          .step_s = step_s,
                          .tokens_per_s = step_s > 0 ? tokens / step_s : 0,
+                         .elapsed_s = zb_now_s() - c->t0, .val_loss = val};
+    c->opts->on_step(&info, c->opts->on_step_ctx);
+}
+
+/* Validation loss after `step` when one is due (eval.h), else NaN. */
+static zb_status maybe_eval(zb_rank *rk, int step, double *val, zb_err *err) {
+    *val = NAN;
+    if (!zb_eval_due(rk->ctx, step)) return ZB_OK;
+    return zb_eval_run(rk, step, val, err);
+}
+
+/* The validation loss before the first step, reported on its own. */
+static zb_status initial_eval(zb_rank *rk, zb_err *err) {
+    zb_run_ctx *c = rk->ctx;
+    double val;
+    ZB_TRY(maybe_eval(rk, c->first_step - 1, &val, err));
+    if (rk->rank != 0 || !c->val || !c->opts->on_step) return ZB_OK;
+    zb_step_info info = {.step = c->first_step - 1, .steps = c->total_steps,
+                         .loss = NAN, .val_loss = val, .eval_only = true,
                          .elapsed_s = zb_now_s() - c->t0};
     c->opts->on_step(&info, c->opts->on_step_ctx);
+    return ZB_OK;
 }
 
 /* A loss that explodes without becoming NaN: every rank sees the same
@@ -250,7 +273,9 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
     double lr = zb_lr_at(o, step, c->total_steps);
     ZB_TRY(zb_stage_adamw(rk->st, (float)lr, scale, step, err));
     record_times(rk, k);
-    if (rk->rank == c->lead) report_step(rk, k, loss, lr, norm, zb_now_s() - t_begin);
+    double step_s = zb_now_s() - t_begin, val;
+    ZB_TRY(maybe_eval(rk, step, &val, err));
+    if (rk->rank == c->lead) report_step(rk, k, loss, lr, norm, step_s, val);
     if (c->opts->checkpoint_every > 0 && step % c->opts->checkpoint_every == 0)
         ZB_TRY(checkpoint(rk, step, err));
     return ZB_OK;
@@ -304,6 +329,9 @@ static zb_status rank_setup(zb_rank *rk, zb_err *err) {
     if (c->first_step > 1)
         ZB_TRY(zb_ckpt_load_rank(c->ckpt_dir, c->first_step - 1, rk->rank,
                                  world, rk->st, err));
+    else if (c->plan->model.arch.init[0])   /* llm.c weights (llmc.h) */
+        ZB_TRY(zb_llmc_load_stage(c->plan->model.arch.init, c->plan,
+                                  rk->pp_rank, rk->tp_rank, rk->st, err));
     return ZB_OK;
 }
 
@@ -327,6 +355,7 @@ static zb_status rank_run(zb_rank *rk, zb_err *err) {
     zb_run_ctx *c = rk->ctx;
     omp_set_num_threads(c->res->threads);
     ZB_TRY(rank_setup(rk, err));
+    ZB_TRY(initial_eval(rk, err));
     for (int step = c->first_step; step <= c->total_steps; step++) {
         bool stop;
         ZB_TRY(rank_step(rk, step, err));

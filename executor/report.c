@@ -77,7 +77,25 @@ static void write_summary(zb_yw *w, const zb_plan *plan,
         zb_yw_kdouble(w, "first_loss", res->loss[0]);
         zb_yw_kdouble(w, "final_loss", res->loss[res->n_steps - 1]);
     }
+    if (res->n_val > 0) {
+        zb_yw_kdouble(w, "first_val_loss", res->val_loss[0]);
+        zb_yw_kdouble(w, "final_val_loss", res->val_loss[res->n_val - 1]);
+    }
     zb_yw_map_end(w);
+}
+
+/* Validation losses (eval.h): step 0 of a fresh run is before training. */
+static void write_val(zb_yw *w, const zb_run_result *res) {
+    if (res->n_val == 0) return;
+    zb_yw_str(w, "val");
+    zb_yw_seq_begin(w, false);
+    for (int i = 0; i < res->n_val; i++) {
+        zb_yw_map_begin(w, true);
+        zb_yw_kint(w, "step", res->val_step[i]);
+        zb_yw_kdouble(w, "val_loss", res->val_loss[i]);
+        zb_yw_map_end(w);
+    }
+    zb_yw_seq_end(w);
 }
 
 static void write_steps(zb_yw *w, const zb_run_result *res) {
@@ -172,6 +190,7 @@ zb_status zb_report_write(const char *path, const zb_plan *plan,
         write_plan_info(w, plan, backend, res);
         write_summary(w, plan, res);
         write_steps(w, res);
+        write_val(w, res);
         write_pp_ranks(w, plan, res, &pr);
         write_ranks(w, plan, res);
         write_stage_passes(w, plan, &pt);

@@ -53,6 +53,7 @@ struct zb_run_ctx {
     int lead;                    /* rank whose thread fills the per-step
                                     result: 0, or the process's own rank */
     zb_data *data;
+    zb_data *val;                /* validation source, NULL: none */
     zb_rank *ranks;              /* [world]; one process per rank: only
                                     ranks[lead] is set up */
     double *step_span, *step_busy;  /* [n_steps * world] per step, per rank */

@@ -9,11 +9,16 @@
  * Packed, in order: step_span and step_busy [steps * world], static_bytes
  * and act_peak_bytes [world], then per rank r t_start[r] and t_end[r]
  * [trace_n * n_acts[r]].
+ *
+ * With opts->keep_params (--export), rank 0 then receives every other
+ * rank's parameter buffer, in messages no longer than the pipeline's (the
+ * size the transport was built for), one rank after another.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "executor/run_ctx.h"
+#include "executor/stage_params.h"
 
 /* n doubles between cells and buf+at: into buf (out false) or back. */
 static void move(double *buf, size_t at, double *cells, size_t n, bool out) {
@@ -51,6 +56,43 @@ static void walk(zb_run_ctx *c, double *buf, int steps, bool out) {
     }
 }
 
+/* Floats in rank r's parameter buffer (its stage's parameter table). */
+static zb_status params_of(const zb_plan *p, int r, size_t *n, zb_err *err) {
+    int pr, dr, tr;
+    zb_ptable pt;
+    zb_plan_coords(p, r, &pr, &dr, &tr);
+    ZB_TRY(zb_ptable_build(&pt, p, pr, tr, err));
+    *n = pt.floats;
+    zb_ptable_free(&pt);
+    return ZB_OK;
+}
+
+static zb_status gather_params(zb_run_ctx *c, zb_err *err) {
+    zb_run_result *res = c->res;
+    zb_rank *rk = &c->ranks[c->lead];
+    size_t chunk = rk->msg_floats;
+    for (int r = 1; r < c->world; r++) {
+        if (c->lead != 0 && c->lead != r) continue;
+        size_t n;
+        ZB_TRY(params_of(c->plan, r, &n, err));
+        if (c->lead == 0) {
+            res->params[r] = zb_calloc(n ? n : 1, sizeof(float), err);
+            if (!res->params[r]) return ZB_ENOMEM;
+            res->n_params[r] = n;
+        } else if (res->n_params[r] != n) {
+            return zb_fail(err, ZB_ERUNTIME, "rank %d: %zu parameters, its "
+                           "table says %zu", r, res->n_params[r], n);
+        }
+        for (size_t at = 0; at < n; at += chunk) {
+            size_t k = n - at < chunk ? n - at : chunk;
+            ZB_TRY(c->lead == 0
+                   ? rk->tr->recv(rk->tr, r, 0, res->params[r] + at, k, err)
+                   : rk->tr->send(rk->tr, 0, 0, res->params[r] + at, k, err));
+        }
+    }
+    return ZB_OK;
+}
+
 zb_status zb_run_gather(zb_run_ctx *c, zb_err *err) {
     zb_run_result *res = c->res;
     zb_rank *rk = &c->ranks[c->lead];
@@ -64,5 +106,6 @@ zb_status zb_run_gather(zb_run_ctx *c, zb_err *err) {
     zb_status s = rk->tr->allreduce_f64(rk->tr, &rk->world_g, buf, n, err);
     if (s == ZB_OK) walk(c, buf, steps, true);
     free(buf);
+    if (s == ZB_OK && c->opts->keep_params) s = gather_params(c, err);
     return s;
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "executor/checkpoint.h"
+#include "executor/eval.h"
 #include "executor/memlimit.h"
 #include "executor/run_ctx.h"
 
@@ -69,6 +70,9 @@ void zb_run_result_free(zb_run_result *res) {
     free(res->t_end);
     free(res->params);
     free(res->n_params);
+    free(res->val_step);
+    free(res->val_loss);
+    free(res->val_t);
     memset(res, 0, sizeof *res);
 }
 
@@ -325,6 +329,8 @@ static zb_status setup(zb_run_ctx *c, zb_err *err) {
     if (steps == 0) return ZB_OK;
     ZB_TRY(zb_lower(&p->sched, &c->prog, err));
     ZB_TRY(zb_data_open(&p->model, &c->data, err));
+    if (p->model.train.val_path[0]) ZB_TRY(zb_data_open_val(&p->model, &c->val, err));
+    ZB_TRY(zb_eval_alloc(res, p, c->first_step, res->total_steps, err));
     size_t cells = (size_t)steps * (size_t)c->world;
     ZB_TRY(alloc_doubles(&c->step_span, cells, err));
     ZB_TRY(alloc_doubles(&c->step_busy, cells, err));
@@ -349,6 +355,7 @@ static void teardown(zb_run_ctx *c) {
     free(c->step_busy);
     zb_local_world_free(c->lw);
     zb_data_free(c->data);
+    zb_data_free(c->val);
     zb_program_free(&c->prog);
     pthread_mutex_destroy(&c->err_mu);
 }

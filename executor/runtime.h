@@ -14,6 +14,10 @@
  * action (CLOCK_MONOTONIC, seconds since the run started); the result holds
  * what the report, trace and timeline picture need.
  *
+ * Validation loss (training.val; eval.h) before the first step, every
+ * val.every steps and after the last, forward only through the program's F
+ * passes.
+ *
  * Checkpoints (checkpoint.h) every opts->checkpoint_every steps; with
  * opts->resume the run continues after the newest complete checkpoint and
  * gives the same numbers as a run that was never interrupted.
@@ -47,6 +51,9 @@ typedef struct {
     double step_s;          /* wall time of the step (rank 0) */
     double tokens_per_s;    /* global_batch * seq_len / step_s */
     double elapsed_s;       /* since this run started */
+    double val_loss;        /* validation loss after this step, NaN: none */
+    bool eval_only;         /* only val_loss is set: the evaluation before
+                               the first step (step = first step - 1) */
 } zb_step_info;
 
 typedef void (*zb_step_fn)(const zb_step_info *info, void *ctx);
@@ -122,6 +129,13 @@ typedef struct {
     int *n_acts;            /* [world] */
     double **t_start, **t_end;  /* [world][trace_n * n_acts[r]] */
 
+    /* validation (eval.h): loss after step val_step[i] (the first step - 1:
+     * before training), n_val of them */
+    int n_val;
+    int *val_step;
+    double *val_loss;
+    double *val_t;          /* when it finished, seconds since the run started */
+
     /* opts->keep_params: rank r's flat parameter buffer after the run */
     float **params;         /* [world][n_params[r]] */
     size_t *n_params;       /* [world] */
@@ -132,7 +146,8 @@ typedef struct {
  * With opts->proc.tr every process gets the whole result: per-rank times,
  * memory and timelines are gathered from all processes (an all-reduce over
  * the world after the last step) and the per-step numbers are the same
- * everywhere; params holds only this process's rank (keep_params). */
+ * everywhere; params: every rank's on rank 0 (keep_params), else only this
+ * process's rank. */
 zb_status zb_run(const zb_plan *plan, const zb_run_opts *opts,
                  zb_run_result *res, zb_err *err);
 void zb_run_result_free(zb_run_result *res);

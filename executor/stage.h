@@ -68,6 +68,11 @@ zb_status zb_stage_backward_b(zb_stage *st, int chunk, int mb, zb_err *err);
 zb_status zb_stage_backward_w(zb_stage *st, int chunk, int mb, zb_err *err);
 zb_status zb_stage_backward_bw(zb_stage *st, int chunk, int mb, zb_err *err);
 
+/* Forward-only evaluation: give back (chunk, mb)'s activation slot after
+ * its F (and the send of its output) without B or W. No-op when it holds
+ * none. */
+void zb_stage_drop(zb_stage *st, int chunk, int mb);
+
 /* Sum of per-token losses computed by this stage's head since the last
  * zb_stage_zero_grads (0 without a head). */
 double zb_stage_loss_sum(const zb_stage *st);

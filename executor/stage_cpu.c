@@ -543,6 +543,12 @@ zb_status zb_stage_backward_bw(zb_stage *st, int c, int mb, zb_err *err) {
     return zb_stage_backward_w(st, c, mb, err);
 }
 
+void zb_stage_drop(zb_stage *st, int c, int mb) {
+    if (bad_index(st, c, mb)) return;
+    int s = st->chunks[c].slot_of[mb];
+    if (s >= 0 && st->chunks[c].state[s] != SLOT_FREE) slot_release(st, c, s);
+}
+
 /* ---- set-up ---- */
 
 /* Most microbatches in flight on chunk c of this rank's action list. */

@@ -2,6 +2,7 @@
 #include "executor/trace.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -71,15 +72,31 @@ static void write_events(FILE *f, const zb_plan *plan, const zb_run_result *res)
     }
 }
 
+/* Validation losses: a counter track where they fall inside the kept
+ * steps, and all of them (with their steps) in otherData. */
+static void write_val_events(FILE *f, const zb_run_result *res) {
+    double t0 = trace_origin(res);
+    for (int i = 0; i < res->n_val; i++)
+        if (res->val_t[i] >= t0 && isfinite(res->val_loss[i]))
+            fprintf(f, ",\n{\"name\":\"val_loss\",\"ph\":\"C\",\"pid\":0,"
+                    "\"ts\":%.3f,\"args\":{\"val_loss\":%.9g}}",
+                    (res->val_t[i] - t0) * 1e6, res->val_loss[i]);
+}
+
 zb_status zb_trace_write(const char *path, const zb_plan *plan,
                          const zb_run_result *res, zb_err *err) {
     zb_afile af;
     ZB_TRY(zb_afile_open(&af, path, err));
     fprintf(af.f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"schedule\":"
-            "\"%s\",\"dp\":%d,\"tp\":%d,\"pp\":%d,\"v\":%d},\n\"traceEvents\":[",
+            "\"%s\",\"dp\":%d,\"tp\":%d,\"pp\":%d,\"v\":%d,\"val_loss\":[",
             plan->sched.name, plan->dp, plan->tp, plan->pp, plan->v);
+    for (int i = 0; i < res->n_val; i++) /* JSON has no nan: null */
+        fprintf(af.f, isfinite(res->val_loss[i]) ? "%s[%d,%.9g]" : "%s[%d,null]",
+                i ? "," : "", res->val_step[i], res->val_loss[i]);
+    fprintf(af.f, "]},\n\"traceEvents\":[");
     write_names(af.f, plan, res);
     write_events(af.f, plan, res);
+    write_val_events(af.f, res);
     fprintf(af.f, "\n]}\n");
     bool ok = !ferror(af.f);
     zb_status s = zb_afile_close(&af, ok, err);

@@ -12,6 +12,7 @@
 #      bitwise equal in practice); only rank 0 prints the step lines;
 #      one layout also writes report, trace and SVG from rank 0, covering
 #      every rank;
+#   1b. --export under mpirun writes the same bytes as the threaded run;
 #   2. a world size that does not match the plan: every rank exits 2 and
 #      exactly one line names both numbers;
 #   3. kill -9 of one rank mid-run: mpirun and every other rank exit
@@ -149,6 +150,15 @@ ev = [e for e in json.load(open(sys.argv[2]))["traceEvents"] if e["ph"] == "X"]
 assert {e["args"]["rank"] for e in ev} == {0, 1, 2, 3}, {e["args"]["rank"] for e in ev}
 PY
 [ -s "$tmp/dp2xtp2/mpi/timeline.svg" ] || bad "no SVG from the mpirun run"
+
+# ---- 1b. --export gathers every rank's weights to rank 0 -------------------
+# the llm.c checkpoint written under mpirun -np 4 is byte-identical to the
+# threaded run's (tp 2 x pp 2: every rank holds a different shard)
+eargs=("$tmp/tp2xpp2/plan.yaml" --steps 2 --threads 1 -q)
+"$BIN/zbrun" "${eargs[@]}" --export "$tmp/thr.bin" 2>"$tmp/exp.err" &&
+"${MPIRUN[@]}" -np 4 "$BIN/zbrun" "${eargs[@]}" --export "$tmp/mpi.bin" 2>>"$tmp/exp.err" &&
+    cmp -s "$tmp/thr.bin" "$tmp/mpi.bin" && echo "  --export: mpirun equals threads, $(stat -c %s "$tmp/mpi.bin") bytes" ||
+    bad "--export under mpirun differs from the threaded export: $(grep zbrun "$tmp/exp.err" | head -2)"
 
 # ---- 2. wrong world size: every rank exits 2, one line ---------------------
 "${MPIRUN[@]}" -np 2 bash -c '"$0" "$1" --steps 1 >/dev/null; echo $? >"$2.$OMPI_COMM_WORLD_RANK"' \

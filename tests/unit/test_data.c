@@ -260,6 +260,51 @@ START_TEST(test_microbatch_mapping) {
 END_TEST
 
 /* The shipped corpus: ASCII text with a header line naming its generator. */
+/* order: sequential reads llm.c's unshuffled windows: global batch b of
+ * G sequences of T tokens starts at token b*G*T, sequence i at +i*T, and
+ * the batches wrap around after (count-1)/(G*T) of them; DP ranks read
+ * consecutive slices. The validation source is sequential too. */
+START_TEST(test_sequential_order) {
+    unsigned char text[300];
+    for (int i = 0; i < 300; i++) text[i] = (unsigned char)(i % 251);
+    char path[64];
+    write_tmp(path, text, sizeof text);
+    zb_model m = model(ZB_DATA_TEXT, path, 8, 256);   /* G = 8: 64 per batch */
+    m.train.data_sequential = true;
+    zb_data *d;
+    zb_err err;
+    ck_assert_msg(zb_data_open(&m, &d, &err) == ZB_OK, "%s", err.msg);
+    int tok[8], tgt[8];
+    int n_batches = (300 - 1) / 64;   /* 4 */
+    for (int step = 0; step < 9; step++)
+        for (int seq = 0; seq < 8; seq++) {
+            ck_assert(zb_data_batch(d, step, seq, tok, tgt, &err) == ZB_OK);
+            int at = ((step % n_batches) * 8 + seq) * 8;
+            for (int t = 0; t < 8; t++) {
+                ck_assert_int_eq(tok[t], text[at + t]);
+                ck_assert_int_eq(tgt[t], text[at + t + 1]);
+            }
+        }
+    /* dp 2 x m 2 x micro_batch 2: rank 1 holds sequences 4..7 */
+    int mt[16], mg[16];
+    ck_assert(zb_data_microbatch(d, 1, 1, 0, 2, 2, mt, mg, &err) == ZB_OK);
+    ck_assert_int_eq(mt[0], text[(8 + 4) * 8]);
+    zb_data_free(d);
+    /* validation: sequential even when training is random */
+    m.train.data_sequential = false;
+    snprintf(m.train.val_path, sizeof m.train.val_path, "%s", path);
+    ck_assert_msg(zb_data_open_val(&m, &d, &err) == ZB_OK, "%s", err.msg);
+    ck_assert(zb_data_batch(d, 1, 3, tok, tgt, &err) == ZB_OK);
+    ck_assert_int_eq(tok[0], text[(8 + 3) * 8]);
+    zb_data_free(d);
+    /* fewer than G*T + 1 tokens cannot hold one sequential batch */
+    m.arch.seq_len = 40;
+    m.train.data_sequential = true;
+    expect_open_error(&m, ZB_EINPUT, "fewer than one sequential batch", "321");
+    unlink(path);
+}
+END_TEST
+
 START_TEST(test_builtin_corpus) {
     FILE *f = fopen("models/data/corpus.txt", "rb");
     ck_assert_ptr_nonnull(f);
@@ -288,6 +333,7 @@ static Suite *data_suite(void) {
     tcase_add_test(tc, test_determinism);
     tcase_add_test(tc, test_microbatch_mapping);
     tcase_add_test(tc, test_builtin_corpus);
+    tcase_add_test(tc, test_sequential_order);
     suite_add_tcase(s, tc);
     return s;
 }
