@@ -16,7 +16,7 @@ BIN     ?= bin
 OPT     ?= -O2
 SAN     ?=
 CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Wno-unused-parameter \
-           -D_GNU_SOURCE -I. -fopenmp $(SAN)
+           -D_GNU_SOURCE -I. -fopenmp -fno-math-errno -fno-trapping-math $(SAN)
 LDFLAGS += -fopenmp $(SAN)
 
 PKG_CFLAGS := $(shell pkg-config --cflags yaml-0.1 openblas check 2>/dev/null)

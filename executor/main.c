@@ -20,6 +20,7 @@
 
 #include "common/zb_error.h"
 #include "common/zb_plan.h"
+#include "executor/blas_env.h"
 #include "executor/report.h"
 #include "executor/runtime.h"
 #include "executor/svg.h"
@@ -193,6 +194,9 @@ static void print_header(const args *a, const zb_plan *plan, int threads) {
            plan->model.name, plan->sched.name, plan->dp, plan->tp, plan->pp,
            plan->v, plan->m, plan->micro_batch, zb_plan_world(plan), threads,
            a->backend, steps);
+    char blas[256];
+    zb_blas_describe(blas, sizeof blas);
+    printf("blas: %s\n", blas);
     int cores = omp_get_num_procs();
     if (zb_plan_world(plan) > cores)
         printf("note: %d ranks share %d cores; measured spans and bubbles "
@@ -251,9 +255,11 @@ static zb_status run_main(const args *a, zb_err *err) {
  * loaded, so when the user has not chosen one we set "passive" and
  * re-execute ourselves once; if that fails we simply go on. */
 static void prefer_passive_openmp(char **argv) {
-    if (getenv("OMP_WAIT_POLICY")) return;
-    if (setenv("OMP_WAIT_POLICY", "passive", 0) != 0) return;
-    execv("/proc/self/exe", argv);
+    bool again = !getenv("OMP_WAIT_POLICY") &&
+                 setenv("OMP_WAIT_POLICY", "passive", 0) == 0;
+    /* OpenBLAS too reads OPENBLAS_CORETYPE only when loaded (blas_env.h) */
+    if (zb_blas_env_prepare()) again = true;
+    if (again) execv("/proc/self/exe", argv);
 }
 
 int main(int argc, char **argv) {

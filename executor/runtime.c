@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor/blas_env.h"
 #include "executor/checkpoint.h"
 #include "executor/run_ctx.h"
 
@@ -355,8 +356,8 @@ zb_status zb_run(const zb_plan *plan, const zb_run_opts *opts,
     res->first_step = c.first_step;
     if (s == ZB_OK) s = setup(&c, err);
     if (s == ZB_OK && c.first_step <= c.total_steps) {
-        /* OpenBLAS has one process-wide thread count: each rank's share */
-        openblas_set_num_threads(res->threads);
+        /* one thread pool: OpenMP's (blas_env.h) */
+        zb_blas_settle();
         run_threads(&c);
         s = c.status;
         if (s != ZB_OK && err) *err = c.err;
