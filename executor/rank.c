@@ -85,8 +85,13 @@ static zb_status transfer(zb_rank *rk, const zb_op *op, zb_err *err) {
 static zb_status run_program(zb_rank *rk, zb_err *err) {
     for (int k = 0; k < rk->n_ops; k++) {
         const zb_op *op = &rk->ops[k];
-        if (op->kind == ZB_OP_COMPUTE) ZB_TRY(run_action(rk, op->action, err));
-        else ZB_TRY(transfer(rk, op, err));
+        if (op->kind == ZB_OP_COMPUTE) {
+            ZB_TRY(run_action(rk, op->action, err));
+            continue;
+        }
+        rk->x_start[k] = zb_now_s() - rk->ctx->t0;   /* timed like actions */
+        ZB_TRY(transfer(rk, op, err));
+        rk->x_end[k] = zb_now_s() - rk->ctx->t0;
     }
     return ZB_OK;
 }
@@ -152,9 +157,13 @@ static void record_times(zb_rank *rk, int k) {
         if (i == 0 || rk->t_end[i] > last) last = rk->t_end[i];
         busy += rk->t_end[i] - rk->t_start[i];
     }
+    double recv = 0;
+    for (int i = 0; i < rk->n_ops; i++)
+        if (rk->ops[i].kind == ZB_OP_RECV) recv += rk->x_end[i] - rk->x_start[i];
     size_t at = (size_t)k * (size_t)rk->ctx->world + (size_t)rk->rank;
     rk->ctx->step_span[at] = last - first;
     rk->ctx->step_busy[at] = busy;
+    rk->ctx->step_recv[at] = recv;
 }
 
 static zb_status checkpoint(zb_rank *rk, int step, zb_err *err) {
@@ -199,6 +208,8 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
     double t_begin = zb_now_s();
     rk->t_start = res->t_start[rk->rank] + (size_t)slot * (size_t)rk->n_acts;
     rk->t_end = res->t_end[rk->rank] + (size_t)slot * (size_t)rk->n_acts;
+    rk->x_start = res->x_start[rk->rank] + (size_t)slot * (size_t)rk->n_ops;
+    rk->x_end = res->x_end[rk->rank] + (size_t)slot * (size_t)rk->n_ops;
     if (rk->rank == 0) res->trace_step[slot] = step;
 
     ZB_TRY(load_batches(rk, step, err));

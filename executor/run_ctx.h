@@ -37,6 +37,7 @@ typedef struct {
     double *red;                 /* [2 + world] world all-reduce of the norm,
                                     loss and non-finite flags */
     double *t_start, *t_end;     /* this step's slot of the result's ring */
+    double *x_start, *x_end;     /* the same for the transfers (by op) */
 } zb_rank;
 
 struct zb_run_ctx {
@@ -52,6 +53,7 @@ struct zb_run_ctx {
     zb_data *data;
     zb_rank *ranks;              /* [world] */
     double *step_span, *step_busy;  /* [n_steps * world] per step, per rank */
+    double *step_recv;           /* [n_steps * world] seconds in RECVs */
 
     pthread_mutex_t err_mu;      /* guards the first error */
     zb_status status;

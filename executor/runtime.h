@@ -96,6 +96,15 @@ typedef struct {
     int *trace_step;        /* [trace_n] step numbers, oldest first */
     int *n_acts;            /* [world] */
     double **t_start, **t_end;  /* [world][trace_n * n_acts[r]] */
+    /* Transfers of the same kept steps: op k of rank r's program (zb_lower
+     * of its pipeline rank; COMPUTE ops stay 0) ran from x_start[r][s *
+     * n_ops[r] + k] to x_end[...]. A RECV's time is mostly waiting for the
+     * message: a bubble, predicted or not. */
+    int *n_ops;             /* [world] */
+    double **x_start, **x_end;  /* [world][trace_n * n_ops[r]] */
+    /* per global rank, mean over the steps after the first (as span_s):
+     * seconds blocked in RECVs within the pipeline part of a step */
+    double *recv_s;         /* [world] */
 
     /* opts->keep_params: rank r's flat parameter buffer after the run */
     float **params;         /* [world][n_params[r]] */
