@@ -65,6 +65,18 @@ run: all
 	$(BIN)/zbplan $(MODEL) $(RUN_PLAN_FLAGS) -o out/plan.yaml
 	$(BIN)/zbrun out/plan.yaml --report out/report.yaml --trace out/trace.json --svg out/timeline.svg
 
+# Both programs print `git describe` (--version, the report): version.h
+# changes only when that string does, so it rebuilds only the two mains.
+ZB_VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+$(BUILD)/version.h: FORCE
+	@mkdir -p $(dir $@)
+	@echo '#define ZB_VERSION "$(ZB_VERSION)"' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+$(BUILD)/executor/main.o $(BUILD)/planner/main.o: $(BUILD)/version.h
+$(BUILD)/executor/main.o $(BUILD)/planner/main.o: CFLAGS += -I$(BUILD)
+.PHONY: FORCE
+FORCE:
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
@@ -82,9 +94,9 @@ $(LIB_EXEC): $(call obj,$(EXEC_SRC) $(KERNEL_SRC))
 $(BIN)/zbplan: $(BUILD)/planner/main.o $(LIB_PLANNER) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) -lm
-$(BIN)/zbrun: $(BUILD)/executor/main.o $(LIB_EXEC) $(LIB_COMMON)
+$(BIN)/zbrun: $(BUILD)/executor/main.o $(LIB_EXEC) $(LIB_PLANNER) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
+	$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIBS_ALL)
 	@mkdir -p $(dir $@)

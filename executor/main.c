@@ -9,6 +9,7 @@
  * per pipeline rank. Files are written only when asked for. Exit status: 0
  * done, 2 bad usage or bad plan (nothing computed), 1 failure while running.
  */
+#include "version.h"   /* ZB_VERSION: git describe at build time (Makefile) */
 #include <errno.h>
 #include <limits.h>
 #include <omp.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/zb_error.h"
@@ -28,22 +30,29 @@
 
 static const char usage[] =
     "usage: zbrun PLAN [options]\n"
+    "Train the model of PLAN (written by zbplan) with its schedule.\n"
     "  --steps N             train N steps (default: the plan's training.steps)\n"
     "  --backend B           cpu, cuda or auto (default auto: cpu in this build)\n"
-    "  --report FILE         write the run report (YAML)\n"
-    "  --trace FILE          write a Chrome/Perfetto trace (JSON)\n"
-    "  --svg FILE            write the planned and executed timelines (SVG)\n"
+    "  --report FILE         write the run report (YAML; default: none)\n"
+    "  --trace FILE          write a Chrome/Perfetto trace (JSON; default: none)\n"
+    "  --svg FILE            write the planned and executed timelines (SVG; default: none)\n"
     "  --checkpoint-every N  save a checkpoint every N steps (default: never)\n"
     "  --checkpoint-dir DIR  where checkpoints go (default: checkpoints)\n"
-    "  --resume              continue after the newest checkpoint in DIR\n"
-    "  --threads N           OpenMP threads per rank (default: cores / ranks)\n"
-    "  -q                    print nothing but errors\n"
-    "  -h, --help            this text\n";
+    "  --resume              continue after the newest checkpoint in DIR (default: off)\n"
+    "  --threads N           OpenMP threads per rank (default: max(1, cores / ranks))\n"
+    "  -q                    print nothing but errors (default: off)\n"
+    "  -h, --help            this text\n"
+    "  --version             zbrun's version (git describe at build time)\n"
+    "Environment: OMP_WAIT_POLICY (default passive), OPENBLAS_CORETYPE (default:\n"
+    "  the best kernel this CPU runs; a value you set is kept).\n"
+    "Exit status: 0 done; 2 bad usage, bad plan or missing data (nothing run);\n"
+    "  1 failure while running (I/O, non-finite loss).\n"
+    "Docs: docs/zbrun.md (options, output, report), docs/plan-format.md.\n";
 
 typedef struct {
     const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir;
     int steps, ckpt_every, threads;
-    bool resume, quiet, help;
+    bool resume, quiet, help, version;
 } args;
 
 /* "--name value" or "--name=value": true if argv[*i] is this option. */
@@ -80,6 +89,7 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     const char *v = NULL, *arg = argv[*i];
     zb_status st = ZB_OK;
     if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) a->help = true;
+    else if (!strcmp(arg, "--version")) a->version = true;
     else if (!strcmp(arg, "-q") || !strcmp(arg, "--quiet")) a->quiet = true;
     else if (!strcmp(arg, "--resume")) a->resume = true;
     else if (take_opt(argc, argv, i, "--steps", &v, &st, err)) {
@@ -106,7 +116,7 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
     memset(a, 0, sizeof *a);
     a->backend = "auto";
     for (int i = 1; i < argc;) ZB_TRY(parse_one(argc, argv, &i, a, err));
-    if (a->help) return ZB_OK;
+    if (a->help || a->version) return ZB_OK;
     if (!a->plan_path) return zb_fail(err, ZB_EINPUT, "no plan given (usage: zbrun PLAN [options])");
     if (strcmp(a->backend, "cpu") && strcmp(a->backend, "cuda") && strcmp(a->backend, "auto"))
         return zb_fail(err, ZB_EINPUT, "--backend must be cpu, cuda or auto, got '%s'",
@@ -117,6 +127,12 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
     return ZB_OK;
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* ---- per-step output ---- */
 
 typedef struct {
@@ -125,10 +141,10 @@ typedef struct {
     const char *ckpt_dir;
 } printer;
 
-static void print_step_line(const zb_step_info *s) {
-    printf("step %d/%d loss %.6f lr %.6e grad_norm %.6f tokens_per_s %.1f ms %.3f\n",
-           s->step, s->steps, s->loss, s->lr, s->grad_norm, s->tokens_per_s,
-           s->step_s * 1e3);
+static void print_step_line(const zb_step_info *s, double eta_s) {
+    printf("step %d/%d loss %.6f lr %.6e grad_norm %.6f tokens_per_s %.1f ms %.3f"
+           " elapsed_s %.1f eta_s %.1f\n", s->step, s->steps, s->loss, s->lr,
+           s->grad_norm, s->tokens_per_s, s->step_s * 1e3, s->elapsed_s, eta_s);
 }
 
 static void on_step(const zb_step_info *s, void *ctx) {
@@ -140,17 +156,17 @@ static void on_step(const zb_step_info *s, void *ctx) {
         if (s->step > 1)
             printf("resumed after step %d from %s\n", s->step - 1, p->ckpt_dir);
     }
+    int done = s->step - p->first + 1, left = s->steps - s->step;
+    double eta = left * s->elapsed_s / done;
     if (!p->tty) {
-        print_step_line(s);
+        print_step_line(s, eta);
         fflush(stdout);
         return;
     }
-    int done = s->step - p->first + 1, left = s->steps - s->step;
     if (s->step == p->first || s->step % p->every == 0 || left == 0) {
         printf("\r\033[K");
-        print_step_line(s);
+        print_step_line(s, eta);
     }
-    double eta = left * s->elapsed_s / done;
     printf("\r\033[Kstep %d/%d  loss %.4f  %.0f tokens/s  %.1f s left", s->step,
            s->steps, s->loss, s->tokens_per_s, eta);
     fflush(stdout);
@@ -159,14 +175,21 @@ static void on_step(const zb_step_info *s, void *ctx) {
 /* ---- after the run ---- */
 
 static zb_status write_outputs(const args *a, const zb_plan *plan,
-                               const zb_run_result *res, zb_err *err) {
-    if (a->report) ZB_TRY(zb_report_write(a->report, plan, res, a->backend, err));
+                               const zb_run_result *res, zb_report_meta *meta,
+                               zb_err *err) {
+    meta->load_end = zb_load_average();
+    meta->wall_s = now_s() - meta->wall_s;   /* held the start until now */
+    if (a->report) ZB_TRY(zb_report_write(a->report, plan, res, meta, err));
     if (a->trace) ZB_TRY(zb_trace_write(a->trace, plan, res, err));
     if (a->svg) ZB_TRY(zb_svg_write(a->svg, plan, res, err));
     if (a->quiet) return ZB_OK;
-    if (a->report) printf("wrote %s\n", a->report);
-    if (a->trace) printf("wrote %s\n", a->trace);
-    if (a->svg) printf("wrote %s\n", a->svg);
+    if (a->report) printf("report: %s\n", a->report);
+    if (a->trace) printf("trace: %s (open it at https://ui.perfetto.dev)\n", a->trace);
+    if (a->svg) printf("timelines: %s (open it in a browser)\n", a->svg);
+    if (a->ckpt_every) printf("checkpoints: %s/\n", a->ckpt_dir ? a->ckpt_dir : "checkpoints");
+    printf("wall time %.1f s (load average %.2f at the start, %.2f at the end, "
+           "%d cores)\n", meta->wall_s, meta->load_start, meta->load_end,
+           meta->cores);
     return ZB_OK;
 }
 
@@ -211,6 +234,12 @@ static void print_header(const args *a, const zb_plan *plan, int threads) {
 }
 
 static zb_status run_main(const args *a, zb_err *err) {
+    char blas[256];
+    zb_blas_describe(blas, sizeof blas);
+    zb_report_meta meta = {.backend = a->backend, .plan_path = a->plan_path,
+                           .version = ZB_VERSION, .blas = blas,
+                           .wall_s = now_s(), .cores = omp_get_num_procs(),
+                           .load_start = zb_load_average()};
     zb_plan plan;
     /* a plan that cannot be read is bad input, even when it is missing */
     if (zb_plan_read(a->plan_path, &plan, err) != ZB_OK) return ZB_EINPUT;
@@ -243,7 +272,7 @@ static zb_status run_main(const args *a, zb_err *err) {
     zb_status st = zb_run(&plan, &o, &res, err);
     if (pr.tty && pr.started) printf("\r\033[K");
     if (st == ZB_OK && !a->quiet) st = print_summary(&plan, &res, err);
-    if (st == ZB_OK) st = write_outputs(a, &plan, &res, err);
+    if (st == ZB_OK) st = write_outputs(a, &plan, &res, &meta, err);
     zb_run_result_free(&res);
     zb_plan_free(&plan);
     return st;
@@ -269,6 +298,10 @@ int main(int argc, char **argv) {
     zb_status st = parse_args(argc, argv, &a, &err);
     if (st == ZB_OK && a.help) {
         fputs(usage, stdout);
+        return 0;
+    }
+    if (st == ZB_OK && a.version) {
+        printf("zbrun %s\n", ZB_VERSION);
         return 0;
     }
     if (st != ZB_OK) {
