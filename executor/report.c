@@ -10,6 +10,7 @@
 #include "common/zb_yaml.h"
 #include "executor/pass_times.h"
 #include "executor/replay.h"
+#include "executor/trace.h"
 #include "planner/cost.h"
 
 double zb_load_average(void) {
@@ -206,6 +207,48 @@ static void write_stage_passes(zb_yw *w, const zb_plan *plan,
     zb_yw_seq_end(w);
 }
 
+/* The last kept step of the dp 0, tp 0 ranks: per pipeline rank its
+ * actions as [label, start_s, end_s], times from the step's first start
+ * (what zbreport draws). */
+static void write_timeline(zb_yw *w, const zb_plan *plan,
+                           const zb_run_result *res) {
+    if (res->trace_n == 0) return;
+    int k = res->trace_n - 1;
+    double t0 = 0;
+    bool any = false;
+    for (int r = 0; r < plan->pp; r++) {
+        int g = zb_plan_rank(plan, r, 0, 0), n = res->n_acts[g];
+        for (int i = 0; i < n; i++) {
+            double s = res->t_start[g][(size_t)k * n + i];
+            if (!any || s < t0) t0 = s;
+            any = true;
+        }
+    }
+    zb_yw_str(w, "timeline");
+    zb_yw_seq_begin(w, false);
+    char label[24];
+    for (int r = 0; r < plan->pp; r++) {
+        int g = zb_plan_rank(plan, r, 0, 0), n = res->n_acts[g];
+        zb_yw_map_begin(w, false);
+        zb_yw_kint(w, "pp_rank", r);
+        zb_yw_kint(w, "step", res->trace_step[k]);
+        zb_yw_str(w, "actions");
+        zb_yw_seq_begin(w, false);
+        for (int i = 0; i < n; i++) {
+            size_t at = (size_t)k * n + i;
+            zb_action_label(&plan->sched.acts[r][i], label, sizeof label);
+            zb_yw_seq_begin(w, true);
+            zb_yw_str(w, label);
+            zb_yw_double(w, res->t_start[g][at] - t0);
+            zb_yw_double(w, res->t_end[g][at] - t0);
+            zb_yw_seq_end(w);
+        }
+        zb_yw_seq_end(w);
+        zb_yw_map_end(w);
+    }
+    zb_yw_seq_end(w);
+}
+
 zb_status zb_report_write(const char *path, const zb_plan *plan,
                           const zb_run_result *res, const zb_report_meta *meta,
                           zb_err *err) {
@@ -224,6 +267,7 @@ zb_status zb_report_write(const char *path, const zb_plan *plan,
         write_pp_ranks(w, plan, res, &pr);
         write_ranks(w, plan, res);
         write_stage_passes(w, plan, &pt);
+        write_timeline(w, plan, res);
         zb_yw_map_end(w);
         s = zb_yw_close(w, true, err);
     }

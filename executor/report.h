@@ -59,7 +59,9 @@ double zb_report_margin_bytes(const zb_plan *plan);
  *   predicted_span_s, bubble, predicted_bubble, peak_mem_bytes,
  *   predicted_peak_mem_bytes}], ranks: [{rank, pp_rank, dp_rank, tp_rank,
  *   busy_s, span_s, bubble, recv_s, static_bytes, act_peak_bytes}], stages:
- *   [{vstage, pass, time_s, predicted_time_s, samples}] (pass_times.h). */
+ *   [{vstage, pass, time_s, predicted_time_s, samples}] (pass_times.h),
+ *   timeline: [{pp_rank, step, actions: [[label, start_s, end_s], ...]}]
+ *   (the last kept step of the dp 0 tp 0 ranks, from its first start). */
 zb_status zb_report_write(const char *path, const zb_plan *plan,
                           const zb_run_result *res, const zb_report_meta *meta,
                           zb_err *err);
