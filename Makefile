@@ -1,6 +1,7 @@
 # zb - zero-bubble pipeline-parallel planner (zbplan) and executor (zbrun).
 #   make deps       install missing Debian packages (.ci/install-deps)
 #   make run        plan and train the default model (models/tiny.yaml)
+#   make compare    train it with six schedules and compare them (out/compare/)
 #   make            build bin/zbplan and bin/zbrun
 #   make test       unit tests (Check) + end-to-end scripts
 #   make asan       the same tests built with AddressSanitizer + UBSan
@@ -50,16 +51,20 @@ EXT_LIBS    := $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
 TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps run test unit e2e asan valgrind bench plans cuda cuda-test clean
-all: $(BIN)/zbplan $(BIN)/zbrun
+.PHONY: all deps run compare test unit e2e asan valgrind bench plans cuda cuda-test clean
+all: $(BIN)/zbplan $(BIN)/zbrun $(BIN)/zbreport
 
 deps:
 	.ci/install-deps
 
-# The main job: plan the default model on 4 pipeline stages, then train it
-# on the CPU; outputs (plan, report, trace, timeline picture) go to out/.
+# The main job: plan the default model, then train it on the CPU; outputs
+# (plan, report, trace, timeline picture) go to out/. Pipeline ranks are
+# threads: 4 stages where there are 4 cores, else 2, so that every rank has
+# a core and the measured timeline shows the schedule, not time-sharing.
 MODEL ?= models/tiny.yaml
-RUN_PLAN_FLAGS ?= --dp 1 --tp 1 --pp 4
+CORES := $(shell nproc 2>/dev/null || echo 2)
+RUN_PP ?= $(shell [ $(CORES) -ge 4 ] && echo 4 || echo 2)
+RUN_PLAN_FLAGS ?= --dp 1 --tp 1 --pp $(RUN_PP)
 run: all
 	@mkdir -p out
 	$(BIN)/zbplan $(MODEL) $(RUN_PLAN_FLAGS) -o out/plan.yaml
@@ -72,10 +77,24 @@ $(BUILD)/version.h: FORCE
 	@mkdir -p $(dir $@)
 	@echo '#define ZB_VERSION "$(ZB_VERSION)"' > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
-$(BUILD)/executor/main.o $(BUILD)/planner/main.o: $(BUILD)/version.h
-$(BUILD)/executor/main.o $(BUILD)/planner/main.o: CFLAGS += -I$(BUILD)
+MAINS_O := $(BUILD)/executor/main.o $(BUILD)/planner/main.o $(BUILD)/compare/main.o
+$(MAINS_O): $(BUILD)/version.h
+$(MAINS_O): CFLAGS += -I$(BUILD)
 .PHONY: FORCE
 FORCE:
+
+# Every schedule users compare, planned and trained a few steps each, then
+# one table and one picture (out/compare/compare.svg) by zbreport.
+COMPARE_SCHEDULES ?= 1f1b interleaved zb-h1 zb-h2 zb-v zb-auto-v
+COMPARE_STEPS ?= 8
+compare: all
+	@mkdir -p out/compare
+	@set -e; reps=; for s in $(COMPARE_SCHEDULES); do \
+	  $(BIN)/zbplan $(MODEL) --dp 1 --tp 1 --pp $(RUN_PP) --schedule $$s -q -o out/compare/$$s.plan.yaml; \
+	  echo "zbrun $$s"; \
+	  $(BIN)/zbrun out/compare/$$s.plan.yaml --steps $(COMPARE_STEPS) -q --report out/compare/$$s.report.yaml; \
+	  reps="$$reps out/compare/$$s.report.yaml"; done; \
+	$(BIN)/zbreport $$reps -o out/compare/compare.svg
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -97,6 +116,12 @@ $(BIN)/zbplan: $(BUILD)/planner/main.o $(LIB_PLANNER) $(LIB_COMMON)
 $(BIN)/zbrun: $(BUILD)/executor/main.o $(LIB_EXEC) $(LIB_PLANNER) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
+
+# zbreport: compare schedules from zbrun reports (compare/)
+COMPARE_SRC := $(filter-out compare/main.c,$(wildcard compare/*.c))
+$(BIN)/zbreport: $(BUILD)/compare/main.o $(call obj,$(COMPARE_SRC)) $(LIB_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(YAML_LIBS) -lm
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIBS_ALL)
 	@mkdir -p $(dir $@)
