@@ -23,6 +23,13 @@ double zb_now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* CPU seconds of the calling thread. */
+static double thread_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* ---- one step's pieces ---- */
 
 /* Tokens and targets of every microbatch of this DP rank for 1-based step
@@ -45,7 +52,7 @@ static zb_status run_action(zb_rank *rk, int i, zb_err *err) {
     size_t per_mb = (size_t)p->micro_batch * (size_t)p->model.arch.seq_len;
     const int *tok = rk->tokens ? rk->tokens + a->mb * per_mb : NULL;
     const int *tgt = rk->targets ? rk->targets + a->mb * per_mb : NULL;
-    double t = zb_now_s();
+    double t = zb_now_s(), cpu = thread_cpu_s();
     zb_status s;
     switch (a->pass) {
     case ZB_F:
@@ -60,6 +67,8 @@ static zb_status run_action(zb_rank *rk, int i, zb_err *err) {
     }
     rk->t_start[i] = t - rk->ctx->t0;
     rk->t_end[i] = zb_now_s() - rk->ctx->t0;
+    double off = (rk->t_end[i] - rk->t_start[i]) - (thread_cpu_s() - cpu);
+    rk->stall += off > 0 ? off : 0;   /* time the thread was not running */
     return s;
 }
 
@@ -164,6 +173,7 @@ static void record_times(zb_rank *rk, int k) {
     rk->ctx->step_span[at] = last - first;
     rk->ctx->step_busy[at] = busy;
     rk->ctx->step_recv[at] = recv;
+    rk->ctx->step_stall[at] = rk->stall;
 }
 
 static zb_status checkpoint(zb_rank *rk, int step, zb_err *err) {
@@ -214,6 +224,7 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
 
     ZB_TRY(load_batches(rk, step, err));
     zb_stage_zero_grads(rk->st);
+    rk->stall = 0;
     ZB_TRY(run_program(rk, err));
     ZB_TRY(sync_grads(rk, err));
     double norm, loss;

@@ -179,6 +179,7 @@ static void write_ranks(zb_yw *w, const zb_plan *plan, const zb_run_result *res)
         zb_yw_kdouble(w, "span_s", res->span_s[g]);
         zb_yw_kdouble(w, "bubble", res->bubble[g]);
         zb_yw_kdouble(w, "recv_s", res->recv_s[g]);
+        zb_yw_kdouble(w, "stall_s", res->stall_s[g]);
         zb_yw_kdouble(w, "static_bytes", res->static_bytes[g]);
         zb_yw_kdouble(w, "act_peak_bytes", res->act_peak_bytes[g]);
         zb_yw_map_end(w);
@@ -279,6 +280,8 @@ zb_status zb_report_write(const char *path, const zb_plan *plan,
 /* ---- table ---- */
 
 #define MIB (1024.0 * 1024.0)
+/* Stalled time above this share of the pass time gets a note. */
+#define ZB_STALL_NOTE 0.05
 
 /* One row per virtual stage: measured (predicted) ms of each pass kind
  * the schedule runs there; "-" for kinds it does not. */
@@ -306,19 +309,25 @@ static void write_pass_table(FILE *out, const zb_plan *plan,
 
 void zb_report_table(FILE *out, const zb_plan *plan, const zb_run_result *res,
                      const zb_report_pred *pred) {
-    fprintf(out, "\n%-7s  %21s  %21s  %13s  %25s\n", "pp rank", "busy ms (predicted)",
-            "bubble % (predicted)", "recv wait ms", "peak mem MiB (predicted*)");
+    fprintf(out, "\n%-7s  %21s  %21s  %12s  %10s  %25s\n", "pp rank",
+            "busy ms (predicted)", "bubble % (predicted)", "recv wait ms",
+            "stalled ms", "peak mem MiB (predicted*)");
+    double stall_all = 0, busy_all = 0;
     for (int r = 0; r < plan->pp; r++) {
-        double wait = 0;   /* mean over the rank's dp x tp ranks */
+        double wait = 0, stall = 0;   /* means over the rank's dp x tp ranks */
         for (int g = 0; g < res->world; g++) {
             int pr, dr, tr;
             zb_plan_coords(plan, g, &pr, &dr, &tr);
-            if (pr == r) wait += res->recv_s[g] / (plan->dp * plan->tp);
+            if (pr != r) continue;
+            wait += res->recv_s[g] / (plan->dp * plan->tp);
+            stall += res->stall_s[g] / (plan->dp * plan->tp);
         }
-        fprintf(out, "%7d  %9.3f (%9.3f)  %9.1f (%9.1f)  %13.3f  %11.1f (%11.1f)\n",
+        stall_all += stall;
+        busy_all += res->pp_busy_s[r];
+        fprintf(out, "%7d  %9.3f (%9.3f)  %9.1f (%9.1f)  %12.3f  %10.3f  %11.1f (%11.1f)\n",
                 r, res->pp_busy_s[r] * 1e3, pred->busy_s[r] * 1e3,
                 100 * res->pp_bubble[r], 100 * plan->pred.bubble[r], wait * 1e3,
-                res->pp_mem_bytes[r] / MIB, zb_report_pred_mem(plan, r) / MIB);
+                stall * 1e3, res->pp_mem_bytes[r] / MIB, zb_report_pred_mem(plan, r) / MIB);
     }
     fprintf(out, "* what the stage allocates; the plan's peak less its %.0f MiB "
             "workspace margin\n", zb_report_margin_bytes(plan) / MIB);
@@ -337,4 +346,11 @@ void zb_report_table(FILE *out, const zb_plan *plan, const zb_run_result *res,
         fprintf(out, ", %.1f%% for the measured pass times (the rest is waiting "
                 "outside the passes)", 100 * replayed);
     fputc('\n', out);
+    /* stalls stretch passes at random places: say so rather than let the
+     * bubble be read as the schedule's */
+    if (busy_all > 0 && stall_all > ZB_STALL_NOTE * busy_all)
+        fprintf(out, "note: the rank threads were off their cores for %.0f%% of "
+                "their pass time (other processes or more ranks than cores); the "
+                "measured times and bubble include that\n",
+                100 * stall_all / busy_all);
 }

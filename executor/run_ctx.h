@@ -38,6 +38,7 @@ typedef struct {
                                     loss and non-finite flags */
     double *t_start, *t_end;     /* this step's slot of the result's ring */
     double *x_start, *x_end;     /* the same for the transfers (by op) */
+    double stall;                /* this step: wall - thread CPU in actions */
 } zb_rank;
 
 struct zb_run_ctx {
@@ -54,6 +55,7 @@ struct zb_run_ctx {
     zb_rank *ranks;              /* [world] */
     double *step_span, *step_busy;  /* [n_steps * world] per step, per rank */
     double *step_recv;           /* [n_steps * world] seconds in RECVs */
+    double *step_stall;          /* [n_steps * world] see zb_run_result */
 
     pthread_mutex_t err_mu;      /* guards the first error */
     zb_status status;

@@ -69,6 +69,7 @@ void zb_run_result_free(zb_run_result *res) {
     free(res->x_end);
     free(res->n_ops);
     free(res->recv_s);
+    free(res->stall_s);
     free(res->params);
     free(res->n_params);
     memset(res, 0, sizeof *res);
@@ -93,6 +94,7 @@ static zb_status alloc_result(zb_run_result *res, const zb_plan *plan,
     ZB_TRY(alloc_doubles(&res->static_bytes, (size_t)w, err));
     ZB_TRY(alloc_doubles(&res->act_peak_bytes, (size_t)w, err));
     ZB_TRY(alloc_doubles(&res->recv_s, (size_t)w, err));
+    ZB_TRY(alloc_doubles(&res->stall_s, (size_t)w, err));
     ZB_TRY(alloc_doubles(&res->pp_span_s, (size_t)pp, err));
     ZB_TRY(alloc_doubles(&res->pp_busy_s, (size_t)pp, err));
     ZB_TRY(alloc_doubles(&res->pp_bubble, (size_t)pp, err));
@@ -185,13 +187,15 @@ static void summarize(zb_run_ctx *c) {
     order_trace(res);
     if (n == 0) return;
     for (int r = 0; r < w; r++) {
-        double span = 0, busy = 0, recv = 0;
+        double span = 0, busy = 0, recv = 0, stall = 0;
         for (int k = k0; k < n; k++) {
             span += c->step_span[(size_t)k * w + r];
             busy += c->step_busy[(size_t)k * w + r];
             recv += c->step_recv[(size_t)k * w + r];
+            stall += c->step_stall[(size_t)k * w + r];
         }
         res->recv_s[r] = recv / (n - k0);
+        res->stall_s[r] = stall / (n - k0);
         res->span_s[r] = span / (n - k0);
         res->busy_s[r] = busy / (n - k0);
         res->bubble[r] = span > 0 ? (span - busy) / span : 0;
@@ -326,6 +330,7 @@ static zb_status setup(zb_run_ctx *c, zb_err *err) {
     ZB_TRY(alloc_doubles(&c->step_span, cells, err));
     ZB_TRY(alloc_doubles(&c->step_busy, cells, err));
     ZB_TRY(alloc_doubles(&c->step_recv, cells, err));
+    ZB_TRY(alloc_doubles(&c->step_stall, cells, err));
     size_t msg = (size_t)p->micro_batch * p->model.arch.seq_len * p->model.arch.hidden;
     ZB_TRY(zb_local_world_new(c->world, max_recvs(&c->prog), msg, 0, &c->lw, err));
     c->ranks = zb_calloc((size_t)c->world, sizeof *c->ranks, err);
@@ -345,6 +350,7 @@ static void teardown(zb_run_ctx *c) {
     free(c->step_span);
     free(c->step_busy);
     free(c->step_recv);
+    free(c->step_stall);
     zb_local_world_free(c->lw);
     zb_data_free(c->data);
     zb_program_free(&c->prog);

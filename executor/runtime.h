@@ -105,6 +105,12 @@ typedef struct {
     /* per global rank, mean over the steps after the first (as span_s):
      * seconds blocked in RECVs within the pipeline part of a step */
     double *recv_s;         /* [world] */
+    /* same basis: seconds inside compute actions when the rank's thread was
+     * not running (wall minus the thread's CPU time): waiting for a core
+     * that other processes, or more ranks than cores, held. Exact with one
+     * thread per rank; with more it also counts the rank thread's waits at
+     * OpenMP barriers for its workers. */
+    double *stall_s;        /* [world] */
 
     /* opts->keep_params: rank r's flat parameter buffer after the run */
     float **params;         /* [world][n_params[r]] */
