@@ -6,7 +6,8 @@
 #   make test       unit tests (Check) + end-to-end scripts
 #   make asan       the same tests built with AddressSanitizer + UBSan
 #   make valgrind   unit tests under valgrind --leak-check=full
-#   make bench      benchmarks (numbers, not pass/fail timing)
+#   make bench      benchmarks (numbers, not pass/fail timing); LLMC_DIR=DIR
+#                   adds llm.c's train_gpt2 beside zbrun
 #   make plans      regenerate plans/ from models/
 #   make cuda       compile the CUDA sources with nvcc (when present)
 #   make cuda-test  run the CUDA kernels against the CPU ones (needs a GPU)
@@ -149,6 +150,7 @@ valgrind: $(TESTS)
 bench: all $(BENCHES)
 	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
 	@[ ! -x tests/bench/run.sh ] || BIN=$(BIN) tests/bench/run.sh
+	@BIN=$(BIN) bash tests/bench/llmc_compare.sh   # LLMC_DIR=llm.c checkout: beside llm.c
 
 plans: $(BIN)/zbplan
 	BIN=$(BIN) bash plans/make_plans.sh
