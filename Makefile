@@ -32,6 +32,7 @@ COMMON_SRC   := $(wildcard common/*.c)
 PLANNER_SRC  := $(filter-out planner/main.c,$(wildcard planner/*.c))
 KERNEL_SRC   := $(wildcard kernels/*.c)
 EXEC_SRC     := $(filter-out executor/main.c,$(wildcard executor/*.c))
+EXEC_ASM     := $(wildcard executor/*.S)
 TEST_SRC     := $(wildcard tests/unit/test_*.c)
 BENCH_SRC    := $(wildcard tests/bench/bench_*.c)
 
@@ -107,7 +108,12 @@ $(LIB_COMMON): $(call obj,$(COMMON_SRC))
 $(LIB_PLANNER): $(call obj,$(PLANNER_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
-$(LIB_EXEC): $(call obj,$(EXEC_SRC) $(KERNEL_SRC))
+# The built-in corpus (executor/corpus.S includes its bytes).
+$(BUILD)/executor/corpus.o: executor/corpus.S models/data/corpus.txt
+	@mkdir -p $(dir $@)
+	$(Q_AS)$(CC) -c $< -o $@
+
+$(LIB_EXEC): $(call obj,$(EXEC_SRC) $(KERNEL_SRC)) $(patsubst %.S,$(BUILD)/%.o,$(EXEC_ASM))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 

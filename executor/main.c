@@ -23,6 +23,7 @@
 #include "common/zb_error.h"
 #include "common/zb_plan.h"
 #include "executor/blas_env.h"
+#include "executor/data.h"
 #include "executor/report.h"
 #include "executor/runtime.h"
 #include "executor/svg.h"
@@ -243,10 +244,9 @@ static zb_status run_main(const args *a, zb_err *err) {
     zb_plan plan;
     /* a plan that cannot be read is bad input, even when it is missing */
     if (zb_plan_read(a->plan_path, &plan, err) != ZB_OK) return ZB_EINPUT;
-    if (!plan.model.train.data_path[0]) {
-        zb_fail(err, ZB_EINPUT, "%s: training.data.path is empty; zbrun needs a "
-                "data file (text, or an llm.c token shard: docs/model-format.md)",
-                a->plan_path);
+    /* empty text path: the built-in corpus; relative: from here or the
+     * plan's folder (data.h) */
+    if (zb_data_locate(a->plan_path, &plan.model, err) != ZB_OK) {
         zb_plan_free(&plan);
         return ZB_EINPUT;
     }
