@@ -13,6 +13,13 @@
 #   make cuda-test  run the CUDA kernels against the CPU ones (needs a GPU)
 
 CC      ?= cc
+# Quiet by default ("  CC  file.c"); V=1 prints every command in full.
+V       ?= 0
+say      = $(if $(filter 1,$(V)),,@printf '  %-5s %s\n' '$(1)' '$(2)';)
+# Parallel by default: one job per core unless -j was given.
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
 BUILD   ?= build
 BIN     ?= bin
 OPT     ?= -O2
@@ -100,49 +107,53 @@ compare: all
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB_COMMON): $(call obj,$(COMMON_SRC))
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 $(LIB_PLANNER): $(call obj,$(PLANNER_SRC))
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 # The built-in corpus (executor/corpus.S includes its bytes).
 $(BUILD)/executor/corpus.o: executor/corpus.S models/data/corpus.txt
 	@mkdir -p $(dir $@)
-	$(Q_AS)$(CC) -c $< -o $@
+	$(call say,AS,$<)$(CC) -c $< -o $@
 
 $(LIB_EXEC): $(call obj,$(EXEC_SRC) $(KERNEL_SRC)) $(patsubst %.S,$(BUILD)/%.o,$(EXEC_ASM))
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 
 $(BIN)/zbplan: $(BUILD)/planner/main.o $(LIB_PLANNER) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) -lm
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) -lm
 $(BIN)/zbrun: $(BUILD)/executor/main.o $(LIB_EXEC) $(LIB_PLANNER) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
 
 # zbreport: compare schedules from zbrun reports (compare/)
 COMPARE_SRC := $(filter-out compare/main.c,$(wildcard compare/*.c))
 $(BIN)/zbreport: $(BUILD)/compare/main.o $(call obj,$(COMPARE_SRC)) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(YAML_LIBS) -lm
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(YAML_LIBS) -lm
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIBS_ALL)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(CHECK_LIBS) $(EXT_LIBS)
+	$(call say,CC,$@)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(CHECK_LIBS) $(EXT_LIBS)
 $(BUILD)/bench/%: tests/bench/%.c $(LIBS_ALL)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
+	$(call say,CC,$@)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
 
 # Unit tests run from the repository root (they read models/, tests/bad/).
 unit: $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; CK_FORK=$${CK_FORK:-yes} $$t; done
 e2e: all
 	@set -e; for s in tests/e2e/*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; BIN=$(BIN) bash $$s; done
-test: unit e2e
+# unit tests, then the end-to-end scripts (one after the other: the builds
+# run in parallel, the tests do not)
+test: all $(TESTS)
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory e2e
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin OPT=-O1 \
@@ -169,10 +180,10 @@ CU_TEST := $(BUILD)/cuda/test_kernels_cuda
 
 $(BUILD)/kernels/cuda/%.o: kernels/cuda/%.cu kernels/cuda/kernels_cuda.h kernels/cuda/reduce.cuh
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -c $< -o $@
+	$(call say,NVCC,$<)$(NVCC) $(NVFLAGS) -c $< -o $@
 $(CU_TEST): tests/cuda/test_kernels_cuda.cu $(CU_OBJ) $(LIB_EXEC) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) $< $(CU_OBJ) $(LIB_EXEC) $(LIB_COMMON) -o $@ $(BLAS_LIBS) -lgomp -lm
+	$(call say,NVCC,$<)$(NVCC) $(NVFLAGS) $< $(CU_OBJ) $(LIB_EXEC) $(LIB_COMMON) -o $@ $(BLAS_LIBS) -lgomp -lm
 
 # Compile (and link the GPU test) wherever nvcc exists; CI does this on
 # machines without a GPU. `make cuda-test` runs the CUDA kernels against
