@@ -98,7 +98,12 @@ bool zb_blas_env_prepare(void) {
     return setenv("OPENBLAS_CORETYPE", want, 1) == 0;
 }
 
-void zb_blas_settle(void) { openblas_set_num_threads(1); }
+/* -DZB_BLAS_SETTLE_THREADS=N builds the alternative measured against it
+ * (OpenBLAS threading its own GEMMs; benchmarks only). */
+#ifndef ZB_BLAS_SETTLE_THREADS
+#define ZB_BLAS_SETTLE_THREADS 1
+#endif
+void zb_blas_settle(void) { openblas_set_num_threads(ZB_BLAS_SETTLE_THREADS); }
 
 /* "OpenBLAS 0.3.21" from the build configuration string. */
 static void version(char *buf, size_t cap) {

@@ -9,7 +9,8 @@
  *   Cody-Waite), e^r by its Taylor series to r^7 (|r| <= 0.35: truncation
  *   below 6e-9 relative); 2^n built in the exponent bits.
  * Inputs are clamped to [-87, 88]: results stay normal and finite (e^-87
- * ~ 1.6e-38, e^88 ~ 1.7e38); callers only use it where that is harmless.
+ * ~ 1.6e-38, e^88 ~ 1.7e38; +-inf give those too); callers only use it
+ * where that is harmless. NaN gives NaN.
  * Relative error about 2e-7 (a few ulp) against exp in double.
  */
 #ifndef ZB_KERNELS_FASTEXP_H
@@ -18,7 +19,10 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline float zb_fast_expf(float x) {
+static inline float zb_fast_expf(float x_in) {
+    /* NaN computes as 0 (no out-of-range int conversion) and is returned
+     * as itself at the end, so a NaN loss still shows as NaN */
+    float x = x_in == x_in ? x_in : 0.0f;
     x = x < -87.0f ? -87.0f : x;
     x = x > 88.0f ? 88.0f : x;
     /* round to nearest by the 1.5 * 2^23 trick (|x / ln 2| < 2^22) */
@@ -33,10 +37,10 @@ static inline float zb_fast_expf(float x) {
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    int32_t bits = (n + 127) << 23;
+    uint32_t bits = (uint32_t)(n + 127) << 23;   /* n in [-126, 127] */
     float scale;
     memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
+    return x_in == x_in ? p * scale : x_in;
 }
 
 #endif

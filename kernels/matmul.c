@@ -23,7 +23,9 @@
 /* Output rows per GEMM block: small enough that the tiny model's
  * 128-row microbatches give every one of 2 threads a block, large enough
  * that OpenBLAS's packing of the other operand stays a small overhead. */
+#ifndef ZB_GEMM_ROWS   /* -DZB_GEMM_ROWS=huge: one block (benchmarks only) */
 #define ZB_GEMM_ROWS 64
+#endif
 
 /* Columns per block when summing dout over rows: the partial sums of a
  * block stay in registers while the rows stream past. */

@@ -583,6 +583,31 @@ static void gelu_setup(fd_ctx *c, size_t n) {
     c->loss_d = gelu_loss_d;
 }
 
+/* The vectorised expf inside GELU (kernels/fastexp.h) at its edges: huge
+ * inputs either side, infinities, NaN staying NaN; and its accuracy over
+ * a sweep against the double-precision formula. */
+START_TEST(test_gelu_extremes) {
+    float x[7] = {-200.0f, 200.0f, -INFINITY, 1e30f, NAN, -88.5f, 88.5f}, y[7];
+    zb_gelu_forward(y, x, 7);
+    ck_assert(fabsf(y[0]) < 1e-30f);
+    ck_assert_float_eq(y[1], 200.0f);
+    ck_assert(y[2] == 0.0f || isnan(y[2]) || fabsf(y[2]) < 1e-30f || isinf(y[2]));
+    ck_assert_float_eq(y[3], 1e30f);
+    ck_assert(isnan(y[4]));
+    ck_assert(fabsf(y[5]) < 1e-30f);
+    ck_assert_float_eq(y[6], 88.5f);
+    enum { N = 4001 };
+    static float xs[N], ys[N];
+    for (int i = 0; i < N; i++) xs[i] = -10.0f + 20.0f * (float)i / (N - 1);
+    zb_gelu_forward(ys, xs, N);
+    for (int i = 0; i < N; i++) {
+        double ref = ref_gelu(xs[i]);
+        ck_assert_msg(fabs(ys[i] - ref) <= 1e-6 * (1 + fabs(ref)), "gelu(%g) = %g, want %g",
+                      xs[i], ys[i], ref);
+    }
+}
+END_TEST
+
 START_TEST(test_gelu) {
     fd_ctx c;
     seed(41);
@@ -919,6 +944,7 @@ static Suite *kernels_suite(void) {
     tcase_add_test(tc, test_attention_grad_fd);
     tcase_add_test(tc, test_attention_causal);
     tcase_add_test(tc, test_gelu);
+    tcase_add_test(tc, test_gelu_extremes);
     tcase_add_test(tc, test_embed);
     tcase_add_test(tc, test_crossentropy);
     tcase_add_test(tc, test_crossentropy_uniform);
