@@ -16,9 +16,12 @@ CC      ?= cc
 # Quiet by default ("  CC  file.c"); V=1 prints every command in full.
 V       ?= 0
 say      = $(if $(filter 1,$(V)),,@printf '  %-5s %s\n' '$(1)' '$(2)';)
-# Parallel by default: one job per core unless -j was given.
-ifeq ($(filter -j%,$(MAKEFLAGS)),)
-MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+# Parallel by default: JOBS jobs (one per core; `make JOBS=1` for serial).
+# Set at the top level only: sub-makes share its job server. (GNU make 4.3
+# does not show a command-line -j here, so JOBS is the knob.)
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+ifeq ($(MAKELEVEL),0)
+MAKEFLAGS += -j$(JOBS)
 endif
 BUILD   ?= build
 BIN     ?= bin
