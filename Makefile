@@ -1,23 +1,35 @@
 # zb - zero-bubble pipeline-parallel planner (zbplan) and executor (zbrun).
 #   make deps       install missing Debian packages (.ci/install-deps)
 #   make run        plan and train the default model (models/tiny.yaml)
+#   make compare    train it with six schedules and compare them (out/compare/)
 #   make            build bin/zbplan and bin/zbrun
 #   make test       unit tests (Check) + end-to-end scripts
 #   make asan       the same tests built with AddressSanitizer + UBSan
 #   make valgrind   unit tests under valgrind --leak-check=full
-#   make bench      benchmarks (numbers, not pass/fail timing); with
-#                   LLMC_DIR=llm.c checkout also the llm.c comparison
+#   make bench      benchmarks (numbers, not pass/fail timing); LLMC_DIR=DIR
+#                   adds llm.c beside zbrun (llmc_compare.sh: speed;
+#                   llmc_check.sh: losses step by step)
 #   make plans      regenerate plans/ from models/
 #   make cuda       compile the CUDA sources with nvcc (when present)
 #   make cuda-test  run the CUDA kernels against the CPU ones (needs a GPU)
 
 CC      ?= cc
+# Quiet by default ("  CC  file.c"); V=1 prints every command in full.
+V       ?= 0
+say      = $(if $(filter 1,$(V)),,@printf '  %-5s %s\n' '$(1)' '$(2)';)
+# Parallel by default: JOBS jobs (one per core; `make JOBS=1` for serial).
+# Set at the top level only: sub-makes share its job server. (GNU make 4.3
+# does not show a command-line -j here, so JOBS is the knob.)
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+ifeq ($(MAKELEVEL),0)
+MAKEFLAGS += -j$(JOBS)
+endif
 BUILD   ?= build
 BIN     ?= bin
 OPT     ?= -O2
 SAN     ?=
 CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Wno-unused-parameter \
-           -D_GNU_SOURCE -I. -fopenmp $(SAN)
+           -D_GNU_SOURCE -I. -fopenmp -fno-math-errno -fno-trapping-math $(SAN)
 LDFLAGS += -fopenmp $(SAN)
 
 PKG_CFLAGS := $(shell pkg-config --cflags yaml-0.1 openblas check 2>/dev/null)
@@ -42,6 +54,7 @@ COMMON_SRC   := $(wildcard common/*.c)
 PLANNER_SRC  := $(filter-out planner/main.c,$(wildcard planner/*.c))
 KERNEL_SRC   := $(wildcard kernels/*.c)
 EXEC_SRC     := $(filter-out executor/main.c,$(wildcard executor/*.c))
+EXEC_ASM     := $(wildcard executor/*.S)
 TEST_SRC     := $(wildcard tests/unit/test_*.c)
 BENCH_SRC    := $(wildcard tests/bench/bench_*.c)
 
@@ -63,59 +76,104 @@ TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 MPI_TESTS := $(patsubst tests/mpi/%.c,$(BUILD)/mpi/%,$(wildcard tests/mpi/*.c))
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps run test unit e2e asan valgrind bench plans cuda cuda-test clean
-all: $(BIN)/zbplan $(BIN)/zbrun
+.PHONY: all deps run compare test unit e2e asan valgrind bench plans cuda cuda-test clean
+all: $(BIN)/zbplan $(BIN)/zbrun $(BIN)/zbreport
 
 deps:
 	.ci/install-deps
 
-# The main job: plan the default model on 4 pipeline stages, then train it
-# on the CPU; outputs (plan, report, trace, timeline picture) go to out/.
+# The main job: plan the default model, then train it on the CPU; outputs
+# (plan, report, trace, timeline picture) go to out/. Pipeline ranks are
+# threads: 4 stages where there are 4 cores, else 2, so that every rank has
+# a core and the measured timeline shows the schedule, not time-sharing.
 MODEL ?= models/tiny.yaml
-RUN_PLAN_FLAGS ?= --dp 1 --tp 1 --pp 4
+CORES := $(shell nproc 2>/dev/null || echo 2)
+RUN_PP ?= $(shell [ $(CORES) -ge 4 ] && echo 4 || echo 2)
+RUN_PLAN_FLAGS ?= --dp 1 --tp 1 --pp $(RUN_PP)
 run: all
 	@mkdir -p out
 	$(BIN)/zbplan $(MODEL) $(RUN_PLAN_FLAGS) -o out/plan.yaml
 	$(BIN)/zbrun out/plan.yaml --report out/report.yaml --trace out/trace.json --svg out/timeline.svg
 
+# Both programs print `git describe` (--version, the report): version.h
+# changes only when that string does, so it rebuilds only the two mains.
+ZB_VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+$(BUILD)/version.h: FORCE
+	@mkdir -p $(dir $@)
+	@echo '#define ZB_VERSION "$(ZB_VERSION)"' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+MAINS_O := $(BUILD)/executor/main.o $(BUILD)/planner/main.o $(BUILD)/compare/main.o
+$(MAINS_O): $(BUILD)/version.h
+$(MAINS_O): CFLAGS += -I$(BUILD)
+.PHONY: FORCE
+FORCE:
+
+# Every schedule users compare, planned and trained a few steps each, then
+# one table and one picture (out/compare/compare.svg) by zbreport.
+COMPARE_SCHEDULES ?= 1f1b interleaved zb-h1 zb-h2 zb-v zb-auto-v
+COMPARE_STEPS ?= 8
+compare: all
+	@mkdir -p out/compare
+	@set -e; reps=; for s in $(COMPARE_SCHEDULES); do \
+	  $(BIN)/zbplan $(MODEL) --dp 1 --tp 1 --pp $(RUN_PP) --schedule $$s -q -o out/compare/$$s.plan.yaml; \
+	  echo "zbrun $$s"; \
+	  $(BIN)/zbrun out/compare/$$s.plan.yaml --steps $(COMPARE_STEPS) -q --report out/compare/$$s.report.yaml; \
+	  reps="$$reps out/compare/$$s.report.yaml"; done; \
+	$(BIN)/zbreport $$reps -o out/compare/compare.svg
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB_COMMON): $(call obj,$(COMMON_SRC))
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 $(LIB_PLANNER): $(call obj,$(PLANNER_SRC))
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
-$(LIB_EXEC): $(call obj,$(EXEC_SRC) $(KERNEL_SRC))
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
+# The built-in corpus (executor/corpus.S includes its bytes).
+$(BUILD)/executor/corpus.o: executor/corpus.S models/data/corpus.txt
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(call say,AS,$<)$(CC) -c $< -o $@
+
+$(LIB_EXEC): $(call obj,$(EXEC_SRC) $(KERNEL_SRC)) $(patsubst %.S,$(BUILD)/%.o,$(EXEC_ASM))
+	@mkdir -p $(dir $@)
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 
 $(BIN)/zbplan: $(BUILD)/planner/main.o $(LIB_PLANNER) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) -lm
-$(BIN)/zbrun: $(BUILD)/executor/main.o $(LIB_EXEC) $(LIB_COMMON)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) -lm
+$(BIN)/zbrun: $(BUILD)/executor/main.o $(LIB_EXEC) $(LIB_PLANNER) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(YAML_LIBS) $(BLAS_LIBS) $(MPI_LIBS) -lpthread -lm
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) $(MPI_LIBS) -lpthread -lm
+
+# zbreport: compare schedules from zbrun reports (compare/)
+COMPARE_SRC := $(filter-out compare/main.c,$(wildcard compare/*.c))
+$(BIN)/zbreport: $(BUILD)/compare/main.o $(call obj,$(COMPARE_SRC)) $(LIB_COMMON)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(YAML_LIBS) -lm
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIBS_ALL)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(CHECK_LIBS) $(EXT_LIBS)
+	$(call say,CC,$@)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(CHECK_LIBS) $(EXT_LIBS)
 # Programs that tests/e2e/zbrun_mpi.sh runs under mpirun.
 $(BUILD)/mpi/%: tests/mpi/%.c $(LIBS_ALL)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
+	$(call say,CC,$@)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
 $(BUILD)/bench/%: tests/bench/%.c $(LIBS_ALL)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
+	$(call say,CC,$@)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
 
 # Unit tests run from the repository root (they read models/, tests/bad/).
 unit: $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; CK_FORK=$${CK_FORK:-yes} $$t; done
 e2e: all $(MPI_TESTS)
 	@set -e; for s in tests/e2e/*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; BIN=$(BIN) MPI_TESTS_DIR=$(BUILD)/mpi bash $$s; done
-test: unit e2e
+# unit tests, then the end-to-end scripts (one after the other: the builds
+# run in parallel, the tests do not)
+test: all $(TESTS) $(MPI_TESTS)
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory e2e
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin OPT=-O1 \
@@ -130,7 +188,8 @@ bench: all $(BENCHES)
 	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
 	@[ ! -x tests/bench/run.sh ] || BIN=$(BIN) tests/bench/run.sh
 	@[ ! -x tests/bench/mpi.sh ] || BIN=$(BIN) tests/bench/mpi.sh
-	@BIN=$(CURDIR)/$(BIN) tests/bench/llmc_check.sh   # side by side with llm.c when LLMC_DIR is set
+	@BIN=$(BIN) bash tests/bench/llmc_compare.sh   # LLMC_DIR=llm.c checkout: speed beside llm.c
+	@BIN=$(CURDIR)/$(BIN) tests/bench/llmc_check.sh   # LLMC_DIR: losses beside llm.c
 
 plans: $(BIN)/zbplan
 	BIN=$(BIN) bash plans/make_plans.sh
@@ -143,10 +202,10 @@ CU_TEST := $(BUILD)/cuda/test_kernels_cuda
 
 $(BUILD)/kernels/cuda/%.o: kernels/cuda/%.cu kernels/cuda/kernels_cuda.h kernels/cuda/reduce.cuh
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -c $< -o $@
+	$(call say,NVCC,$<)$(NVCC) $(NVFLAGS) -c $< -o $@
 $(CU_TEST): tests/cuda/test_kernels_cuda.cu $(CU_OBJ) $(LIB_EXEC) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) $< $(CU_OBJ) $(LIB_EXEC) $(LIB_COMMON) -o $@ $(BLAS_LIBS) -lgomp -lm
+	$(call say,NVCC,$<)$(NVCC) $(NVFLAGS) $< $(CU_OBJ) $(LIB_EXEC) $(LIB_COMMON) -o $@ $(BLAS_LIBS) -lgomp -lm
 
 # Compile (and link the GPU test) wherever nvcc exists; CI does this on
 # machines without a GPU. `make cuda-test` runs the CUDA kernels against

@@ -14,6 +14,7 @@
 #include <float.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -326,6 +327,15 @@ static zb_status parse_val(const zb_ydoc *doc, const zb_ynode *train, const char
     return resolve_path(doc, pn, base_dir, t->val_path, sizeof t->val_path, err);
 }
 
+/* lr / 10 as the decimal a user would write: 3e-3 / 10 is the double
+ * 0.00030000000000000003, which plans would print in full; 15 significant
+ * digits read back give 0.0003. */
+static double tenth(double lr) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.15g", lr / 10);
+    return strtod(buf, NULL);
+}
+
 static zb_status parse_optim(const zb_ydoc *doc, const zb_ynode *train, zb_optim *o,
                              zb_err *err) {
     const zb_ynode *s;
@@ -334,7 +344,7 @@ static zb_status parse_optim(const zb_ydoc *doc, const zb_ynode *train, zb_optim
     if (!s) return ZB_OK;
     if (zb_ymap_get(s, "lr")) {
         ZB_TRY(get_positive(doc, s, "lr", false, &o->lr, err));
-        o->min_lr = o->lr / 10;   /* default follows lr, so lr alone is always valid */
+        o->min_lr = tenth(o->lr);   /* default follows lr, so lr alone is always valid */
     }
     ZB_TRY(zb_yget_double(doc, s, "min_lr", false, 0, DBL_MAX, &o->min_lr, err));
     if (o->min_lr > o->lr) {

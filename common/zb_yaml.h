@@ -107,7 +107,7 @@ void zb_yw_seq_end(zb_yw *w);
 /* Scalars (plain style unless the text needs quoting). */
 void zb_yw_str(zb_yw *w, const char *s);
 void zb_yw_int(zb_yw *w, long long v);
-void zb_yw_double(zb_yw *w, double v);   /* %.17g round-trips exactly */
+void zb_yw_double(zb_yw *w, double v);   /* shortest text that reads back exactly */
 void zb_yw_bool(zb_yw *w, bool v);
 /* key: value shorthands inside a block or flow mapping. */
 void zb_yw_kstr(zb_yw *w, const char *k, const char *v);

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/zb_yaml.h"
+
 #define ZB_SHARD_MAGIC 20240520
 #define ZB_SHARD_VERSION 1
 #define ZB_SHARD_HEADER_BYTES 1024 /* 256 int32 */
@@ -108,13 +110,64 @@ static zb_status load_shard(zb_data *d, const char *path,
     return ZB_OK;
 }
 
-/* One token file of `kind` at `path`, batches in random or sequential
- * order (see data.h). */
+/* The built-in corpus (corpus.S). */
+extern const unsigned char zb_corpus_text[], zb_corpus_end[];
+
+/* The plan's folder joined with a relative path, into out[cap]. */
+static bool beside(const char *plan_path, const char *rel, char *out, size_t cap) {
+    const char *slash = strrchr(plan_path, '/');
+    if (!slash) return false;   /* the plan is in the working directory */
+    int n = snprintf(out, cap, "%.*s/%s", (int)(slash - plan_path), plan_path, rel);
+    return n > 0 && (size_t)n < cap;
+}
+
+/* The position of training.data.path (or of training, or the top) in the
+ * plan, for the message. */
+static void path_mark(const char *plan_path, int *line, int *col) {
+    zb_ydoc d;
+    zb_err e;
+    *line = *col = 1;
+    if (zb_ydoc_load(plan_path, &d, &e) != ZB_OK) return;
+    const zb_ynode *t = zb_ymap_get(d.root, "training");
+    const zb_ynode *dn = t ? zb_ymap_get(t, "data") : NULL;
+    const zb_ynode *p = dn ? zb_ymap_get(dn, "path") : NULL;
+    const zb_ynode *at = p ? p : dn ? dn : t;
+    if (at) {
+        *line = at->line;
+        *col = at->col;
+    }
+    zb_ydoc_free(&d);
+}
+
+zb_status zb_data_locate(const char *plan_path, zb_model *m, zb_err *err) {
+    char *path = m->train.data_path;
+    if (!path[0] && m->train.data_kind == ZB_DATA_TEXT) return ZB_OK;
+    struct stat sb;
+    if (path[0] && stat(path, &sb) == 0) return ZB_OK;
+    char alt[sizeof m->train.data_path];
+    if (path[0] && path[0] != '/' && beside(plan_path, path, alt, sizeof alt) &&
+        stat(alt, &sb) == 0) {
+        memcpy(path, alt, strlen(alt) + 1);
+        return ZB_OK;
+    }
+    int line, col;
+    path_mark(plan_path, &line, &col);
+    if (!path[0])
+        return zb_fail_at(err, plan_path, line, col, "training.data.path is "
+                          "empty, and kind shards needs a file");
+    return zb_fail_at(err, plan_path, line, col, "training.data.path '%s' not "
+                      "found (looked in the working directory%s)", path,
+                      path[0] != '/' && strchr(plan_path, '/') ? " and the plan's folder" : "");
+}
+
+/* One token file of `kind` at `path` (empty with kind text: the built-in
+ * corpus), batches in random or sequential order (see data.h). */
 static zb_status open_source(const zb_model *m, const char *path,
                              zb_data_kind kind, bool sequential,
                              zb_data **out, zb_err *err) {
     *out = NULL;
-    if (!path[0]) return zb_fail(err, ZB_EINPUT, "no data file given");
+    bool builtin = !path[0] && kind == ZB_DATA_TEXT;
+    if (!path[0] && !builtin) return zb_fail(err, ZB_EINPUT, "no data file given");
     zb_data *d = zb_calloc(1, sizeof *d, err);
     if (!d) return ZB_ENOMEM;
     d->seq_len = m->arch.seq_len;
@@ -123,8 +176,15 @@ static zb_status open_source(const zb_model *m, const char *path,
     d->sequential = sequential;
     unsigned char *buf = NULL;
     size_t size = 0;
-    zb_status rc = read_file(path, &buf, &size, err);
-    if (rc == ZB_OK) {
+    zb_status rc = ZB_OK;
+    if (builtin) {
+        path = ZB_DATA_BUILTIN;
+        rc = load_text(d, path, zb_corpus_text,
+                       (size_t)(zb_corpus_end - zb_corpus_text), m->arch.vocab, err);
+    } else {
+        rc = read_file(path, &buf, &size, err);
+    }
+    if (rc == ZB_OK && !builtin) {
         rc = kind == ZB_DATA_TEXT
                  ? load_text(d, path, buf, size, m->arch.vocab, err)
                  : load_shard(d, path, buf, size, m->arch.vocab, err);

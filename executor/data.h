@@ -9,8 +9,10 @@
  *           every token must be < vocab. (Several shards: concatenate the
  *           token parts into one shard first.)
  * The path is model.training.data_path, already resolved by the model
- * loader relative to the model file; an empty path is an error. The file
- * must hold at least seq_len + 1 tokens.
+ * loader relative to the model file. An empty path with kind text means the
+ * built-in corpus (models/data/corpus.txt compiled into the program,
+ * corpus.S; messages name it ZB_DATA_BUILTIN); empty with shards is an
+ * error. The data must hold at least seq_len + 1 tokens.
  *
  * Batches: sequence `seq` (0 .. global_batch-1) of step `step` is seq_len
  * tokens; its targets are the same tokens shifted by one. Its first token:
@@ -40,6 +42,15 @@
 #include "common/zb_model.h"
 
 typedef struct zb_data zb_data;
+
+#define ZB_DATA_BUILTIN "(built-in corpus)"
+
+/* For a model read from the plan at plan_path, before zb_data_open: a
+ * relative path that does not exist as written (from the working
+ * directory, where zbplan wrote it from) but does from the plan's folder
+ * becomes that; a path found nowhere, or an empty one with kind shards, is
+ * ZB_EINPUT "plan:line:col: training.data.path 'x' not found (...)". */
+zb_status zb_data_locate(const char *plan_path, zb_model *m, zb_err *err);
 
 /* The training source (training.data) ... */
 zb_status zb_data_open(const zb_model *m, zb_data **out, zb_err *err);

@@ -14,6 +14,7 @@
  * (procs.h); rank 0 prints and writes the files, other ranks print only
  * their errors, prefixed "rank N:"; a failure after MPI is up ends the job.
  */
+#include "version.h"   /* ZB_VERSION: git describe at build time (Makefile) */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -22,11 +23,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/zb_error.h"
 #include "common/zb_plan.h"
+#include "executor/blas_env.h"
 #include "executor/checkpoint.h"
+#include "executor/data.h"
 #include "executor/launch.h"
 #include "executor/llmc.h"
 #include "executor/memlimit.h"
@@ -40,27 +44,39 @@
 
 static const char usage[] =
     "usage: zbrun PLAN [options]\n"
+    "Train the model of PLAN (written by zbplan) with its schedule.\n"
     "  --steps N             train N steps (default: the plan's training.steps)\n"
     "  --backend B           cpu, cuda or auto (default auto: cpu in this build)\n"
-    "  --report FILE         write the run report (YAML)\n"
-    "  --trace FILE          write a Chrome/Perfetto trace (JSON)\n"
-    "  --svg FILE            write the planned and executed timelines (SVG)\n"
+    "  --report FILE         write the run report (YAML; default: none)\n"
+    "  --trace FILE          write a Chrome/Perfetto trace (JSON; default: none)\n"
+    "  --svg FILE            write the planned and executed timelines (SVG; default: none)\n"
     "  --checkpoint-every N  save a checkpoint every N steps (default: never)\n"
     "  --checkpoint-dir DIR  where checkpoints go (default: checkpoints)\n"
-    "  --resume              continue after the newest checkpoint in DIR\n"
+    "  --resume              continue after the newest checkpoint in DIR (default: off)\n"
     "  --resume-changed      resume even if --steps or the seed differ from the\n"
     "                        checkpoint's (the learning-rate schedule or data change)\n"
     "  --max-loss-ratio R    stop when the loss exceeds R x the first step's\n"
     "                        (default 10; 0: never)\n"
-    "  --threads N           OpenMP threads per rank (default: cores / ranks)\n"
+    "  --threads N           OpenMP threads per rank (default: max(1, cores / ranks))\n"
     "  --export FILE         after training, write the model as an llm.c checkpoint\n"
-    "  -q                    print nothing but errors\n"
-    "  -h, --help            this text\n";
+    "                        (default: none)\n"
+    "  -q                    print nothing but errors (default: off)\n"
+    "  -h, --help            this text\n"
+    "  --version             zbrun's version (git describe at build time)\n"
+    "Environment: OMP_WAIT_POLICY (default passive), OPENBLAS_CORETYPE (default:\n"
+    "  the best kernel this CPU runs; a value you set is kept), ZB_COMM_TIMEOUT_S\n"
+    "  and ZB_BOOTSTRAP_TIMEOUT_S under a launcher (docs/zbrun.md).\n"
+    "Launchers: under mpirun, srun or a torchrun-style environment each process\n"
+    "  runs one rank; otherwise every rank is a thread of this process.\n"
+    "Exit status: 0 done; 2 bad usage, bad plan or missing data (nothing run);\n"
+    "  1 failure while running (I/O, non-finite or diverging loss, dead peer);\n"
+    "  130/143 stopped by SIGINT/SIGTERM after a step.\n"
+    "Docs: docs/zbrun.md (options, output, report, clusters), docs/plan-format.md.\n";
 
 typedef struct {
     const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir, *export_path;
     int steps, ckpt_every, threads;
-    bool resume, quiet, help, resume_changed;
+    bool resume, quiet, help, version, resume_changed;
     double max_loss_ratio;
 } args;
 
@@ -98,6 +114,7 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     const char *v = NULL, *arg = argv[*i];
     zb_status st = ZB_OK;
     if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) a->help = true;
+    else if (!strcmp(arg, "--version")) a->version = true;
     else if (!strcmp(arg, "-q") || !strcmp(arg, "--quiet")) a->quiet = true;
     else if (!strcmp(arg, "--resume")) a->resume = true;
     else if (!strcmp(arg, "--resume-changed")) a->resume_changed = true;
@@ -130,7 +147,7 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
     a->backend = "auto";
     a->max_loss_ratio = ZB_MAX_LOSS_RATIO_DEFAULT;
     for (int i = 1; i < argc;) ZB_TRY(parse_one(argc, argv, &i, a, err));
-    if (a->help) return ZB_OK;
+    if (a->help || a->version) return ZB_OK;
     if (!a->plan_path) return zb_fail(err, ZB_EINPUT, "no plan given (usage: zbrun PLAN [options])");
     if (strcmp(a->backend, "cpu") && strcmp(a->backend, "cuda") && strcmp(a->backend, "auto"))
         return zb_fail(err, ZB_EINPUT, "--backend must be cpu, cuda or auto, got '%s'",
@@ -139,6 +156,12 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
         return zb_fail(err, ZB_EINPUT, "cuda backend not built (no GPU support compiled in)");
     a->backend = "cpu";   /* auto: the only backend compiled in */
     return ZB_OK;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* ---- per-step output ---- */
@@ -150,10 +173,10 @@ typedef struct {
     const char *ckpt_dir;
 } printer;
 
-static void print_step_line(const zb_step_info *s) {
-    printf("step %d/%d loss %.6f lr %.6e grad_norm %.6f tokens_per_s %.1f ms %.3f",
-           s->step, s->steps, s->loss, s->lr, s->grad_norm, s->tokens_per_s,
-           s->step_s * 1e3);
+static void print_step_line(const zb_step_info *s, double eta_s) {
+    printf("step %d/%d loss %.6f lr %.6e grad_norm %.6f tokens_per_s %.1f ms %.3f"
+           " elapsed_s %.1f eta_s %.1f", s->step, s->steps, s->loss, s->lr,
+           s->grad_norm, s->tokens_per_s, s->step_s * 1e3, s->elapsed_s, eta_s);
     if (!isnan(s->val_loss)) printf(" val_loss %.6f", s->val_loss);
     printf("\n");
 }
@@ -176,17 +199,17 @@ static void on_step(const zb_step_info *s, void *ctx) {
         if (s->step > 1)
             printf("resumed after step %d from %s\n", s->step - 1, p->ckpt_dir);
     }
+    int done = s->step - p->first + 1, left = s->steps - s->step;
+    double eta = left * s->elapsed_s / done;
     if (!p->tty) {
-        print_step_line(s);
+        print_step_line(s, eta);
         fflush(stdout);
         return;
     }
-    int done = s->step - p->first + 1, left = s->steps - s->step;
     if (s->step == p->first || s->step % p->every == 0 || left == 0) {
         printf("\r\033[K");
-        print_step_line(s);
+        print_step_line(s, eta);
     }
-    double eta = left * s->elapsed_s / done;
     printf("\r\033[Kstep %d/%d  loss %.4f  %.0f tokens/s  %.1f s left", s->step,
            s->steps, s->loss, s->tokens_per_s, eta);
     fflush(stdout);
@@ -197,27 +220,38 @@ static void on_step(const zb_step_info *s, void *ctx) {
 /* Every output, even after one failed; the first failure is returned and
  * the others are printed on stderr. */
 static zb_status write_outputs(const args *a, const zb_plan *plan,
-                               const zb_run_result *res, zb_err *err) {
+                               const zb_run_result *res, zb_report_meta *meta,
+                               zb_err *err) {
+    meta->load_end = zb_load_average();
+    meta->wall_s = now_s() - meta->wall_s;   /* held the start until now */
+    static const char *const what[] = {"report", "trace", "timelines", "llm.c checkpoint"};
+    static const char *const hint[] = {"", " (open it at https://ui.perfetto.dev)",
+                                       " (open it in a browser)", ""};
     zb_status first = ZB_OK;
     for (int k = 0; k < 4; k++) {
         const char *path = k == 0 ? a->report : k == 1 ? a->trace
                          : k == 2 ? a->svg : a->export_path;
         if (!path) continue;
         zb_err e;
-        zb_status s = k == 0 ? zb_report_write(path, plan, res, a->backend, &e)
+        zb_status s = k == 0 ? zb_report_write(path, plan, res, meta, &e)
                     : k == 1 ? zb_trace_write(path, plan, res, &e)
                     : k == 2 ? zb_svg_write(path, plan, res, &e)
                     : res->n_steps == 0
                         ? zb_fail(&e, ZB_ERUNTIME, "--export: no step ran here, "
                                   "so no weights were gathered to export")
                         : zb_llmc_export(path, plan, res->params, &e);
-        if (s == ZB_OK && !a->quiet) printf("wrote %s\n", path);
+        if (s == ZB_OK && !a->quiet) printf("%s: %s%s\n", what[k], path, hint[k]);
         if (s != ZB_OK && first != ZB_OK) fprintf(stderr, "zbrun: %s\n", e.msg);
         if (s != ZB_OK && first == ZB_OK) {
             first = s;
             *err = e;
         }
     }
+    if (a->quiet) return first;
+    if (a->ckpt_every) printf("checkpoints: %s/\n", a->ckpt_dir ? a->ckpt_dir : "checkpoints");
+    printf("wall time %.1f s (load average %.2f at the start, %.2f at the end, "
+           "%d cores)\n", meta->wall_s, meta->load_start, meta->load_end,
+           meta->cores);
     return first;
 }
 
@@ -249,6 +283,9 @@ static void print_header(const args *a, const zb_plan *plan, int threads) {
            plan->model.name, plan->sched.name, plan->dp, plan->tp, plan->pp,
            plan->v, plan->m, plan->micro_batch, zb_plan_world(plan), threads,
            a->backend, steps);
+    char blas[256];
+    zb_blas_describe(blas, sizeof blas);
+    printf("blas: %s\n", blas);
     int cores = omp_get_num_procs();
     if (zb_plan_world(plan) > cores)
         printf("note: %d ranks share %d cores; measured spans and bubbles "
@@ -268,13 +305,18 @@ static const char *pr_dir(const args *a) {
 
 static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                           int *stopped, zb_err *err) {
+    char blas[256];
+    zb_blas_describe(blas, sizeof blas);
+    zb_report_meta meta = {.backend = a->backend, .plan_path = a->plan_path,
+                           .version = ZB_VERSION, .blas = blas,
+                           .wall_s = now_s(), .cores = omp_get_num_procs(),
+                           .load_start = zb_load_average()};
     zb_plan plan;
     /* a plan that cannot be read is bad input, even when it is missing */
     if (zb_plan_read(a->plan_path, &plan, err) != ZB_OK) return ZB_EINPUT;
-    if (!plan.model.train.data_path[0]) {
-        zb_fail(err, ZB_EINPUT, "%s: training.data.path is empty; zbrun needs a "
-                "data file (text, or an llm.c token shard: docs/model-format.md)",
-                a->plan_path);
+    /* empty text path: the built-in corpus; relative: from here or the
+     * plan's folder (data.h) */
+    if (zb_data_locate(a->plan_path, &plan.model, err) != ZB_OK) {
         zb_plan_free(&plan);
         return ZB_EINPUT;
     }
@@ -338,7 +380,7 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     st = zb_run(&plan, &o, &res, err);
     if (pr.tty && pr.started) printf("\r\033[K");
     if (st == ZB_OK && !a->quiet) st = print_summary(&plan, &res, err);
-    if (st == ZB_OK && writer) st = write_outputs(a, &plan, &res, err);
+    if (st == ZB_OK && writer) st = write_outputs(a, &plan, &res, &meta, err);
     if (st == ZB_OK && res.stopped && writer)
         zb_print_stopped(a->plan_path, pr_dir(a), &res);
     *stopped = st == ZB_OK ? res.stopped : 0;
@@ -357,6 +399,8 @@ static void prefer_passive_openmp(char **argv) {
     bool again = zb_memlimit_env();   /* OpenBLAS single-threaded: memlimit.h */
     if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 0) == 0)
         again = true;
+    /* OpenBLAS too reads OPENBLAS_CORETYPE only when loaded (blas_env.h) */
+    if (zb_blas_env_prepare()) again = true;
     if (again) execv("/proc/self/exe", argv);
 }
 
@@ -389,6 +433,10 @@ int main(int argc, char **argv) {
     st = parse_args(argc, argv, &a, &err);
     if (st == ZB_OK && a.help) {
         fputs(usage, stdout);
+        return 0;
+    }
+    if (st == ZB_OK && a.version) {
+        printf("zbrun %s\n", ZB_VERSION);
         return 0;
     }
     if (st != ZB_OK) {

@@ -50,10 +50,6 @@ zb_status zb_memlimit_prepare(int world, int threads, zb_err *err) {
     return ZB_OK;
 }
 
-int zb_memlimit_blas_threads(int threads) {
-    return zb_memlimit_bytes() ? 1 : threads;
-}
-
 bool zb_memlimit_room(int world) {
     if (!zb_memlimit_bytes()) return true;
     size_t need = (size_t)world * BLAS_BUFFER + MARGIN;

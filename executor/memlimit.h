@@ -31,9 +31,6 @@ bool zb_memlimit_env(void);
  * MiB is too small: ... needs at least M MiB" otherwise. */
 zb_status zb_memlimit_prepare(int world, int threads, zb_err *err);
 
-/* OpenBLAS threads to use with `threads` OpenMP threads per rank. */
-int zb_memlimit_blas_threads(int threads);
-
 /* Once every rank built its stage (the big allocations, all made before
  * the first step): is there still room for `world` OpenBLAS buffers and a
  * margin, zb_memlimit_blas_bytes(world) in all? true when unlimited. */

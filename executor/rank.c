@@ -28,6 +28,13 @@ double zb_now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* CPU seconds of the calling thread. */
+static double thread_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* ---- one step's pieces ---- */
 
 /* Tokens and targets of every microbatch of this DP rank for 1-based step
@@ -50,7 +57,7 @@ static zb_status run_action(zb_rank *rk, int i, zb_err *err) {
     size_t per_mb = (size_t)p->micro_batch * (size_t)p->model.arch.seq_len;
     const int *tok = rk->tokens ? rk->tokens + a->mb * per_mb : NULL;
     const int *tgt = rk->targets ? rk->targets + a->mb * per_mb : NULL;
-    double t = zb_now_s();
+    double t = zb_now_s(), cpu = thread_cpu_s();
     zb_status s;
     switch (a->pass) {
     case ZB_F:
@@ -65,6 +72,8 @@ static zb_status run_action(zb_rank *rk, int i, zb_err *err) {
     }
     rk->t_start[i] = t - rk->ctx->t0;
     rk->t_end[i] = zb_now_s() - rk->ctx->t0;
+    double off = (rk->t_end[i] - rk->t_start[i]) - (thread_cpu_s() - cpu);
+    rk->stall += off > 0 ? off : 0;   /* time the thread was not running */
     return s;
 }
 
@@ -90,8 +99,13 @@ static zb_status transfer(zb_rank *rk, const zb_op *op, zb_err *err) {
 static zb_status run_program(zb_rank *rk, zb_err *err) {
     for (int k = 0; k < rk->n_ops; k++) {
         const zb_op *op = &rk->ops[k];
-        if (op->kind == ZB_OP_COMPUTE) ZB_TRY(run_action(rk, op->action, err));
-        else ZB_TRY(transfer(rk, op, err));
+        if (op->kind == ZB_OP_COMPUTE) {
+            ZB_TRY(run_action(rk, op->action, err));
+            continue;
+        }
+        rk->x_start[k] = zb_now_s() - rk->ctx->t0;   /* timed like actions */
+        ZB_TRY(transfer(rk, op, err));
+        rk->x_end[k] = zb_now_s() - rk->ctx->t0;
     }
     return ZB_OK;
 }
@@ -157,9 +171,14 @@ static void record_times(zb_rank *rk, int k) {
         if (i == 0 || rk->t_end[i] > last) last = rk->t_end[i];
         busy += rk->t_end[i] - rk->t_start[i];
     }
+    double recv = 0;
+    for (int i = 0; i < rk->n_ops; i++)
+        if (rk->ops[i].kind == ZB_OP_RECV) recv += rk->x_end[i] - rk->x_start[i];
     size_t at = (size_t)k * (size_t)rk->ctx->world + (size_t)rk->rank;
     rk->ctx->step_span[at] = last - first;
     rk->ctx->step_busy[at] = busy;
+    rk->ctx->step_recv[at] = recv;
+    rk->ctx->step_stall[at] = rk->stall;
 }
 
 static zb_status checkpoint(zb_rank *rk, int step, zb_err *err) {
@@ -259,10 +278,13 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
     double t_begin = zb_now_s();
     rk->t_start = res->t_start[rk->rank] + (size_t)slot * (size_t)rk->n_acts;
     rk->t_end = res->t_end[rk->rank] + (size_t)slot * (size_t)rk->n_acts;
+    rk->x_start = res->x_start[rk->rank] + (size_t)slot * (size_t)rk->n_ops;
+    rk->x_end = res->x_end[rk->rank] + (size_t)slot * (size_t)rk->n_ops;
     if (rk->rank == c->lead) res->trace_step[slot] = step;
 
     ZB_TRY(load_batches(rk, step, err));
     zb_stage_zero_grads(rk->st);
+    rk->stall = 0;
     ZB_TRY(run_program(rk, err));
     ZB_TRY(sync_grads(rk, err));
     double norm, loss;

@@ -38,6 +38,8 @@ typedef struct {
                                     loss and non-finite flags */
     double *t_start, *t_end;     /* this step's slot of the result's ring */
     double loss0;                /* the first loss of this run (0: none yet) */
+    double *x_start, *x_end;     /* the same for the transfers (by op) */
+    double stall;                /* this step: wall - thread CPU in actions */
 } zb_rank;
 
 struct zb_run_ctx {
@@ -57,6 +59,8 @@ struct zb_run_ctx {
     zb_rank *ranks;              /* [world]; one process per rank: only
                                     ranks[lead] is set up */
     double *step_span, *step_busy;  /* [n_steps * world] per step, per rank */
+    double *step_recv;           /* [n_steps * world] seconds in RECVs */
+    double *step_stall;          /* [n_steps * world] see zb_run_result */
 
     pthread_mutex_t err_mu;      /* guards the first error */
     zb_status status;

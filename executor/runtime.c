@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor/blas_env.h"
 #include "executor/checkpoint.h"
 #include "executor/eval.h"
 #include "executor/memlimit.h"
@@ -64,10 +65,17 @@ void zb_run_result_free(zb_run_result *res) {
     for (int r = 0; r < res->world; r++) {
         if (res->t_start) free(res->t_start[r]);
         if (res->t_end) free(res->t_end[r]);
+        if (res->x_start) free(res->x_start[r]);
+        if (res->x_end) free(res->x_end[r]);
         if (res->params) free(res->params[r]);
     }
     free(res->t_start);
     free(res->t_end);
+    free(res->x_start);
+    free(res->x_end);
+    free(res->n_ops);
+    free(res->recv_s);
+    free(res->stall_s);
     free(res->params);
     free(res->n_params);
     free(res->val_step);
@@ -94,6 +102,8 @@ static zb_status alloc_result(zb_run_result *res, const zb_plan *plan,
     ZB_TRY(alloc_doubles(&res->bubble, (size_t)w, err));
     ZB_TRY(alloc_doubles(&res->static_bytes, (size_t)w, err));
     ZB_TRY(alloc_doubles(&res->act_peak_bytes, (size_t)w, err));
+    ZB_TRY(alloc_doubles(&res->recv_s, (size_t)w, err));
+    ZB_TRY(alloc_doubles(&res->stall_s, (size_t)w, err));
     ZB_TRY(alloc_doubles(&res->pp_span_s, (size_t)pp, err));
     ZB_TRY(alloc_doubles(&res->pp_busy_s, (size_t)pp, err));
     ZB_TRY(alloc_doubles(&res->pp_bubble, (size_t)pp, err));
@@ -114,6 +124,25 @@ static zb_status alloc_result(zb_run_result *res, const zb_plan *plan,
         size_t n = (size_t)res->trace_n * (size_t)res->n_acts[r];
         ZB_TRY(alloc_doubles(&res->t_start[r], n, err));
         ZB_TRY(alloc_doubles(&res->t_end[r], n, err));
+    }
+    return ZB_OK;
+}
+
+/* The transfer timeline: like t_start/t_end, by op of the lowered program. */
+static zb_status alloc_transfers(zb_run_result *res, const zb_plan *plan,
+                                 const zb_program *prog, zb_err *err) {
+    int w = res->world;
+    res->n_ops = zb_calloc((size_t)w, sizeof(int), err);
+    res->x_start = zb_calloc((size_t)w, sizeof(double *), err);
+    res->x_end = zb_calloc((size_t)w, sizeof(double *), err);
+    if (!res->n_ops || !res->x_start || !res->x_end) return ZB_ENOMEM;
+    for (int r = 0; r < w; r++) {
+        int pr, dr, tr;
+        zb_plan_coords(plan, r, &pr, &dr, &tr);
+        res->n_ops[r] = prog->len[pr];
+        size_t n = (size_t)res->trace_n * (size_t)res->n_ops[r];
+        ZB_TRY(alloc_doubles(&res->x_start[r], n, err));
+        ZB_TRY(alloc_doubles(&res->x_end[r], n, err));
     }
     return ZB_OK;
 }
@@ -146,6 +175,10 @@ static void order_trace(zb_run_result *res) {
         size_t na = (size_t)res->n_acts[r];
         rotate_d(res->t_start[r], na * (size_t)n, na * (size_t)oldest);
         rotate_d(res->t_end[r], na * (size_t)n, na * (size_t)oldest);
+        size_t no = res->n_ops ? (size_t)res->n_ops[r] : 0;
+        if (no == 0) continue;
+        rotate_d(res->x_start[r], no * (size_t)n, no * (size_t)oldest);
+        rotate_d(res->x_end[r], no * (size_t)n, no * (size_t)oldest);
     }
     for (int rot = 0; rot < oldest; rot++) {   /* n is small: one at a time */
         int first = res->trace_step[0];
@@ -163,11 +196,15 @@ static void summarize(zb_run_ctx *c) {
     order_trace(res);
     if (n == 0) return;
     for (int r = 0; r < w; r++) {
-        double span = 0, busy = 0;
+        double span = 0, busy = 0, recv = 0, stall = 0;
         for (int k = k0; k < n; k++) {
             span += c->step_span[(size_t)k * w + r];
             busy += c->step_busy[(size_t)k * w + r];
+            recv += c->step_recv[(size_t)k * w + r];
+            stall += c->step_stall[(size_t)k * w + r];
         }
+        res->recv_s[r] = recv / (n - k0);
+        res->stall_s[r] = stall / (n - k0);
         res->span_s[r] = span / (n - k0);
         res->busy_s[r] = busy / (n - k0);
         res->bubble[r] = span > 0 ? (span - busy) / span : 0;
@@ -328,12 +365,15 @@ static zb_status setup(zb_run_ctx *c, zb_err *err) {
     ZB_TRY(alloc_result(res, p, steps, err));
     if (steps == 0) return ZB_OK;
     ZB_TRY(zb_lower(&p->sched, &c->prog, err));
+    ZB_TRY(alloc_transfers(res, p, &c->prog, err));
     ZB_TRY(zb_data_open(&p->model, &c->data, err));
     if (p->model.train.val_path[0]) ZB_TRY(zb_data_open_val(&p->model, &c->val, err));
     ZB_TRY(zb_eval_alloc(res, p, c->first_step, res->total_steps, err));
     size_t cells = (size_t)steps * (size_t)c->world;
     ZB_TRY(alloc_doubles(&c->step_span, cells, err));
     ZB_TRY(alloc_doubles(&c->step_busy, cells, err));
+    ZB_TRY(alloc_doubles(&c->step_recv, cells, err));
+    ZB_TRY(alloc_doubles(&c->step_stall, cells, err));
     c->ranks = zb_calloc((size_t)c->world, sizeof *c->ranks, err);
     if (!c->ranks) return ZB_ENOMEM;
     if (c->opts->proc.tr) return setup_rank(c, c->lead, err);
@@ -353,6 +393,8 @@ static void teardown(zb_run_ctx *c) {
     free(c->ranks);
     free(c->step_span);
     free(c->step_busy);
+    free(c->step_recv);
+    free(c->step_stall);
     zb_local_world_free(c->lw);
     zb_data_free(c->data);
     zb_data_free(c->val);
@@ -417,8 +459,7 @@ zb_status zb_run(const zb_plan *plan, const zb_run_opts *opts,
     res->first_step = c.first_step;
     if (s == ZB_OK) s = setup(&c, err);
     if (s == ZB_OK && c.first_step <= c.total_steps) {
-        /* OpenBLAS has one process-wide thread count: each rank's share */
-        openblas_set_num_threads(zb_memlimit_blas_threads(res->threads));
+        zb_blas_settle();   /* one thread pool: OpenMP's (blas_env.h) */
         if (opts->proc.tr) run_here(&c);
         else run_threads(&c);
         s = c.status;

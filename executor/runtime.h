@@ -128,6 +128,21 @@ typedef struct {
     int *trace_step;        /* [trace_n] step numbers, oldest first */
     int *n_acts;            /* [world] */
     double **t_start, **t_end;  /* [world][trace_n * n_acts[r]] */
+    /* Transfers of the same kept steps: op k of rank r's program (zb_lower
+     * of its pipeline rank; COMPUTE ops stay 0) ran from x_start[r][s *
+     * n_ops[r] + k] to x_end[...]. A RECV's time is mostly waiting for the
+     * message: a bubble, predicted or not. */
+    int *n_ops;             /* [world] */
+    double **x_start, **x_end;  /* [world][trace_n * n_ops[r]] */
+    /* per global rank, mean over the steps after the first (as span_s):
+     * seconds blocked in RECVs within the pipeline part of a step */
+    double *recv_s;         /* [world] */
+    /* same basis: seconds inside compute actions when the rank's thread was
+     * not running (wall minus the thread's CPU time): waiting for a core
+     * that other processes, or more ranks than cores, held. Exact with one
+     * thread per rank; with more it also counts the rank thread's waits at
+     * OpenMP barriers for its workers. */
+    double *stall_s;        /* [world] */
 
     /* validation (eval.h): loss after step val_step[i] (the first step - 1:
      * before training), n_val of them */

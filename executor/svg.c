@@ -59,10 +59,11 @@ static void draw_axis(FILE *f, double y, double tmax) {
             "stroke=\"#666\"/>\n", LEFT, y, LEFT + width, y);
     for (int i = 0; i <= 4; i++) {
         double x = LEFT + width * i / 4;
+        /* the last label ends at its tick: centred, it ran past the edge */
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
                 "stroke=\"#666\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
-                "text-anchor=\"middle\" fill=\"#333\">%.3f ms</text>\n", x, y,
-                x, y + 4, x, y + 16, tmax * 1e3 * i / 4);
+                "text-anchor=\"%s\" fill=\"#333\">%.3f ms</text>\n", x, y,
+                x, y + 4, x, y + 16, i == 4 ? "end" : "middle", tmax * 1e3 * i / 4);
     }
 }
 

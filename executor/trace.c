@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/zb_afile.h"
+#include "common/zb_lower.h"
 
 void zb_action_label(const zb_action *a, char *buf, size_t cap) {
     const char *pass = zb_pass_name((zb_pass)a->pass);
@@ -45,6 +46,36 @@ static void write_names(FILE *f, const zb_plan *plan, const zb_run_result *res) 
         fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,"
                 "\"tid\":%d,\"args\":{\"name\":\"dp %d tp %d (rank %d)\"}}",
                 pr, dr * plan->tp + tr, dr, tr, g);
+    }
+}
+
+/* Sends and receives: ph "X" on the rank's own row, cat "send"/"recv"; a
+ * receive lasts from the moment the rank asked for the message until it
+ * had it, so its length is the rank's wait. */
+static void write_transfers(FILE *f, const zb_plan *plan,
+                            const zb_run_result *res, const zb_program *prog,
+                            double t0) {
+    for (int g = 0; g < res->world; g++) {
+        int pr, dr, tr;
+        zb_plan_coords(plan, g, &pr, &dr, &tr);
+        const zb_op *ops = prog->ops[pr];
+        for (int k = 0; k < res->trace_n; k++)
+            for (int i = 0; i < res->n_ops[g]; i++) {
+                if (ops[i].kind == ZB_OP_COMPUTE) continue;
+                size_t at = (size_t)k * (size_t)res->n_ops[g] + (size_t)i;
+                bool send = ops[i].kind == ZB_OP_SEND;
+                const char *msg = ops[i].msg == ZB_MSG_ACT ? "act" : "grad";
+                fprintf(f, ",\n{\"name\":\"%s %s%d %s %d\",\"cat\":\"%s\","
+                        "\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
+                        "\"dur\":%.3f,\"args\":{\"step\":%d,\"mb\":%d,"
+                        "\"peer\":%d,\"vstage\":%d}}", send ? "send" : "recv",
+                        msg, ops[i].mb, send ? "to" : "from", ops[i].peer,
+                        send ? "send" : "recv", pr, dr * plan->tp + tr,
+                        (res->x_start[g][at] - t0) * 1e6,
+                        (res->x_end[g][at] - res->x_start[g][at]) * 1e6,
+                        res->trace_step[k], ops[i].mb, ops[i].peer,
+                        ops[i].vstage);
+            }
     }
 }
 
@@ -97,6 +128,11 @@ zb_status zb_trace_write(const char *path, const zb_plan *plan,
     write_names(af.f, plan, res);
     write_events(af.f, plan, res);
     write_val_events(af.f, res);
+    zb_program prog;
+    if (res->n_ops && zb_lower(&plan->sched, &prog, err) == ZB_OK) {
+        write_transfers(af.f, plan, res, &prog, trace_origin(res));
+        zb_program_free(&prog);
+    }
     fprintf(af.f, "\n]}\n");
     bool ok = !ferror(af.f);
     zb_status s = zb_afile_close(&af, ok, err);

@@ -6,7 +6,11 @@
  * tp_rank, name "F3" (pass and microbatch) or "B3.c1" for chunk 1 and up,
  * ts/dur in microseconds from the first kept action, args {step, mb, chunk,
  * rank}. Metadata events name the processes "pipeline rank N" and the
- * threads "dp D tp T". Written atomically.
+ * threads "dp D tp T". Sends and receives of the same steps are complete
+ * events on the same rows, cat "send"/"recv", named "recv act3 from 0"
+ * (message kind and microbatch, peer pipeline rank), args {step, mb, peer,
+ * vstage}: a receive lasts from the request to the arrival, so its length
+ * is time the rank waited. Written atomically.
  */
 #ifndef ZB_TRACE_H
 #define ZB_TRACE_H

@@ -2,14 +2,15 @@
  *
  * All matrices are row-major:
  *   inp [N, C], weight [OC, C], bias [OC], out/dout [N, OC]
- * Threads: OpenBLAS runs its own thread pool inside cblas_sgemm, so this
- * file adds no OpenMP team: a team started right before or after a GEMM
- * keeps spinning on the cores OpenBLAS wants, and on 2 cores that made
- * small GEMMs up to 50x slower (tests/bench/bench_kernels.c).
- * Reproducibility: for a fixed OpenBLAS thread count the results repeat
- * bit for bit; the OpenMP thread count does not matter. Changing the
- * OpenBLAS thread count can change the last bits for some shapes (OpenBLAS
- * splits the output differently, and edge tiles take other micro-kernels).
+ * Threads: one pool, OpenMP's. OpenBLAS is kept single-threaded
+ * (zb_blas_settle, executor/blas_env.h): its own pthread pool spun in
+ * sched_yield beside the OpenMP team and took over half the samples of a
+ * 2-thread run (perf). Each GEMM is cut here into blocks of ZB_GEMM_ROWS
+ * output rows, one single-threaded cblas_sgemm per block, the blocks spread
+ * over the OpenMP team.
+ * Reproducibility: the blocks depend on the shapes only, never on the
+ * thread count, and each output element belongs to one block, so results
+ * repeat bit for bit for any number of threads (tests/unit/test_kernels.c).
  */
 #include "kernels/matmul.h"
 
@@ -17,52 +18,87 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "kernels/parallel.h"
+
+/* Output rows per GEMM block: small enough that the tiny model's
+ * 128-row microbatches give every one of 2 threads a block, large enough
+ * that OpenBLAS's packing of the other operand stays a small overhead. */
+#ifndef ZB_GEMM_ROWS   /* -DZB_GEMM_ROWS=huge: one block (benchmarks only) */
+#define ZB_GEMM_ROWS 64
+#endif
+
 /* Columns per block when summing dout over rows: the partial sums of a
  * block stay in registers while the rows stream past. */
 #define ZB_COLS_PER_BLOCK 64
+
+static int n_blocks(int rows) { return (rows + ZB_GEMM_ROWS - 1) / ZB_GEMM_ROWS; }
+static int block_rows(int blk, int rows) {
+    int left = rows - blk * ZB_GEMM_ROWS;
+    return left < ZB_GEMM_ROWS ? left : ZB_GEMM_ROWS;
+}
 
 /* out[N, OC] = inp[N, C] @ weight[OC, C]^T + bias[OC]: the bias is copied
  * into every row first and the GEMM adds onto it (beta = 1). */
 void zb_matmul_forward(float *out, const float *inp, const float *weight,
                        const float *bias, int N, int C, int OC) {
-    float beta = 0.0f;
-    if (bias) {
-        for (int n = 0; n < N; n++)
-            memcpy(out + (size_t)n * OC, bias, (size_t)OC * sizeof *out);
-        beta = 1.0f;
+    int nb = n_blocks(N);
+    size_t work = (size_t)N * C * OC;
+#pragma omp parallel for schedule(static) if (nb > 1 && ZB_OMP_WORTH(work))
+    for (int blk = 0; blk < nb; blk++) {
+        int r0 = blk * ZB_GEMM_ROWS, rows = block_rows(blk, N);
+        float *o = out + (size_t)r0 * OC;  /* [rows, OC] */
+        float beta = 0.0f;
+        if (bias) {
+            for (int n = 0; n < rows; n++)
+                memcpy(o + (size_t)n * OC, bias, (size_t)OC * sizeof *out);
+            beta = 1.0f;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, OC, C, 1.0f,
+                    inp + (size_t)r0 * C, C, weight, C, beta, o, OC);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp,
-                C, weight, C, beta, out, OC);
 }
 
-/* B: dinp[N, C] += dout[N, OC] @ weight[OC, C] */
+/* B: dinp[N, C] += dout[N, OC] @ weight[OC, C], by blocks of rows of N */
 void zb_matmul_backward_input(float *dinp, const float *dout,
                               const float *weight, int N, int C, int OC) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout,
-                OC, weight, C, 1.0f, dinp, C);
-}
-
-/* dbias[OC] += sum over n of dout[n, :], summed in row order. Serial on
- * purpose (see the top of the file); it is N*OC adds next to the GEMM's
- * N*C*OC multiply-adds. */
-static void bias_backward(float *dbias, const float *dout, int N, int OC) {
-    for (int o0 = 0; o0 < OC; o0 += ZB_COLS_PER_BLOCK) {
-        int o1 = o0 + ZB_COLS_PER_BLOCK < OC ? o0 + ZB_COLS_PER_BLOCK : OC;
-        float acc[ZB_COLS_PER_BLOCK] = {0}; /* [o1 - o0] */
-        for (int n = 0; n < N; n++) {
-            const float *dout_n = dout + (size_t)n * OC; /* [OC] */
-            for (int o = o0; o < o1; o++) acc[o - o0] += dout_n[o];
-        }
-        for (int o = o0; o < o1; o++) dbias[o] += acc[o - o0];
+    int nb = n_blocks(N);
+    size_t work = (size_t)N * C * OC;
+#pragma omp parallel for schedule(static) if (nb > 1 && ZB_OMP_WORTH(work))
+    for (int blk = 0; blk < nb; blk++) {
+        int r0 = blk * ZB_GEMM_ROWS, rows = block_rows(blk, N);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, OC,
+                    1.0f, dout + (size_t)r0 * OC, OC, weight, C, 1.0f,
+                    dinp + (size_t)r0 * C, C);
     }
 }
 
-/* W: dweight[OC, C] += dout[N, OC]^T @ inp[N, C]; dbias[OC] += colsum(dout) */
+/* dbias[o0..o1) += sum over n of dout[n, o0..o1), summed in row order. */
+static void bias_backward(float *dbias, const float *dout, int N, int OC,
+                          int o0, int o1) {
+    for (int c0 = o0; c0 < o1; c0 += ZB_COLS_PER_BLOCK) {
+        int c1 = c0 + ZB_COLS_PER_BLOCK < o1 ? c0 + ZB_COLS_PER_BLOCK : o1;
+        float acc[ZB_COLS_PER_BLOCK] = {0}; /* [c1 - c0] */
+        for (int n = 0; n < N; n++) {
+            const float *dout_n = dout + (size_t)n * OC; /* [OC] */
+            for (int o = c0; o < c1; o++) acc[o - c0] += dout_n[o];
+        }
+        for (int o = c0; o < c1; o++) dbias[o] += acc[o - c0];
+    }
+}
+
+/* W: dweight[OC, C] += dout[N, OC]^T @ inp[N, C]; dbias[OC] += colsum(dout),
+ * by blocks of rows of dweight (columns of dout) */
 void zb_matmul_backward_weight(float *dweight, float *dbias, const float *dout,
                                const float *inp, int N, int C, int OC) {
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout,
-                OC, inp, C, 1.0f, dweight, C);
-    if (dbias) bias_backward(dbias, dout, N, OC);
+    int nb = n_blocks(OC);
+    size_t work = (size_t)N * C * OC;
+#pragma omp parallel for schedule(static) if (nb > 1 && ZB_OMP_WORTH(work))
+    for (int blk = 0; blk < nb; blk++) {
+        int o0 = blk * ZB_GEMM_ROWS, rows = block_rows(blk, OC);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, C, N, 1.0f,
+                    dout + o0, OC, inp, C, 1.0f, dweight + (size_t)o0 * C, C);
+        if (dbias) bias_backward(dbias, dout, N, OC, o0, o0 + rows);
+    }
 }
 
 /* The reference: one dot product per output, summed in order. */

@@ -14,4 +14,18 @@
 #define ZB_OMP_MIN_WORK 16384
 #define ZB_OMP_WORTH(work) ((size_t)(work) >= (size_t)ZB_OMP_MIN_WORK)
 
+/* Elementwise loops that vectorise (`omp simd`) live in functions marked
+ * ZB_SIMD_CLONES: GCC builds them for AVX-512, AVX2 and the baseline, and
+ * the loader picks the widest the CPU runs. Lanes do the same IEEE
+ * operations as scalar code (C11 mode: no FMA contraction), so results do
+ * not depend on the clone. OpenMP shares out blocks of ZB_SIMD_BLOCK
+ * elements, each one clone call. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define ZB_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ZB_SIMD_CLONES
+#endif
+#define ZB_SIMD_BLOCK 4096
+
 #endif

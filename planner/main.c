@@ -7,14 +7,18 @@
  * Exit status: 0 ok, 2 bad input (model file or arguments; one line on
  * stderr), 1 anything else (no candidate fits, I/O).
  */
+#include "version.h"   /* ZB_VERSION: git describe at build time (Makefile) */
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
+#include "common/zb_yaml.h"
 #include "planner/cli.h"
 #include "planner/guard.h"
+#include "planner/schedules.h"
 #include "planner/search.h"
 #include "planner/sim_cmd.h"
 
@@ -30,12 +34,36 @@ static const char usage[] =
     "schedule for MODEL.yaml's model and cluster, prints the best K\n"
     "candidates (default 5) and writes the best as a plan (default\n"
     "plan.yaml). Forced options fix a dimension of the search. --compare\n"
-    "also prints every schedule for the chosen split. -q prints nothing.\n";
+    "also prints every schedule for the chosen split. -q prints nothing.\n"
+    "  -o FILE              the plan (default: plan.yaml)\n"
+    "  --dp/--tp/--pp N     fix that degree (default: searched)\n"
+    "  --chunks V           chunks per rank of interleaved (default: 2 and 4 tried)\n"
+    "  --schedule NAME      one schedule, names below (default: all that apply)\n"
+    "  --micro-batch N      fix the micro-batch (default: the model's\n"
+    "                       training.micro_batch, else searched)\n"
+    "  --max-micro-batch N  largest micro-batch tried (default: 16)\n"
+    "  --solver S           zb-auto orders: heuristic, ilp or auto (default: heuristic)\n"
+    "  --time-limit S       ILP seconds per schedule (default: 10)\n"
+    "  --top K              candidates printed (default: 5)\n"
+    "  --compare            also every schedule for the chosen split (default: off)\n"
+    "  -q                   print nothing but errors (default: off)\n"
+    "  -h, --help           this text;  --version  zbplan's version\n"
+    "Exit status: 0 done; 2 bad input (model file or arguments: one line on\n"
+    "  stderr); 1 anything else (no candidate fits, I/O).\n"
+    "Docs: docs/zbplan.md, docs/model-format.md, docs/schedules.md.\n";
+
+/* The usage text, then the schedule names from the generator table. */
+static void print_usage(void) {
+    fputs(usage, stdout);
+    fputs("Schedules:", stdout);
+    for (const char *const *n = zb_schedule_names(); *n; n++) printf(" %s", *n);
+    fputc('\n', stdout);
+}
 
 typedef struct {
     const char *model_path, *out_path;
     zb_search_opts so;
-    bool compare, quiet, help;
+    bool compare, quiet, help, version;
 } args;
 
 static const char *const solver_names[] = {"heuristic", "ilp", "auto", NULL};
@@ -82,6 +110,10 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
         const char *s = argv[i];
         if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
             a->help = true;
+            return ZB_OK;
+        }
+        if (strcmp(s, "--version") == 0) {
+            a->version = true;
             return ZB_OK;
         }
         if (strcmp(s, "--compare") == 0) { a->compare = true; i++; continue; }
@@ -161,7 +193,22 @@ static zb_status write_plan(const zb_model *m, const args *a,
     return st;
 }
 
+/* A plan given where a model belongs: its top level has 'schedule' and
+ * 'parallel', which a model never has. */
+static bool is_plan(const char *path) {
+    zb_ydoc d;
+    zb_err e;
+    if (zb_ydoc_load(path, &d, &e) != ZB_OK) return false;
+    bool plan = d.root && d.root->type == ZB_Y_MAP &&
+                zb_ymap_get(d.root, "schedule") && zb_ymap_get(d.root, "parallel");
+    zb_ydoc_free(&d);
+    return plan;
+}
+
 static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
+    if (is_plan(a->model_path))
+        return zb_fail(err, ZB_EINPUT, "%s:1:1: this is a plan, not a model; "
+                       "run it with zbrun %s", a->model_path, a->model_path);
     zb_model m;
     zb_status st = zb_guard_paths(a->model_path, a->out_path, err);
     if (st == ZB_OK) st = zb_model_load(a->model_path, &m, err);
@@ -193,10 +240,17 @@ int main(int argc, char **argv) {
     bool printed = false;
     zb_status st = parse_args(argc, argv, &a, &err);
     if (st == ZB_OK && a.help) {
-        fputs(usage, stdout);
+        print_usage();
+        return 0;
+    }
+    if (st == ZB_OK && a.version) {
+        printf("zbplan %s\n", ZB_VERSION);
         return 0;
     }
     if (st == ZB_OK) st = plan_main(&a, &err, &printed);
-    if (st != ZB_OK && !printed) fprintf(stderr, "zbplan: %s\n", err.msg);
+    /* messages that start with the file name ("file:1:1: ...") stand alone */
+    bool at_file = a.model_path && !strncmp(err.msg, a.model_path, strlen(a.model_path));
+    if (st != ZB_OK && !printed)
+        fprintf(stderr, "%s%s\n", at_file ? "" : "zbplan: ", err.msg);
     return zb_exit_code(st);
 }

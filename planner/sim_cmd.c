@@ -321,6 +321,9 @@ int zb_sim_cmd(int argc, char **argv) {
     zb_status st = parse_args(argc, argv, &a, &help, &err);
     if (st == ZB_OK && help) {
         fputs(usage, stdout);
+        fputs("Schedules:", stdout);
+        for (const char *const *n = zb_schedule_names(); *n; n++) printf(" %s", *n);
+        fputs("\nDocs: docs/zbplan.md (zbplan sim), docs/schedules.md.\n", stdout);
         return 0;
     }
     if (st == ZB_OK)

@@ -80,8 +80,11 @@ run "$tmp/nope.yaml"
 [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "nope.yaml" "$tmp/err" ||
     bad "missing plan: rc $rc $(cat "$tmp/err")"
 
-# data: none given, a file that does not exist, a file shorter than one
-# sequence; each a one-line error naming the file, exit 2, nothing trained
+# data: a file that does not exist, a file shorter than one sequence; each a
+# one-line error naming the file (the plan's key for a missing one), exit 2,
+# nothing trained. An empty text path trains on the built-in corpus with the
+# same losses as models/data/corpus.txt; a relative path is also looked for
+# beside the plan.
 expect_data_error() {
     local file=$1 want=$2
     run "$file" --steps 1 --threads 1
@@ -89,9 +92,17 @@ expect_data_error() {
         ! grep -q '^step ' "$tmp/out" || bad "$(basename "$file"): rc $rc $(cat "$tmp/err")"
 }
 sed 's|^    path: .*corpus.txt$|    path: ""|' "$good" >"$tmp/nodata.yaml"
-expect_data_error "$tmp/nodata.yaml" "nodata.yaml: training.data.path is empty"
+run "$tmp/nodata.yaml" --steps 2 --threads 1
+cp "$tmp/out" "$tmp/builtin.out"
+run "$good" --steps 2 --threads 1
+[ "$rc" -eq 0 ] && [ "$(grep '^step' "$tmp/builtin.out" | cut -d' ' -f1-4)" = \
+    "$(grep '^step' "$tmp/out" | cut -d' ' -f1-4)" ] || bad "empty text path: not the built-in corpus"
 sed "s|^    path: .*corpus.txt$|    path: $tmp/absent.txt|" "$good" >"$tmp/absent.yaml"
-expect_data_error "$tmp/absent.yaml" "$tmp/absent.txt"
+expect_data_error "$tmp/absent.yaml" "absent.yaml:[0-9]*:[0-9]*: training.data.path '$tmp/absent.txt' not found"
+mkdir -p "$tmp/d" && cp models/data/corpus.txt "$tmp/d/c.txt"
+sed "s|^    path: .*corpus.txt$|    path: d/c.txt|" "$good" >"$tmp/beside.yaml"
+run "$tmp/beside.yaml" --steps 1 --threads 1
+[ "$rc" -eq 0 ] || bad "a path relative to the plan's folder: rc $rc $(cat "$tmp/err")"
 printf 'too short' >"$tmp/short.txt"
 sed "s|^    path: .*corpus.txt$|    path: $tmp/short.txt|" "$good" >"$tmp/short.yaml"
 expect_data_error "$tmp/short.yaml" "$tmp/short.txt"

@@ -34,7 +34,7 @@ bad() { fails=$((fails + 1)); echo "FAIL: $*"; }
 python3 - "$tmp/out" <<'EOF' || bad "step lines: $(grep -c '^step ' "$tmp/out") lines, loss did not fall"
 import math, re, sys
 pat = re.compile(r"^step (\d+)/20 loss (\S+) lr (\S+) grad_norm (\S+) "
-                 r"tokens_per_s (\S+) ms (\S+)$")
+                 r"tokens_per_s (\S+) ms (\S+) elapsed_s (\S+) eta_s (\S+)$")
 steps = [pat.match(l) for l in open(sys.argv[1]) if l.startswith("step ")]
 assert len(steps) == 20 and all(steps), "20 well-formed step lines"
 assert [int(m.group(1)) for m in steps] == list(range(1, 21))

@@ -180,8 +180,30 @@ END_TEST
 START_TEST(test_missing_and_empty_path) {
     zb_model m = model(ZB_DATA_TEXT, "/nonexistent/zb/corpus.txt", 8, 256);
     expect_open_error(&m, ZB_EINPUT, "/nonexistent/zb/corpus.txt", "cannot open");
-    m = model(ZB_DATA_TEXT, "", 8, 256);
+    m = model(ZB_DATA_SHARDS, "", 8, 256);
     expect_open_error(&m, ZB_EINPUT, "no data file given", NULL);
+}
+END_TEST
+
+/* An empty text path is the built-in corpus: models/data/corpus.txt's
+ * bytes, batch for batch. */
+START_TEST(test_empty_path_is_builtin) {
+    zb_model a = model(ZB_DATA_TEXT, "", 16, 256);
+    zb_model b = model(ZB_DATA_TEXT, "models/data/corpus.txt", 16, 256);
+    zb_data *da, *db;
+    zb_err err;
+    ck_assert_int_eq(zb_data_open(&a, &da, &err), ZB_OK);
+    ck_assert_int_eq(zb_data_open(&b, &db, &err), ZB_OK);
+    ck_assert_uint_eq(zb_data_tokens(da), zb_data_tokens(db));
+    int ta[16], ga[16], tb[16], gb[16];
+    for (int step = 0; step < 5; step++) {
+        ck_assert_int_eq(zb_data_batch(da, step, 1, ta, ga, &err), ZB_OK);
+        ck_assert_int_eq(zb_data_batch(db, step, 1, tb, gb, &err), ZB_OK);
+        ck_assert_mem_eq(ta, tb, sizeof ta);
+        ck_assert_mem_eq(ga, gb, sizeof ga);
+    }
+    zb_data_free(da);
+    zb_data_free(db);
 }
 END_TEST
 
@@ -334,6 +356,7 @@ static Suite *data_suite(void) {
     tcase_add_test(tc, test_microbatch_mapping);
     tcase_add_test(tc, test_builtin_corpus);
     tcase_add_test(tc, test_sequential_order);
+    tcase_add_test(tc, test_empty_path_is_builtin);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -24,6 +24,7 @@
 #include "kernels/attention.h"
 #include "kernels/crossentropy.h"
 #include "kernels/embed.h"
+#include "kernels/fastexp.h"
 #include "kernels/gelu.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
@@ -583,6 +584,62 @@ static void gelu_setup(fd_ctx *c, size_t n) {
     c->loss_d = gelu_loss_d;
 }
 
+/* The vectorised expf inside GELU (kernels/fastexp.h) at its edges: huge
+ * inputs either side, infinities, NaN staying NaN; and its accuracy over
+ * a sweep against the double-precision formula. */
+START_TEST(test_gelu_extremes) {
+    float x[7] = {-200.0f, 200.0f, -INFINITY, 1e30f, NAN, -88.5f, 88.5f}, y[7];
+    zb_gelu_forward(y, x, 7);
+    ck_assert(fabsf(y[0]) < 1e-30f);
+    ck_assert_float_eq(y[1], 200.0f);
+    ck_assert(y[2] == 0.0f || isnan(y[2]) || fabsf(y[2]) < 1e-30f || isinf(y[2]));
+    ck_assert_float_eq(y[3], 1e30f);
+    ck_assert(isnan(y[4]));
+    ck_assert(fabsf(y[5]) < 1e-30f);
+    ck_assert_float_eq(y[6], 88.5f);
+    enum { N = 4001 };
+    static float xs[N], ys[N];
+    for (int i = 0; i < N; i++) xs[i] = -10.0f + 20.0f * (float)i / (N - 1);
+    zb_gelu_forward(ys, xs, N);
+    for (int i = 0; i < N; i++) {
+        double ref = ref_gelu(xs[i]);
+        ck_assert_msg(fabs(ys[i] - ref) <= 1e-6 * (1 + fabs(ref)), "gelu(%g) = %g, want %g",
+                      xs[i], ys[i], ref);
+    }
+}
+END_TEST
+
+/* GELU's vector clones (AVX-512, AVX2 or baseline, whichever this CPU
+ * picks) give bitwise the scalar formula, element by element. */
+static float gelu_scalar_gate(volatile float x) {
+    float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return 1.0f / (1.0f + zb_fast_expf(-2.0f * u));
+}
+
+START_TEST(test_gelu_vector_equals_scalar) {
+    enum { N = 10007 };
+    static float x[N], d[N], y[N], g[N];
+    seed(43);
+    for (int i = 0; i < N; i++) {
+        x[i] = 20.0f * (frand() - 0.5f);
+        d[i] = frand() - 0.5f;
+        g[i] = 0.0f;
+    }
+    zb_gelu_forward(y, x, N);
+    zb_gelu_backward(g, x, d, N);
+    for (int i = 0; i < N; i++) {
+        float s = gelu_scalar_gate(x[i]);
+        float du = 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x[i] * x[i]);
+        float want_y = x[i] * s;
+        float want_g = 0.0f + (s + 2.0f * x[i] * s * (1.0f - s) * du) * d[i];
+        ck_assert_msg(memcmp(&y[i], &want_y, sizeof y[i]) == 0, "gelu(%a) = %a, scalar %a",
+                      x[i], y[i], want_y);
+        ck_assert_msg(memcmp(&g[i], &want_g, sizeof g[i]) == 0, "gelu'(%a): %a, scalar %a",
+                      x[i], g[i], want_g);
+    }
+}
+END_TEST
+
 START_TEST(test_gelu) {
     fd_ctx c;
     seed(41);
@@ -919,6 +976,8 @@ static Suite *kernels_suite(void) {
     tcase_add_test(tc, test_attention_grad_fd);
     tcase_add_test(tc, test_attention_causal);
     tcase_add_test(tc, test_gelu);
+    tcase_add_test(tc, test_gelu_extremes);
+    tcase_add_test(tc, test_gelu_vector_equals_scalar);
     tcase_add_test(tc, test_embed);
     tcase_add_test(tc, test_crossentropy);
     tcase_add_test(tc, test_crossentropy_uniform);

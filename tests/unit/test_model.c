@@ -209,7 +209,12 @@ START_TEST(min_lr_follows_lr) {
              "cluster: {device: cpu}\n");
     ck_assert_int_eq(parse_text(text, NULL, NULL, &m, &e), ZB_OK);
     ck_assert(m.train.opt.lr == 1e-5);
-    ck_assert(m.train.opt.min_lr == 1e-5 / 10);
+    ck_assert(m.train.opt.min_lr == 1e-6);   /* the decimal, not 1e-5 / 10 */
+    snprintf(text, sizeof text, "%straining: {global_batch: 4, optimizer: {lr: 3.0e-3}}\n",
+             "model: {layers: 2, hidden: 32, heads: 2, seq_len: 16, vocab: 50}\n"
+             "cluster: {device: cpu}\n");
+    ck_assert_int_eq(parse_text(text, NULL, NULL, &m, &e), ZB_OK);
+    ck_assert(m.train.opt.min_lr == 3e-4);   /* 3e-3 / 10 is 0.00030000000000000003 */
 }
 END_TEST
 

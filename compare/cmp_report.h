@@ -1,0 +1,40 @@
+/* cmp_report.h - the part of a zbrun report (report.yaml, executor/
+ * report.h) that zbreport compares: layout, bubbles, speed, memory, and the
+ * measured timeline of one step.
+ *
+ * Memory: the largest pipeline rank's peak, measured and predicted on the
+ * same basis (the plan's peak less its workspace margin, as zbrun writes
+ * predicted_peak_mem_bytes). Times in seconds.
+ * Errors: ZB_EINPUT "file:line:col: what is wrong" for a file that is not a
+ * zbrun report (missing key, wrong type), ZB_EIO when it cannot be read.
+ */
+#ifndef ZB_CMP_REPORT_H
+#define ZB_CMP_REPORT_H
+
+#include <stdbool.h>
+
+#include "common/zb_error.h"
+
+typedef struct {
+    int n;                  /* actions */
+    char (*label)[24];      /* [n] "F3", "B3.c1" */
+    double *start, *end;    /* [n] seconds from the step's first start */
+} zb_cmp_row;
+
+typedef struct {
+    char path[512];
+    char model[128], schedule[64];
+    int dp, tp, pp, v, m;
+    double bubble, pred_bubble;
+    double replayed;        /* < 0 when the report has none */
+    double step_s, pred_step_s, tokens_per_s, mfu, pred_mfu;
+    bool mfu_guessed;       /* MFU against a guessed (cpu) peak */
+    double mem_bytes, pred_mem_bytes;
+    int step;               /* step of the timeline, 0 if none */
+    zb_cmp_row *rows;       /* [pp], NULL when the report has no timeline */
+} zb_cmp_report;
+
+zb_status zb_cmp_report_read(const char *path, zb_cmp_report *out, zb_err *err);
+void zb_cmp_report_free(zb_cmp_report *r);
+
+#endif

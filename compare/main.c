@@ -1,0 +1,107 @@
+/* main.c - zbreport: compare schedules from zbrun reports (docs/zbreport.md).
+ *
+ *   zbreport REPORT.yaml... [-o FILE.svg]
+ *
+ * Prints one table row per report (schedule, layout, predicted and
+ * measured bubble, step time, tokens/s, MFU, peak memory predicted and
+ * measured) and, with -o, writes the comparison picture (cmp_svg.h).
+ * Exit status: 0 done, 2 bad usage or a file that is not a zbrun report,
+ * 1 failure writing the picture.
+ */
+#include "version.h"   /* ZB_VERSION: git describe at build time (Makefile) */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare/cmp_report.h"
+#include "compare/cmp_svg.h"
+
+static const char usage[] =
+    "usage: zbreport REPORT.yaml... [-o FILE.svg]\n"
+    "Compare runs (zbrun --report FILE) of one model with different schedules.\n"
+    "  -o, --svg FILE   write the bars and timelines picture (default: none)\n"
+    "  -h, --help       this text\n"
+    "  --version        zbreport's version (git describe at build time)\n"
+    "Exit status: 0 done; 2 bad usage or a file that is not a zbrun report;\n"
+    "  1 the picture could not be written.\n"
+    "Docs: docs/zbreport.md; `make compare` runs every schedule and calls this.\n";
+
+#define MIB (1024.0 * 1024.0)
+
+static void print_table(const zb_cmp_report *r, int n) {
+    bool guessed = false;
+    printf("%-12s %-14s %15s %10s %11s %9s %9s %17s\n", "schedule",
+           "dp/tp/pp/v", "bubble % (pred)", "replayed %", "step ms", "tokens/s",
+           "MFU %", "peak MiB (pred)");
+    for (int i = 0; i < n; i++) {
+        char layout[32], rep[16] = "-";
+        snprintf(layout, sizeof layout, "%d/%d/%d/%d", r[i].dp, r[i].tp, r[i].pp, r[i].v);
+        if (r[i].replayed >= 0) snprintf(rep, sizeof rep, "%.1f", 100 * r[i].replayed);
+        printf("%-12s %-14s %6.1f (%6.1f) %10s %11.2f %9.0f %8.2f%s %7.1f (%7.1f)\n",
+               r[i].schedule, layout, 100 * r[i].bubble, 100 * r[i].pred_bubble, rep,
+               r[i].step_s * 1e3, r[i].tokens_per_s, 100 * r[i].mfu,
+               r[i].mfu_guessed ? "*" : " ", r[i].mem_bytes / MIB,
+               r[i].pred_mem_bytes / MIB);
+        guessed = guessed || r[i].mfu_guessed;
+    }
+    printf("replayed: the plan's schedule simulated with the run's measured pass "
+           "times\npeak MiB: largest pipeline rank; predicted without the "
+           "planner's workspace margin\n");
+    if (guessed) printf("*: MFU against a guessed CPU peak, not a measured one\n");
+}
+
+int main(int argc, char **argv) {
+    const char *svg = NULL;
+    int n = 0;
+    const char **paths = calloc((size_t)argc, sizeof *paths);
+    if (!paths) return 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage, stdout);
+            free(paths);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("zbreport %s\n", ZB_VERSION);
+            free(paths);
+            return 0;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--svg")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "zbreport: %s needs a file name\n", a);
+                free(paths);
+                return 2;
+            }
+            svg = argv[++i];
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "zbreport: unknown option '%s' (see zbreport --help)\n", a);
+            free(paths);
+            return 2;
+        } else {
+            paths[n++] = a;
+        }
+    }
+    if (n == 0) {
+        fprintf(stderr, "zbreport: no report given (usage: zbreport REPORT.yaml... "
+                "[-o FILE.svg])\n");
+        free(paths);
+        return 2;
+    }
+    zb_cmp_report *reps = calloc((size_t)n, sizeof *reps);
+    zb_err err = {{0}};
+    zb_status st = reps ? ZB_OK : ZB_ENOMEM;
+    int read = 0;
+    for (; st == ZB_OK && read < n; read++)
+        st = zb_cmp_report_read(paths[read], &reps[read], &err);
+    if (st == ZB_OK) {
+        read = n;
+        print_table(reps, n);
+        if (svg) st = zb_cmp_svg_write(svg, reps, n, &err);
+        if (st == ZB_OK && svg) printf("wrote %s\n", svg);
+    }
+    if (st != ZB_OK) fprintf(stderr, "zbreport: %s\n", err.msg);
+    for (int i = 0; reps && i < read; i++) zb_cmp_report_free(&reps[i]);
+    free(reps);
+    free(paths);
+    return st == ZB_OK ? 0 : st == ZB_EINPUT || st == ZB_EIO ? 2 : 1;
+}
