@@ -40,6 +40,10 @@ typedef struct {
     double peak;       /* FLOP/s of GEMMs at the training precision */
     double peak_elem;  /* FLOP/s of elementwise work (CUDA cores, fp32) */
     double ar_s;       /* one TP all-reduce of b*s*h*e bytes (0 at t = 1) */
+    double Vl;         /* vocabulary rows per TP rank, ceil(V / t) */
+    double ce_ar_s;    /* the cross-entropy's all-reduces over TP: row max
+                          [t, bs] then sum(exp) and target logit [2, bs],
+                          doubles (0 at t = 1) */
 } shape;
 
 /* ---- building blocks ------------------------------------------------ */
@@ -194,38 +198,44 @@ static double block_params(const shape *x) {
     return (4 * h * h + 2 * h * f + 3 * h + f) / t + 2 * h + 4 * h;
 }
 
-/* ---- embedding and head (replicated over TP) ------------------------- */
+/* ---- embedding and head (vocabulary-parallel over TP) ---------------- */
 
-/* Token + position embedding: a gather and an add in F; no input gradient
- * (B is empty); W scatter-adds the output gradient into the token table and
- * sums it into the position table. Keeps the int32 token ids; after B its
- * output gradient (e bytes, b*s*h) waits for W. */
+/* Token + position embedding, the token table split over TP by vocabulary
+ * rows (Megatron): F looks the tokens up in the local rows (0 elsewhere),
+ * all-reduces the b*s*h output over TP, then adds the position embedding;
+ * no input gradient (B is empty); W scatter-adds the output gradient into
+ * the local rows and sums it into the (replicated) position table. Keeps
+ * the int32 token ids; after B its output gradient waits for W. */
 static void embed_cost(const shape *x, zb_pass_cost *c) {
     double bsh = x->b * x->s * x->h, ids = 4 * x->b * x->s;
     c->f_flops = c->b_flops = c->w_flops = 0;  /* no matrix multiplies */
-    c->f_s = elem_s(x, bsh);
+    c->f_s = elem_s(x, 2 * bsh) + x->ar_s;
     c->b_s = 0;
     c->w_s = elem_s(x, 2 * bsh);
     c->m_b_bytes = ids;
     c->m_w_bytes = ids + x->e * bsh;
-    c->params = x->V * x->h + x->s * x->h;
+    c->params = x->Vl * x->h + x->s * x->h;
 }
 
-/* Final LayerNorm, LM head GEMM [b*s x h] x [h x V] and cross-entropy.
+/* Final LayerNorm, LM head GEMM [b*s x h] x [h x V/t] over the local
+ * vocabulary rows and the vocab-parallel cross-entropy (row max, sum of
+ * exp and target logit all-reduced over TP; no rank holds b*s*V logits).
  * Logits are kept in fp32 (4 bytes); B turns them into dlogits in place,
- * which W needs with the LN output. The head's weight is a full V x h copy
- * on its device, also with tied embeddings (docs/cost-model.md). */
+ * which W needs with the LN output; B all-reduces the partial input
+ * gradient of the head GEMM. The head's weight is the local shard, also a
+ * copy with tied embeddings on another device (docs/cost-model.md). */
 static void head_cost(const shape *x, zb_pass_cost *c) {
-    double bs = x->b * x->s, h = x->h, V = x->V;
-    double bsh = bs * h, logits = 4 * bs * V;
-    c->f_flops = c->b_flops = c->w_flops = 2 * bs * h * V;
-    c->f_s = gemm_s(x, bs, V, h) + elem_s(x, LN_FLOPS * bsh + CE_FLOPS * bs * V);
-    c->b_s = gemm_s(x, bs, h, V) +
-             elem_s(x, 2 * LN_FLOPS * bsh + DLOGIT_FLOPS * bs * V);
-    c->w_s = gemm_s(x, V, h, bs) + elem_s(x, LNGRAD_FLOPS * bsh);
+    double bs = x->b * x->s, h = x->h, Vl = x->Vl;
+    double bsh = bs * h, logits = 4 * bs * Vl;
+    c->f_flops = c->b_flops = c->w_flops = 2 * bs * h * Vl;
+    c->f_s = gemm_s(x, bs, Vl, h) +
+             elem_s(x, LN_FLOPS * bsh + CE_FLOPS * bs * Vl) + x->ce_ar_s;
+    c->b_s = gemm_s(x, bs, h, Vl) +
+             elem_s(x, 2 * LN_FLOPS * bsh + DLOGIT_FLOPS * bs * Vl) + x->ar_s;
+    c->w_s = gemm_s(x, Vl, h, bs) + elem_s(x, LNGRAD_FLOPS * bsh);
     c->m_b_bytes = logits + 2 * x->e * bsh + 4 * bs; /* + LN in/out, targets */
     c->m_w_bytes = logits + x->e * bsh;
-    c->params = V * h + 2 * h;
+    c->params = Vl * h + 2 * h;
 }
 
 /* ---- public ---------------------------------------------------------- */
@@ -277,6 +287,9 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
     double bw = intra ? C->intra_bw_Bps : C->inter_bw_Bps;
     double lat = intra ? C->intra_lat_s : C->inter_lat_s;
     x.ar_s = zb_allreduce_s(x.b * x.s * x.h * x.e, tp, bw, lat);
+    x.Vl = (A->vocab + tp - 1) / tp;
+    x.ce_ar_s = zb_allreduce_s(8.0 * x.b * x.s * tp, tp, bw, lat) +
+                zb_allreduce_s(8.0 * x.b * x.s * 2, tp, bw, lat);
 
     *out = (zb_cost_table){.tp = tp, .micro_batch = micro_batch,
                            .peak_flops = x.peak};
@@ -285,6 +298,7 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
     out->layer.params = block_params(&x);
     embed_cost(&x, &out->embed);
     head_cost(&x, &out->head);
+    out->vocab_params = x.Vl * x.h;
     out->p2p_bytes = x.b * x.s * x.h * x.e / (x.sp ? x.t : 1);
     out->p2p_intra_s = zb_p2p_s(out->p2p_bytes, C->intra_bw_Bps, C->intra_lat_s);
     out->p2p_inter_s = zb_p2p_s(out->p2p_bytes, C->inter_bw_Bps, C->inter_lat_s);

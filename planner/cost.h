@@ -31,6 +31,8 @@ typedef struct {
     zb_pass_cost layer;   /* one transformer block */
     zb_pass_cost embed;   /* token + position embedding (first stage) */
     zb_pass_cost head;    /* final LayerNorm + LM head + cross-entropy */
+    double vocab_params;  /* ceil(V/tp)*h: one rank's token table shard,
+                             held once where embedding and head share it */
     double p2p_bytes;     /* one activation (or gradient) between stages */
     double p2p_intra_s;   /* its time over an intra-node link */
     double p2p_inter_s;   /* ... over an inter-node link */

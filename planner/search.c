@@ -202,11 +202,10 @@ static double lower_bound_split(const zb_model *mdl, const split *s,
     double work = mdl->arch.layers * (ct->layer.f_s + ct->layer.b_s + ct->layer.w_s) +
                   ct->embed.f_s + ct->embed.b_s + ct->embed.w_s +
                   ct->head.f_s + ct->head.b_s + ct->head.w_s;
-    /* a rank holding both ends keeps one tied V x h matrix (rank_params) */
+    /* a rank holding both ends keeps one tied table shard (rank_params) */
     double params = mdl->arch.layers * ct->layer.params + ct->embed.params +
                     ct->head.params -
-                    (mdl->arch.tied_embeddings
-                         ? (double)mdl->arch.vocab * mdl->arch.hidden : 0);
+                    (mdl->arch.tied_embeddings ? ct->vocab_params : 0);
     *params_share = params / s->pp;
     /* the busiest rank ends after the mean work; the rank with the most
      * parameters reduces at least a mean share (after its own last pass,
@@ -401,7 +400,7 @@ static zb_status keep(ctx *x, zb_candidate *c, zb_err *err) {
 static double rank_params(const zb_model *mdl, const zb_cost_table *ct,
                           const zb_stage_span *sp, int pp, int v,
                           zb_placement pl, int r) {
-    double params = 0, vocab_h = (double)mdl->arch.vocab * mdl->arch.hidden;
+    double params = 0, vocab_h = ct->vocab_params;
     bool embed = false, head = false, tied = mdl->arch.tied_embeddings;
     for (int c = 0; c < v; c++) {
         const zb_stage_span *s = &sp[zb_placement_vstage(pl, pp, r, c)];
@@ -411,7 +410,7 @@ static double rank_params(const zb_model *mdl, const zb_cost_table *ct,
         embed |= s->embed;
         head |= s->head;
     }
-    /* tied embeddings: a rank holding both keeps one V x h matrix, as in
+    /* tied embeddings: a rank holding both keeps one table shard, as in
      * zb_partition (pp = 1, or the V placement's rank 0) */
     if (embed && head && tied) params -= vocab_h;
     return params;

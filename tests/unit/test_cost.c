@@ -186,7 +186,10 @@ START_TEST(params_gpt2) {
      * fc1 (hf+f)/2 = 1181184, fc2 hf/2 + h = 1180416, 2 LN 3072. */
     ct = eval(&m, 2, 1);
     REL(ct.layer.params, 885888.0 + 295680 + 1181184 + 1180416 + 3072);
-    REL(ct.embed.params, 50257.0 * 768 + 1024.0 * 768); /* replicated */
+    /* vocab-parallel: ceil(50257/2) = 25129 rows of the token table */
+    REL(ct.embed.params, 25129.0 * 768 + 1024.0 * 768);
+    REL(ct.head.params, 25129.0 * 768 + 2 * 768);
+    REL(ct.vocab_params, 25129.0 * 768);
 }
 END_TEST
 
@@ -291,14 +294,21 @@ END_TEST
 
 START_TEST(head_and_embed) {
     zb_model m = gpt2();
-    zb_cost_table ct = eval(&m, 2, 1); /* head and embedding replicated */
-    double bshV = 1024.0 * 768 * 50257;
+    zb_cost_table ct = eval(&m, 2, 1); /* vocab-parallel: V/2 rows each */
+    double bshV = 1024.0 * 768 * 25129;
     REL(ct.head.f_flops, 2 * bshV);
     REL(ct.head.b_flops, 2 * bshV);
     REL(ct.head.w_flops, 2 * bshV);
-    /* fp32 logits (4 bsV) are part of the head's activations */
-    ck_assert(ct.head.m_b_bytes >= 4.0 * 1024 * 50257);
-    ck_assert(ct.head.m_b_bytes < 4.0 * 1024 * 50257 + 4 * 1024.0 * 768 * 2);
+    /* fp32 logits of the local rows (4 bsV/t) are the head's activations */
+    ck_assert(ct.head.m_b_bytes >= 4.0 * 1024 * 25129);
+    ck_assert(ct.head.m_b_bytes < 4.0 * 1024 * 25129 + 4 * 1024.0 * 768 * 2);
+    /* tp 1 holds everything; the head's time shrinks with tp */
+    zb_cost_table c1 = eval(&m, 1, 1);
+    REL(c1.head.f_flops, 2 * 1024.0 * 768 * 50257);
+    ck_assert(ct.head.f_s < 0.75 * c1.head.f_s);
+    ck_assert(ct.head.w_s < 0.75 * c1.head.w_s);
+    /* tp > 1 adds the embedding's all-reduce (F) and the head's (B) */
+    ck_assert(ct.embed.f_s > c1.embed.f_s);
     ck_assert_double_eq(ct.embed.f_flops + ct.embed.b_flops + ct.embed.w_flops, 0);
     /* embedding keeps the token ids (4 bytes each); after B its output
      * gradient (b*s*h*2 bytes) waits for W */
