@@ -7,6 +7,7 @@
 #   make valgrind   unit tests under valgrind --leak-check=full
 #   make bench      benchmarks (numbers, not pass/fail timing)
 #   make plans      regenerate plans/ from models/
+#   make validate   cost model vs Megatron-LM's published table (numbers)
 #   make cuda       compile the CUDA sources with nvcc (when present)
 #   make cuda-test  run the CUDA kernels against the CPU ones (needs a GPU)
 
@@ -50,7 +51,7 @@ EXT_LIBS    := $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
 TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps run test unit e2e asan valgrind bench plans cuda cuda-test clean
+.PHONY: all deps run test unit e2e asan valgrind bench plans validate cuda cuda-test clean
 all: $(BIN)/zbplan $(BIN)/zbrun
 
 deps:
@@ -115,6 +116,9 @@ bench: all $(BENCHES)
 
 plans: $(BIN)/zbplan
 	BIN=$(BIN) bash plans/make_plans.sh
+
+validate: $(BIN)/zbplan
+	BIN=$(BIN) bash tests/bench/validate.sh
 
 NVCC ?= $(shell command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)
 NVFLAGS ?= -std=c++17 -O2 -I. -Xcompiler -Wall,-Wextra
