@@ -20,6 +20,7 @@
 #include "planner/search.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -478,6 +479,25 @@ static zb_status exact_peak(ctx *x, const zb_schedule *sc, zb_placement pl,
     return st;
 }
 
+/* Does the schedule take a fixed number of chunks (--chunks cannot help)? */
+static bool fixed_chunks(const char *name) {
+    return zb_schedule_chunks(name, 2) == zb_schedule_chunks(name, 4);
+}
+
+/* Count a candidate whose conditions do not hold; keep the first reason
+ * (which condition failed and which option changes it) for the error. */
+static void not_applicable(zb_search_result *res, int count, const char *fmt,
+                           ...) __attribute__((format(printf, 3, 4)));
+static void not_applicable(zb_search_result *res, int count, const char *fmt,
+                           ...) {
+    res->not_applicable += count;
+    if (res->why_not_applicable[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(res->why_not_applicable, sizeof res->why_not_applicable, fmt, ap);
+    va_end(ap);
+}
+
 /* Build a job's schedule into c->sched. Unmet conditions (ZB_EINPUT) and
  * an automatic schedule that cannot meet its memory limit (ZB_EINFEASIBLE)
  * are counted and set *skip; they are not errors of the search. */
@@ -496,7 +516,12 @@ static zb_status build_job(ctx *x, const split *s, const job *jb,
     snprintf(c->rep.solver, sizeof c->rep.solver, "generator");
     zb_status st = zb_schedule_make(jb->name, &prm, &c->sched, &c->rep, &e2);
     *skip = st == ZB_EINPUT || st == ZB_EINFEASIBLE;
-    if (st == ZB_EINPUT) x->res->not_applicable++;
+    if (st == ZB_EINPUT)
+        not_applicable(x->res, 1, "schedule %s (pp %d, v %d, m %d = "
+                       "global_batch / (dp %d x micro-batch %d)): %s; change "
+                       "--pp, --micro-batch%s", jb->name, s->pp, jb->v, s->m,
+                       s->dp, s->mb, e2.msg,
+                       fixed_chunks(jb->name) ? "" : " or --chunks");
     if (st == ZB_EINFEASIBLE) x->res->over_memory++;
     if (st == ZB_OK || *skip) return ZB_OK;
     return zb_fail(err, st, "schedule %s (p=%d m=%d v=%d): %s", jb->name,
@@ -586,7 +611,12 @@ static zb_status run_split(ctx *x, split *s, const job *jobs, int njobs,
         int v = jobs[i].v, count = 0;
         for (int k = i; k < njobs; k++) count += jobs[k].v == v;
         if (s->pp * v > x->mdl->arch.layers) {
-            x->res->not_applicable += count;
+            not_applicable(x->res, count, "%s with %d chunks per rank on pp "
+                           "%d needs pp x chunks = %d virtual stages, but the "
+                           "model has %d layers (one layer per virtual stage "
+                           "at least); lower %s", jobs[i].name,
+                           v, s->pp, s->pp * v, x->mdl->arch.layers,
+                           fixed_chunks(jobs[i].name) ? "--pp" : "--chunks or --pp");
             for (int k = i; k < njobs; k++) if (jobs[k].v == v) done[k] = true;
             continue;
         }
@@ -726,6 +756,26 @@ static void ctx_free(ctx *x) {
     zb_costs_free(&x->cost[1]);
 }
 
+/* Nothing kept. When every candidate failed a condition and the user forced
+ * an option, that is bad input (exit 2) naming the condition and the option;
+ * otherwise the search found nothing that fits. */
+static zb_status no_candidate(const zb_model *mdl, const zb_search_opts *o,
+                              const zb_search_result *res, zb_err *err) {
+    bool forced = o->schedule[0] || o->v > 0 || o->pp > 0 || o->micro_batch > 0;
+    if (forced && res->not_applicable > 0 && res->simulated == 0 &&
+        res->over_memory == 0)
+        return zb_fail(err, ZB_EINPUT, "%s%s", o->schedule[0] ? "--schedule "
+                       "cannot apply: " : "the forced options cannot apply: ",
+                       res->why_not_applicable);
+    return zb_fail(err, ZB_EINFEASIBLE, "no candidate fits: %d splits, %d "
+                   "schedules simulated, %d over device memory (%.1f GiB), "
+                   "%d not applicable%s%s%s", res->splits, res->simulated,
+                   res->over_memory, mdl->cluster.device.mem_bytes / 1073741824.0,
+                   res->not_applicable, res->why_not_applicable[0] ? " (first: " : "",
+                   res->why_not_applicable[0] ? res->why_not_applicable : "",
+                   res->why_not_applicable[0] ? ")" : "");
+}
+
 static zb_status validate_opts(const zb_search_opts *o, zb_err *err) {
     if (o->top_k < 1) return zb_fail(err, ZB_EINPUT, "--top must be >= 1");
     if (o->dp < 0 || o->tp < 0 || o->pp < 0 || o->v < 0 || o->micro_batch < 0)
@@ -764,12 +814,7 @@ zb_status zb_search(const zb_model *mdl, const zb_search_opts *o,
     res->splits = ns;
     if (st == ZB_OK) st = search_phases(&x, sp, ns, err);
     if (st == ZB_OK) st = finish(mdl, res, err);
-    if (st == ZB_OK && res->n == 0)
-        st = zb_fail(err, ZB_EINFEASIBLE, "no candidate fits: %d splits, %d "
-                     "schedules simulated, %d over device memory (%.1f GiB), "
-                     "%d not applicable", res->splits, res->simulated,
-                     res->over_memory, mdl->cluster.device.mem_bytes / 1073741824.0,
-                     res->not_applicable);
+    if (st == ZB_OK && res->n == 0) st = no_candidate(mdl, o, res, err);
     free(sp);
     ctx_free(&x);
     res->elapsed_s = now_s() - t0;

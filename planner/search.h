@@ -79,6 +79,8 @@ typedef struct {
     int pruned;              /* skipped: lower bound >= the k-th best */
     int over_memory;         /* dropped: did not fit */
     int not_applicable;      /* generator conditions did not hold */
+    char why_not_applicable[256]; /* the first such condition, with the
+                                     option that changes it; "" if none */
     double elapsed_s;
 } zb_search_result;
 

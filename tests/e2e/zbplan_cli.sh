@@ -112,6 +112,14 @@ expect_usage_error models/tiny.yaml --solver magic
 expect_usage_error models/tiny.yaml --schedule zb-x
 expect_usage_error models/tiny.yaml --micro-batch 3
 expect_usage_error models/tiny.yaml models/tiny.yaml
+# forced values that cannot apply: exit 2, naming the condition and option
+expect_usage_error models/tiny.yaml --pp 4 --schedule interleaved --chunks 4 -o "$tmp/na.yaml"
+grep -q 'needs pp x chunks = 16 virtual stages, but the model has 8 layers.*lower --chunks or --pp' "$tmp/err" && ok || bad "chunks message: $(cat "$tmp/err")"
+expect_usage_error models/tiny.yaml --pp 4 --schedule interleaved --chunks 2 --micro-batch 8 -o "$tmp/na.yaml"
+grep -q 'divisible by stages.*change --pp, --micro-batch or --chunks' "$tmp/err" && ok || bad "m % p message: $(cat "$tmp/err")"
+expect_usage_error models/tiny.yaml --pp 8 --schedule zb-v -o "$tmp/na.yaml"
+grep -q 'lower --pp$' "$tmp/err" && ok || bad "zb-v message: $(cat "$tmp/err")"
+[ ! -e "$tmp/na.yaml" ] && ok || bad "a plan was written for an inapplicable schedule"
 if [ "$(grep -c '' <<<"$("$Z" sim --schedule 1f1b --stages x --microbatches 4 2>&1)")" = 1 ] &&
    [ "$("$Z" sim --schedule 1f1b --stages x --microbatches 4 2>&1)" = \
      "zbplan: --stages must be a positive integer, got 'x'" ]; then ok
