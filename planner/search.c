@@ -77,7 +77,11 @@ double zb_search_grad_bytes(const zb_model *m) {
 
 double zb_search_optimizer_s(const zb_model *m, double params, int dp,
                              double peak_flops) {
-    double bw = peak_flops / ZB_SEARCH_FLOPS_PER_BYTE;
+    /* AdamW streams its state through memory: the device's bandwidth at
+     * the cost model's streaming efficiency, else a machine balance */
+    double mbw = m->cluster.device.mem_bw_Bps;
+    double bw = mbw > 0 ? ZB_SEARCH_BW_EFF * mbw
+                        : peak_flops / ZB_SEARCH_FLOPS_PER_BYTE;
     double held = m->train.zero1 && dp > 1 ? params / dp : params;
     return bw > 0 ? held * ZB_SEARCH_OPT_BYTES / bw : 0.0;
 }

@@ -35,10 +35,13 @@
 /* Bytes of memory traffic per parameter for one AdamW step (read weight,
  * gradient and two moments, write weight and two moments, ~4 B each). */
 #define ZB_SEARCH_OPT_BYTES 16.0
-/* Memory bandwidth is not in the device table; the search assumes a
- * machine balance of this many FLOPs (at the precision's peak) per byte,
- * close to A100/H100 class devices. */
+/* A device without a memory bandwidth: the search assumes a machine
+ * balance of this many FLOPs (at the precision's peak) per byte, close to
+ * A100/H100 class devices. */
 #define ZB_SEARCH_FLOPS_PER_BYTE 250.0
+/* Fraction of the device's memory bandwidth a streaming kernel reaches (the
+ * cost model's BW_EFF, docs/cost-model.md section 2.2). */
+#define ZB_SEARCH_BW_EFF 0.80
 
 typedef struct {
     int dp, tp, pp;          /* > 0 forces; 0 searches (device "cpu": 0 = 1) */
