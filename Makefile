@@ -113,6 +113,7 @@ valgrind: $(TESTS)
 bench: all $(BENCHES)
 	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
 	@[ ! -x tests/bench/run.sh ] || BIN=$(BIN) tests/bench/run.sh
+	@BIN=$(BIN) bash tests/bench/replan.sh
 
 plans: $(BIN)/zbplan
 	BIN=$(BIN) bash plans/make_plans.sh

@@ -3,6 +3,7 @@
  *   zbrun PLAN [--steps N] [--backend cpu|cuda|auto] [--report FILE]
  *              [--trace FILE] [--svg FILE] [--checkpoint-every N]
  *              [--checkpoint-dir DIR] [--resume] [--threads N] [-q]
+ *              [--profile FILE]
  *
  * Prints one line per step (on a terminal: a live progress line and a step
  * line every few steps), then a table of measured against predicted numbers
@@ -20,6 +21,7 @@
 
 #include "common/zb_error.h"
 #include "common/zb_plan.h"
+#include "executor/profile.h"
 #include "executor/report.h"
 #include "executor/runtime.h"
 #include "executor/svg.h"
@@ -32,6 +34,8 @@ static const char usage[] =
     "  --report FILE         write the run report (YAML)\n"
     "  --trace FILE          write a Chrome/Perfetto trace (JSON)\n"
     "  --svg FILE            write the planned and executed timelines (SVG)\n"
+    "  --profile FILE        write measured pass, transfer and all-reduce times\n"
+    "                        and memory beside the plan's (for zbplan --profile)\n"
     "  --checkpoint-every N  save a checkpoint every N steps (default: never)\n"
     "  --checkpoint-dir DIR  where checkpoints go (default: checkpoints)\n"
     "  --resume              continue after the newest checkpoint in DIR\n"
@@ -41,6 +45,7 @@ static const char usage[] =
 
 typedef struct {
     const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir;
+    const char *profile;
     int steps, ckpt_every, threads;
     bool resume, quiet, help;
 } args;
@@ -92,6 +97,7 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     else if (take_opt(argc, argv, i, "--report", &v, &st, err)) a->report = v;
     else if (take_opt(argc, argv, i, "--trace", &v, &st, err)) a->trace = v;
     else if (take_opt(argc, argv, i, "--svg", &v, &st, err)) a->svg = v;
+    else if (take_opt(argc, argv, i, "--profile", &v, &st, err)) a->profile = v;
     else if (arg[0] == '-' && arg[1] != '\0')
         st = zb_fail(err, ZB_EINPUT, "unknown option '%s' (see zbrun --help)", arg);
     else if (a->plan_path)
@@ -162,10 +168,12 @@ static zb_status write_outputs(const args *a, const zb_plan *plan,
     if (a->report) ZB_TRY(zb_report_write(a->report, plan, res, a->backend, err));
     if (a->trace) ZB_TRY(zb_trace_write(a->trace, plan, res, err));
     if (a->svg) ZB_TRY(zb_svg_write(a->svg, plan, res, err));
+    if (a->profile) ZB_TRY(zb_profile_write(a->profile, plan, res, err));
     if (a->quiet) return ZB_OK;
     if (a->report) printf("wrote %s\n", a->report);
     if (a->trace) printf("wrote %s\n", a->trace);
     if (a->svg) printf("wrote %s\n", a->svg);
+    if (a->profile) printf("wrote %s\n", a->profile);
     return ZB_OK;
 }
 

@@ -37,6 +37,10 @@ typedef struct {
     double *red;                 /* [2 + world] world all-reduce of the norm,
                                     loss and non-finite flags */
     double *t_start, *t_end;     /* this step's slot of the result's ring */
+    /* communication timing, summed over the counted steps (rank.c) */
+    bool count_comm;             /* this step counts (not the warm-up) */
+    int comm_steps, sends;
+    double send_s, dp_ar_s, emb_ar_s, post_s;
 } zb_rank;
 
 struct zb_run_ctx {

@@ -29,6 +29,7 @@
 
 #include "planner/cost.h"
 #include "planner/partition.h"
+#include "planner/profile.h"
 
 #define MAX_JOBS 64
 
@@ -114,6 +115,9 @@ typedef struct {
     zb_cost_table ct;
     double lb;           /* step-time lower bound, any schedule */
     double best;         /* best fitting step time found */
+    bool measured;       /* pass times from the profile */
+    bool measured_post;  /* all-reduce + optimizer: the profile's overhead */
+    double post_s;       /* that overhead */
     bool static_over;    /* even an even share of the weights does not fit */
 } split;
 
@@ -216,6 +220,7 @@ static double lower_bound_split(const zb_model *mdl, const split *s,
      * parameters reduces at least a mean share (after its own last pass,
      * which may come before the others' ends: hence max, not sum) */
     double pipe = s->m * work / s->pp;
+    if (s->measured_post) return pipe + s->post_s;
     double ar = allreduce_s(mdl, *params_share, s->dp, s->tp, s->pp);
     return (pipe > ar ? pipe : ar) +
            zb_search_optimizer_s(mdl, *params_share, s->dp, ct->peak_flops);
@@ -239,6 +244,10 @@ static zb_status add_split(ctx *x, split **arr, int *n, int *cap, int dp,
     zb_status st = zb_cost_eval(x->mdl, tp, mb, &s->ct, &x->skip_err);
     if (st == ZB_EINFEASIBLE) { x->skipped_splits++; return ZB_OK; }
     if (st != ZB_OK) return zb_fail(err, st, "%s", x->skip_err.msg);
+    const zb_profile *prof = x->o->profile;
+    s->measured = zb_profile_apply(prof, x->mdl, tp, mb, &s->ct);
+    s->measured_post = s->measured && zb_profile_covers_layout(prof, dp, tp, pp);
+    s->post_s = s->measured_post ? prof->overhead_s : 0;
     double share;
     s->lb = lower_bound_split(x->mdl, s, &share);
     s->static_over = zb_static_mem_bytes(x->mdl, share, dp) + x->ws_bytes >
@@ -433,7 +442,7 @@ static void prepare_placement(ctx *x, const split *s, zb_placement pl) {
     for (int r = 0; r < pp; r++) {
         double prm = rank_params(x->mdl, &s->ct, x->spans, pp, v, pl, r), busy = 0;
         x->static_r[pl][r] = zb_static_mem_bytes(x->mdl, prm, s->dp);
-        x->ar_r[pl][r] = allreduce_s(x->mdl, prm, s->dp, s->tp, pp);
+        x->ar_r[pl][r] = s->measured_post ? 0 : allreduce_s(x->mdl, prm, s->dp, s->tp, pp);
         if (prm > max_params) max_params = prm;
         if (x->static_r[pl][r] > max_static) max_static = x->static_r[pl][r];
         for (int ch = 0; ch < v; ch++) {
@@ -446,8 +455,9 @@ static void prepare_placement(ctx *x, const split *s, zb_placement pl) {
         if (lb_r > lb) lb = lb_r;
         head += c->t_f[r] + (r < n - 1 ? c->t_comm[r] : 0);
     }
-    x->g_opt[pl] = zb_search_optimizer_s(x->mdl, max_params, s->dp,
-                                         s->ct.peak_flops);
+    x->g_opt[pl] = s->measured_post ? s->post_s
+                                    : zb_search_optimizer_s(x->mdl, max_params, s->dp,
+                                                            s->ct.peak_flops);
     x->g_lb[pl] = lb + x->g_opt[pl];
     x->g_max_static[pl] = max_static;
     x->g_ready[pl] = true;
@@ -584,6 +594,8 @@ static zb_status run_job(ctx *x, split *s, const job *jb, long key,
     memset(&c, 0, sizeof c);
     c.dp = s->dp; c.tp = s->tp; c.pp = s->pp; c.v = jb->v;
     c.micro_batch = s->mb; c.m = s->m; c.key = key;
+    c.profile = s->measured ? x->o->profile : NULL;
+    c.measured_overhead = s->measured_post;
     snprintf(c.schedule, sizeof c.schedule, "%s", jb->name);
     bool skip;
     zb_status st = build_job(x, s, jb, pl, &c, &skip, err);
@@ -672,6 +684,7 @@ static zb_status detail_eval(const zb_model *mdl, const zb_candidate *c,
     memset(d, 0, sizeof *d);
     int n = c->pp * c->v;
     ZB_TRY(zb_cost_eval(mdl, c->tp, c->micro_batch, &d->ct, err));
+    zb_profile_apply(c->profile, mdl, c->tp, c->micro_batch, &d->ct);
     ZB_TRY(zb_costs_init(&d->costs, n, err));
     zb_stage_costs(&d->ct, c->spans, c->pp, c->v, c->sched.placement, c->dp,
                    c->tp, mdl->cluster.devices_per_node, &d->costs);

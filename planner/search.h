@@ -59,6 +59,8 @@ typedef struct {
                                 schedules (when no schedule is forced) */
     bool exhaustive;         /* no pruning, automatic schedules on every
                                 split, keep candidates over memory */
+    const struct zb_profile *profile; /* measured costs where it covers a
+                                candidate (planner/profile.h); NULL: none */
 } zb_search_opts;
 
 typedef struct {
@@ -72,6 +74,10 @@ typedef struct {
     long key;                /* enumeration order, breaks ties */
     zb_schedule sched;       /* owned */
     zb_stage_span *spans;    /* owned, [pp*v] */
+    const struct zb_profile *profile; /* borrowed: its pass times are the
+                                profile's measured ones; NULL: analytic */
+    bool measured_overhead;  /* allreduce_s + optimizer_s is the profile's
+                                measured time after the pipeline */
 } zb_candidate;
 
 typedef struct {
