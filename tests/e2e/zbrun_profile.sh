@@ -42,10 +42,13 @@ grep -q '^wrote .*costs measured$' "$tmp/out" && ok || bad "replan does not say 
 python3 - "$tmp/a.yaml" "$tmp/b.yaml" "$tmp/prof.yaml" <<'PY' && ok || bad "replanned stage times are not the measured ones"
 import sys, yaml
 a, b, p = (yaml.safe_load(open(f)) for f in sys.argv[1:])
+same = all(sb["layers"] == r["layers"] for sb, r in zip(b["stages"], p["vstages"]))
 for sa, sb, r in zip(a["stages"], b["stages"], p["vstages"]):
     assert sa["t_f"] != sb["t_f"]
-    # two rows, two parts per row at most: the fit reproduces each row
-    assert abs(sb["t_f"] - r["t_f"]) <= 1e-9 + 1e-6 * r["t_f"], (sb["t_f"], r["t_f"])
+    # two rows, one extra part per row: the fit reproduces each row (when
+    # the measured times did not move a layer to the other stage)
+    if same:
+        assert abs(sb["t_f"] - r["t_f"]) <= 1e-9 + 1e-6 * r["t_f"], (sb["t_f"], r["t_f"])
 PY
 "$BIN/zbplan" models/tiny.yaml --pp 2 --schedule zb-h1 --micro-batch 4 --profile "$tmp/prof.yaml" -o "$tmp/c.yaml" >"$tmp/out"
 grep -q 'costs analytic$' "$tmp/out" && ok || bad "uncovered micro-batch not analytic: $(tail -1 "$tmp/out")"
