@@ -14,7 +14,8 @@
  *                          grad_clip, warmup_steps, schedule: cosine|constant}}
  *   cluster:  {nodes, devices_per_node, device (name from the table, or a
  *              mapping {name, peak_bf16_tflops, peak_fp32_tflops, memory_gib,
- *              memory_bandwidth_gbps, gemm_efficiency}),
+ *              memory_bandwidth_gbps, gemm_efficiency, gemm_tile,
+ *              attention_efficiency}),
  *              intra_node: {bandwidth_gbps, latency_us, p2p_overhead_us},
  *              inter_node: {bandwidth_gbps, latency_us, p2p_overhead_us}}
  * Units in the file are human ones (GB/s, us, TFLOP/s, GiB); the struct holds
@@ -75,6 +76,10 @@ typedef struct {
     double mem_bw_Bps;      /* memory bandwidth, bytes/s (elementwise work) */
     double gemm_eff;        /* fraction of peak a large GEMM reaches, (0,1];
                                0 = the cost model's default */
+    double gemm_tile;       /* output tile edge of its GEMM kernels; 0 = the
+                               cost model's default (128, GPU tensor cores) */
+    double attn_eff;        /* fraction of peak of the attention core; 0 =
+                               the cost model's default */
 } zb_device;
 
 typedef struct {

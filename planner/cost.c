@@ -40,6 +40,8 @@ typedef struct {
     zb_recompute rc;
     double peak;       /* FLOP/s of GEMMs at the training precision */
     double gemm_scale; /* device GEMM efficiency / GEMM_EFF_MAX (1: default) */
+    double tile;       /* output tile edge of the device's GEMM kernels */
+    double attn_eff;   /* the device's measured attention efficiency, 0 */
     double bw;         /* bytes/s of elementwise work: bandwidth * BW_EFF */
     bool fused;        /* fused (flash) attention */
     double tp_exposed; /* fraction of TP collective time on the critical
@@ -54,6 +56,11 @@ typedef struct {
 /* ---- building blocks ------------------------------------------------ */
 
 double zb_gemm_efficiency(double M, double N, double K, double peak_flops) {
+    return zb_gemm_efficiency_tile(M, N, K, peak_flops, GEMM_TILE_MN);
+}
+
+double zb_gemm_efficiency_tile(double M, double N, double K, double peak_flops,
+                               double tile) {
     /* Tile quantisation in expectation: a dimension d is padded to a whole
      * number of tiles, on average by half a tile, so only d / (d + T/2) of
      * the work is useful. The exact padding is saw-toothed; its mean keeps
@@ -61,8 +68,9 @@ double zb_gemm_efficiency(double M, double N, double K, double peak_flops) {
     if (!(M >= 1)) M = 1;
     if (!(N >= 1)) N = 1;
     if (!(K >= 1)) K = 1;
-    double q = M / (M + GEMM_TILE_MN / 2) * (N / (N + GEMM_TILE_MN / 2)) *
-               (K / (K + GEMM_TILE_K / 2));
+    if (!(tile > 0)) tile = GEMM_TILE_MN;
+    double tk = tile * (GEMM_TILE_K / GEMM_TILE_MN);
+    double q = M / (M + tile / 2) * (N / (N + tile / 2)) * (K / (K + tk / 2));
     /* Saturation: a fixed overhead per GEMM (launch, filling and draining
      * the device) costs as much as w_half = peak * GEMM_OVERHEAD_S FLOPs
      * of useful work; work / (work + w_half) is 1/2 at that size. */
@@ -81,12 +89,13 @@ double zb_allreduce_s(double bytes, int n, double bw_Bps, double lat_s) {
 }
 
 static double gemm_s(const shape *x, double M, double N, double K) {
-    double eff = zb_gemm_efficiency(M, N, K, x->peak) * x->gemm_scale;
+    double eff = zb_gemm_efficiency_tile(M, N, K, x->peak, x->tile) * x->gemm_scale;
     return 2 * M * N * K / (x->peak * (eff < 1 ? eff : 1));
 }
 
 static double attn_s(const shape *x, double flops) {
-    return flops / (x->peak * (x->fused ? FLASH_EFF : ATTN_EFF));
+    double eff = x->attn_eff > 0 ? x->attn_eff : x->fused ? FLASH_EFF : ATTN_EFF;
+    return flops / (x->peak * eff);
 }
 
 /* Time of elementwise work moving `bytes` through device memory. */
@@ -294,6 +303,8 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
     bool bf16 = m->train.precision == ZB_PREC_BF16;
     x.peak = bf16 ? C->device.peak_bf16_flops : C->device.peak_fp32_flops;
     x.gemm_scale = C->device.gemm_eff > 0 ? C->device.gemm_eff / GEMM_EFF_MAX : 1;
+    x.tile = C->device.gemm_tile > 0 ? C->device.gemm_tile : GEMM_TILE_MN;
+    x.attn_eff = C->device.attn_eff;
     /* a device without a bandwidth: 200 FLOP/byte at its peak */
     x.bw = BW_EFF * (C->device.mem_bw_Bps > 0 ? C->device.mem_bw_Bps
                                                : x.peak / 200);

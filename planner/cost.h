@@ -48,6 +48,10 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
  * overhead costs more of the peak on a faster device; docs/cost-model.md);
  * in (0, 1]. */
 double zb_gemm_efficiency(double M, double N, double K, double peak_flops);
+/* The same with another output tile edge (the k-step is tile / 4): a
+ * device's gemm_tile (zbplan calibrate fits it; CPUs use small tiles). */
+double zb_gemm_efficiency_tile(double M, double N, double K, double peak_flops,
+                               double tile);
 
 /* Alpha-beta time of a point-to-point message. */
 double zb_p2p_s(double bytes, double bw_Bps, double lat_s);

@@ -14,6 +14,7 @@
 
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
+#include "planner/calibrate_cmd.h"
 #include "planner/cli.h"
 #include "planner/profile.h"
 #include "planner/search.h"
@@ -221,6 +222,8 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "sim") == 0)
         return zb_sim_cmd(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "calibrate") == 0)
+        return zb_calibrate_cmd(argc - 1, argv + 1);
     args a;
     zb_err err = {{0}};
     bool printed = false;
