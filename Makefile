@@ -10,6 +10,7 @@
 #                   adds llm.c beside zbrun (llmc_compare.sh: speed;
 #                   llmc_check.sh: losses step by step)
 #   make plans      regenerate plans/ from models/
+#   make validate   cost model vs Megatron-LM's published table (numbers)
 #   make cuda       compile the CUDA sources with nvcc (when present)
 #   make cuda-test  run the CUDA kernels against the CPU ones (needs a GPU)
 
@@ -76,7 +77,7 @@ TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 MPI_TESTS := $(patsubst tests/mpi/%.c,$(BUILD)/mpi/%,$(wildcard tests/mpi/*.c))
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps run compare test unit e2e asan valgrind bench plans cuda cuda-test clean
+.PHONY: all deps run compare test unit e2e asan valgrind bench plans validate cuda cuda-test clean
 all: $(BIN)/zbplan $(BIN)/zbrun $(BIN)/zbreport
 
 deps:
@@ -140,9 +141,9 @@ $(LIB_EXEC): $(call obj,$(EXEC_SRC) $(KERNEL_SRC)) $(patsubst %.S,$(BUILD)/%.o,$
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 
-$(BIN)/zbplan: $(BUILD)/planner/main.o $(LIB_PLANNER) $(LIB_COMMON)
+$(BIN)/zbplan: $(BUILD)/planner/main.o $(LIB_PLANNER) $(LIB_EXEC) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
-	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) -lm
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) $(MPI_LIBS) -lpthread -lm
 $(BIN)/zbrun: $(BUILD)/executor/main.o $(LIB_EXEC) $(LIB_PLANNER) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) $(MPI_LIBS) -lpthread -lm
@@ -188,11 +189,15 @@ bench: all $(BENCHES)
 	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
 	@[ ! -x tests/bench/run.sh ] || BIN=$(BIN) tests/bench/run.sh
 	@[ ! -x tests/bench/mpi.sh ] || BIN=$(BIN) tests/bench/mpi.sh
+	@BIN=$(BIN) bash tests/bench/replan.sh
 	@BIN=$(BIN) bash tests/bench/llmc_compare.sh   # LLMC_DIR=llm.c checkout: speed beside llm.c
 	@BIN=$(CURDIR)/$(BIN) tests/bench/llmc_check.sh   # LLMC_DIR: losses beside llm.c
 
 plans: $(BIN)/zbplan
 	BIN=$(BIN) bash plans/make_plans.sh
+
+validate: $(BIN)/zbplan
+	BIN=$(BIN) bash tests/bench/validate.sh
 
 NVCC ?= $(shell command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)
 NVFLAGS ?= -std=c++17 -O2 -I. -Xcompiler -Wall,-Wextra

@@ -25,14 +25,14 @@
 
 /* Peak dense throughput and memory per device; sources in docs/model-format.md. */
 static const zb_device k_devices[] = {
-    {"a100-40gb", 312e12, 19.5e12, 40.0 * GIB},
-    {"a100-80gb", 312e12, 19.5e12, 80.0 * GIB},
-    {"h100-sxm", 989e12, 67e12, 80.0 * GIB},
-    {"h200", 989e12, 67e12, 141e9},
-    {"b200", 2250e12, 80e12, 180e9},
+    {"a100-40gb", 312e12, 19.5e12, 40.0 * GIB, 1555e9, 0, 0, 0},
+    {"a100-80gb", 312e12, 19.5e12, 80.0 * GIB, 2039e9, 0, 0, 0},
+    {"h100-sxm", 989e12, 67e12, 80.0 * GIB, 3350e9, 0, 0, 0},
+    {"h200", 989e12, 67e12, 141e9, 4800e9, 0, 0, 0},
+    {"b200", 2250e12, 80e12, 180e9, 8000e9, 0, 0, 0},
     /* An estimate for one multi-core x86 socket running our C kernels, not a
-     * datasheet number: override with an explicit device mapping. */
-    {"cpu", 0.1e12, 0.1e12, 16.0 * GIB},
+     * datasheet number: measure it with `zbplan calibrate`. */
+    {"cpu", 0.1e12, 0.1e12, 16.0 * GIB, 20e9, 0, 0, 0},
 };
 #define N_DEVICES ((int)(sizeof k_devices / sizeof k_devices[0]))
 
@@ -61,7 +61,8 @@ static const char *const k_model_keys[] = {"layers", "hidden",  "heads",        
                                            NULL};
 static const char *const k_training_keys[] = {
     "global_batch", "micro_batch",       "steps", "seed", "precision", "recompute",
-    "sequence_parallel", "zero1", "data", "val", "optimizer", NULL};
+    "sequence_parallel", "zero1", "fused_attention", "tp_overlap",
+    "tp_overlap_efficiency", "data", "val", "optimizer", NULL};
 static const char *const k_data_keys[] = {"kind", "path", "order", NULL};
 static const char *const k_val_keys[] = {"kind", "path", "every", "batches", NULL};
 static const char *const k_orders[] = {"random", "sequential", NULL};
@@ -71,9 +72,12 @@ static const char *const k_optim_keys[] = {"lr",           "min_lr",    "beta1",
                                            NULL};
 static const char *const k_cluster_keys[] = {"nodes", "devices_per_node", "device",
                                              "intra_node", "inter_node", NULL};
-static const char *const k_link_keys[] = {"bandwidth_gbps", "latency_us", NULL};
+static const char *const k_link_keys[] = {"bandwidth_gbps", "latency_us",
+                                          "p2p_overhead_us", NULL};
 static const char *const k_device_keys[] = {"name", "peak_bf16_tflops", "peak_fp32_tflops",
-                                            "memory_gib", NULL};
+                                            "memory_gib", "memory_bandwidth_gbps",
+                                            "gemm_efficiency", "gemm_tile",
+                                            "attention_efficiency", NULL};
 
 /* Everything optional gets its documented default. */
 static void set_defaults(zb_model *m) {
@@ -98,6 +102,10 @@ static void set_defaults(zb_model *m) {
     c->intra_lat_s = 5 / US_PER_S;
     c->inter_bw_Bps = 25 * GBPS;
     c->inter_lat_s = 10 / US_PER_S;
+    /* docs/cost-model.md section 6: per-message cost of a pipeline transfer */
+    c->intra_p2p_s = 20 / US_PER_S;
+    c->inter_p2p_s = 40 / US_PER_S;
+    t->tp_overlap_eff = 0.5;
 }
 
 /* ---- small helpers over the getters ---- */
@@ -382,6 +390,10 @@ static zb_status parse_training(const zb_ydoc *doc, const zb_ynode *root,
     t->recompute = (zb_recompute)rec;
     ZB_TRY(zb_yget_bool(doc, s, "sequence_parallel", false, &t->sequence_parallel, err));
     ZB_TRY(zb_yget_bool(doc, s, "zero1", false, &t->zero1, err));
+    ZB_TRY(zb_yget_bool(doc, s, "fused_attention", false, &t->fused_attention, err));
+    ZB_TRY(zb_yget_bool(doc, s, "tp_overlap", false, &t->tp_overlap, err));
+    ZB_TRY(zb_yget_double(doc, s, "tp_overlap_efficiency", false, 0, 1,
+                          &t->tp_overlap_eff, err));
     ZB_TRY(parse_data(doc, s, base_dir, t, err));
     ZB_TRY(parse_val(doc, s, base_dir, t, err));
     return parse_optim(doc, s, &t->opt, err);
@@ -390,14 +402,24 @@ static zb_status parse_training(const zb_ydoc *doc, const zb_ynode *root,
 static zb_status parse_device_map(const zb_ydoc *doc, const zb_ynode *n, zb_device *d,
                                   zb_err *err) {
     ZB_TRY(zb_ymap_check_keys(doc, n, "'cluster.device'", k_device_keys, err));
-    double bf16 = 0, fp32 = 0, gib = 0;
+    double bf16 = 0, fp32 = 0, gib = 0, gbps = 0, eff = 0, tile = 0, attn = 0;
     ZB_TRY(zb_yget_str(doc, n, "name", true, d->name, sizeof d->name, err));
     ZB_TRY(get_positive(doc, n, "peak_bf16_tflops", true, &bf16, err));
     ZB_TRY(get_positive(doc, n, "peak_fp32_tflops", true, &fp32, err));
     ZB_TRY(get_positive(doc, n, "memory_gib", true, &gib, err));
+    ZB_TRY(get_positive(doc, n, "memory_bandwidth_gbps", false, &gbps, err));
+    ZB_TRY(zb_yget_double(doc, n, "gemm_efficiency", false, 0, 1, &eff, err));
+    ZB_TRY(zb_yget_double(doc, n, "gemm_tile", false, 0, 4096, &tile, err));
+    ZB_TRY(zb_yget_double(doc, n, "attention_efficiency", false, 0, 1, &attn, err));
     d->peak_bf16_flops = bf16 * TFLOPS;
     d->peak_fp32_flops = fp32 * TFLOPS;
     d->mem_bytes = gib * GIB;
+    /* Without a bandwidth: a machine balance of 200 FLOP/byte at the bf16
+     * peak (A100: 312 TFLOP/s over 1.56 TB/s). */
+    d->mem_bw_Bps = gbps > 0 ? gbps * GBPS : d->peak_bf16_flops / 200;
+    d->gemm_eff = eff;
+    d->gemm_tile = tile;
+    d->attn_eff = attn;
     return ZB_OK;
 }
 
@@ -427,7 +449,8 @@ static zb_status parse_device(const zb_ydoc *doc, const zb_ynode *cl, zb_device 
 }
 
 static zb_status parse_link(const zb_ydoc *doc, const zb_ynode *cl, const char *key,
-                            const char *where, double *bw_Bps, double *lat_s, zb_err *err) {
+                            const char *where, double *bw_Bps, double *lat_s,
+                            double *p2p_s, zb_err *err) {
     const zb_ynode *s;
     ZB_TRY(section(doc, cl, key, "'cluster'", where, false, k_link_keys, &s, err));
     if (!s) return ZB_OK;
@@ -439,6 +462,10 @@ static zb_status parse_link(const zb_ydoc *doc, const zb_ynode *cl, const char *
     if (zb_ymap_get(s, "latency_us")) {
         ZB_TRY(zb_yget_double(doc, s, "latency_us", false, 0, DBL_MAX, &us, err));
         *lat_s = us / US_PER_S;
+    }
+    if (zb_ymap_get(s, "p2p_overhead_us")) {
+        ZB_TRY(zb_yget_double(doc, s, "p2p_overhead_us", false, 0, DBL_MAX, &us, err));
+        *p2p_s = us / US_PER_S;
     }
     return ZB_OK;
 }
@@ -452,9 +479,9 @@ static zb_status parse_cluster(const zb_ydoc *doc, const zb_ynode *root, zb_clus
     ZB_TRY(get_int(doc, s, "devices_per_node", false, 1, 1024, &c->devices_per_node, err));
     ZB_TRY(parse_device(doc, s, &c->device, err));
     ZB_TRY(parse_link(doc, s, "intra_node", "'cluster.intra_node'", &c->intra_bw_Bps,
-                      &c->intra_lat_s, err));
+                      &c->intra_lat_s, &c->intra_p2p_s, err));
     return parse_link(doc, s, "inter_node", "'cluster.inter_node'", &c->inter_bw_Bps,
-                      &c->inter_lat_s, err);
+                      &c->inter_lat_s, &c->inter_p2p_s, err);
 }
 
 /* name: given, or the file name without folder and extension. */
@@ -559,6 +586,9 @@ static void write_training(zb_yw *w, const zb_training *t) {
     zb_yw_kstr(w, "recompute", k_recomputes[t->recompute]);
     zb_yw_kbool(w, "sequence_parallel", t->sequence_parallel);
     zb_yw_kbool(w, "zero1", t->zero1);
+    zb_yw_kbool(w, "fused_attention", t->fused_attention);
+    zb_yw_kbool(w, "tp_overlap", t->tp_overlap);
+    zb_yw_kdouble(w, "tp_overlap_efficiency", t->tp_overlap_eff);
     begin_map(w, "data");
     zb_yw_kstr(w, "kind", k_data_kinds[t->data_kind]);
     zb_yw_kstr(w, "path", t->data_path);
@@ -576,10 +606,12 @@ static void write_training(zb_yw *w, const zb_training *t) {
     zb_yw_map_end(w);
 }
 
-static void write_link(zb_yw *w, const char *key, double bw_Bps, double lat_s) {
+static void write_link(zb_yw *w, const char *key, double bw_Bps, double lat_s,
+                       double p2p_s) {
     begin_map(w, key);
     zb_yw_kdouble(w, "bandwidth_gbps", in_units(bw_Bps, GBPS));
     zb_yw_kdouble(w, "latency_us", in_us(lat_s));
+    zb_yw_kdouble(w, "p2p_overhead_us", in_us(p2p_s));
     zb_yw_map_end(w);
 }
 
@@ -593,9 +625,16 @@ static void write_cluster(zb_yw *w, const zb_cluster *c) {
     zb_yw_kdouble(w, "peak_bf16_tflops", in_units(c->device.peak_bf16_flops, TFLOPS));
     zb_yw_kdouble(w, "peak_fp32_tflops", in_units(c->device.peak_fp32_flops, TFLOPS));
     zb_yw_kdouble(w, "memory_gib", in_units(c->device.mem_bytes, GIB));
+    zb_yw_kdouble(w, "memory_bandwidth_gbps", in_units(c->device.mem_bw_Bps, GBPS));
+    if (c->device.gemm_eff > 0)
+        zb_yw_kdouble(w, "gemm_efficiency", c->device.gemm_eff);
+    if (c->device.gemm_tile > 0)
+        zb_yw_kdouble(w, "gemm_tile", c->device.gemm_tile);
+    if (c->device.attn_eff > 0)
+        zb_yw_kdouble(w, "attention_efficiency", c->device.attn_eff);
     zb_yw_map_end(w);
-    write_link(w, "intra_node", c->intra_bw_Bps, c->intra_lat_s);
-    write_link(w, "inter_node", c->inter_bw_Bps, c->inter_lat_s);
+    write_link(w, "intra_node", c->intra_bw_Bps, c->intra_lat_s, c->intra_p2p_s);
+    write_link(w, "inter_node", c->inter_bw_Bps, c->inter_lat_s, c->inter_p2p_s);
     zb_yw_map_end(w);
 }
 

@@ -9,14 +9,17 @@
  *              checkpoint to start from; shapes left out come from it)}
  *   training: {global_batch, micro_batch (int or auto), steps, seed,
  *              precision (fp32|bf16), recompute (none|selective|full),
- *              sequence_parallel, zero1, data: {kind: text|shards, path,
+ *              sequence_parallel, zero1, fused_attention, tp_overlap,
+ *              tp_overlap_efficiency, data: {kind: text|shards, path,
  *              order: random|sequential}, val: {kind, path, every, batches},
  *              optimizer: {lr, min_lr, beta1, beta2, eps, weight_decay,
  *                          grad_clip, warmup_steps, schedule: cosine|constant}}
  *   cluster:  {nodes, devices_per_node, device (name from the table, or a
- *              mapping {name, peak_bf16_tflops, peak_fp32_tflops, memory_gib}),
- *              intra_node: {bandwidth_gbps, latency_us},
- *              inter_node: {bandwidth_gbps, latency_us}}
+ *              mapping {name, peak_bf16_tflops, peak_fp32_tflops, memory_gib,
+ *              memory_bandwidth_gbps, gemm_efficiency, gemm_tile,
+ *              attention_efficiency}),
+ *              intra_node: {bandwidth_gbps, latency_us, p2p_overhead_us},
+ *              inter_node: {bandwidth_gbps, latency_us, p2p_overhead_us}}
  * Units in the file are human ones (GB/s, us, TFLOP/s, GiB); the struct holds
  * SI units (bytes/s, s, FLOP/s, bytes).
  */
@@ -60,6 +63,10 @@ typedef struct {
     zb_recompute recompute;
     bool sequence_parallel;
     bool zero1;             /* shard optimizer state over DP */
+    bool fused_attention;   /* one fused (flash-style) attention kernel: no
+                               s^2 activations, no softmax/dropout passes */
+    bool tp_overlap;        /* TP collectives overlap neighbouring GEMMs */
+    double tp_overlap_eff;  /* fraction of TP collective time hidden, [0,1] */
     zb_data_kind data_kind;
     char data_path[1024];   /* resolved relative to the model file's folder;
                                empty = none given */
@@ -76,6 +83,13 @@ typedef struct {
     double peak_bf16_flops; /* FLOP/s, dense */
     double peak_fp32_flops; /* FLOP/s, dense (non-tensor-core fp32) */
     double mem_bytes;
+    double mem_bw_Bps;      /* memory bandwidth, bytes/s (elementwise work) */
+    double gemm_eff;        /* fraction of peak a large GEMM reaches, (0,1];
+                               0 = the cost model's default */
+    double gemm_tile;       /* output tile edge of its GEMM kernels; 0 = the
+                               cost model's default (128, GPU tensor cores) */
+    double attn_eff;        /* fraction of peak of the attention core; 0 =
+                               the cost model's default */
 } zb_device;
 
 typedef struct {
@@ -83,6 +97,8 @@ typedef struct {
     zb_device device;
     double intra_bw_Bps, intra_lat_s;  /* link inside a node */
     double inter_bw_Bps, inter_lat_s;  /* link between nodes */
+    double intra_p2p_s, inter_p2p_s;   /* per-message overhead of a pipeline
+                                          send/recv beyond latency, s */
 } zb_cluster;
 
 typedef struct {

@@ -3,7 +3,7 @@
  *   zbrun PLAN [--steps N] [--backend cpu|cuda|auto] [--report FILE]
  *              [--trace FILE] [--svg FILE] [--checkpoint-every N]
  *              [--checkpoint-dir DIR] [--resume] [--threads N]
- *              [--export FILE] [-q]
+ *              [--export FILE] [--profile FILE] [-q]
  *
  * Prints one line per step (on a terminal: a live progress line and a step
  * line every few steps), then a table of measured against predicted numbers
@@ -35,6 +35,7 @@
 #include "executor/llmc.h"
 #include "executor/memlimit.h"
 #include "executor/procs.h"
+#include "executor/profile.h"
 #include "executor/report.h"
 #include "executor/run_checks.h"
 #include "executor/signals.h"
@@ -50,6 +51,9 @@ static const char usage[] =
     "  --report FILE         write the run report (YAML; default: none)\n"
     "  --trace FILE          write a Chrome/Perfetto trace (JSON; default: none)\n"
     "  --svg FILE            write the planned and executed timelines (SVG; default: none)\n"
+    "  --profile FILE        write measured pass, transfer and all-reduce times\n"
+    "                        and memory beside the plan's, for zbplan --profile\n"
+    "                        (default: none)\n"
     "  --checkpoint-every N  save a checkpoint every N steps (default: never)\n"
     "  --checkpoint-dir DIR  where checkpoints go (default: checkpoints)\n"
     "  --resume              continue after the newest checkpoint in DIR (default: off)\n"
@@ -75,6 +79,7 @@ static const char usage[] =
 
 typedef struct {
     const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir, *export_path;
+    const char *profile;
     int steps, ckpt_every, threads;
     bool resume, quiet, help, version, resume_changed;
     double max_loss_ratio;
@@ -133,6 +138,7 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     else if (take_opt(argc, argv, i, "--trace", &v, &st, err)) a->trace = v;
     else if (take_opt(argc, argv, i, "--svg", &v, &st, err)) a->svg = v;
     else if (take_opt(argc, argv, i, "--export", &v, &st, err)) a->export_path = v;
+    else if (take_opt(argc, argv, i, "--profile", &v, &st, err)) a->profile = v;
     else if (arg[0] == '-' && arg[1] != '\0')
         st = zb_fail(err, ZB_EINPUT, "unknown option '%s' (see zbrun --help)", arg);
     else if (a->plan_path)
@@ -224,23 +230,24 @@ static zb_status write_outputs(const args *a, const zb_plan *plan,
                                zb_err *err) {
     meta->load_end = zb_load_average();
     meta->wall_s = now_s() - meta->wall_s;   /* held the start until now */
-    static const char *const what[] = {"report", "trace", "timelines", "llm.c checkpoint"};
+    static const char *const what[] = {"report", "trace", "timelines",
+                                       "llm.c checkpoint", "profile"};
     static const char *const hint[] = {"", " (open it at https://ui.perfetto.dev)",
-                                       " (open it in a browser)", ""};
+                                       " (open it in a browser)", "", ""};
+    const char *const paths[] = {a->report, a->trace, a->svg, a->export_path, a->profile};
     zb_status first = ZB_OK;
-    for (int k = 0; k < 4; k++) {
-        const char *path = k == 0 ? a->report : k == 1 ? a->trace
-                         : k == 2 ? a->svg : a->export_path;
-        if (!path) continue;
+    for (int k = 0; k < 5; k++) {
+        if (!paths[k]) continue;
         zb_err e;
-        zb_status s = k == 0 ? zb_report_write(path, plan, res, meta, &e)
-                    : k == 1 ? zb_trace_write(path, plan, res, &e)
-                    : k == 2 ? zb_svg_write(path, plan, res, &e)
+        zb_status s = k == 0 ? zb_report_write(paths[k], plan, res, meta, &e)
+                    : k == 1 ? zb_trace_write(paths[k], plan, res, &e)
+                    : k == 2 ? zb_svg_write(paths[k], plan, res, &e)
+                    : k == 4 ? zb_profile_write(paths[k], plan, res, &e)
                     : res->n_steps == 0
                         ? zb_fail(&e, ZB_ERUNTIME, "--export: no step ran here, "
                                   "so no weights were gathered to export")
-                        : zb_llmc_export(path, plan, res->params, &e);
-        if (s == ZB_OK && !a->quiet) printf("%s: %s%s\n", what[k], path, hint[k]);
+                        : zb_llmc_export(paths[k], plan, res->params, &e);
+        if (s == ZB_OK && !a->quiet) printf("%s: %s%s\n", what[k], paths[k], hint[k]);
         if (s != ZB_OK && first != ZB_OK) fprintf(stderr, "zbrun: %s\n", e.msg);
         if (s != ZB_OK && first == ZB_OK) {
             first = s;

@@ -92,8 +92,14 @@ static zb_status transfer(zb_rank *rk, const zb_op *op, zb_err *err) {
                        send ? "output" : "input", a->chunk, a->mb);
     int peer = zb_plan_rank(p, op->peer, rk->dp_rank, rk->tp_rank);
     int tag = zb_lower_tag(&p->sched, op->msg, op->vstage, op->mb);
-    if (send) return rk->tr->send(rk->tr, peer, tag, buf, rk->msg_floats, err);
-    return rk->tr->recv(rk->tr, peer, tag, buf, rk->msg_floats, err);
+    if (!send) return rk->tr->recv(rk->tr, peer, tag, buf, rk->msg_floats, err);
+    double t = zb_now_s();
+    zb_status s = rk->tr->send(rk->tr, peer, tag, buf, rk->msg_floats, err);
+    if (rk->count_comm) {
+        rk->send_s += zb_now_s() - t;
+        rk->sends++;
+    }
+    return s;
 }
 
 static zb_status run_program(zb_rank *rk, zb_err *err) {
@@ -114,11 +120,17 @@ static zb_status run_program(zb_rank *rk, zb_err *err) {
 static zb_status sync_grads(zb_rank *rk, zb_err *err) {
     size_t n;
     float *tied = zb_stage_tied_grad(rk->st, &n);
+    double t = zb_now_s();
     if (tied && rk->in_emb_group)
         ZB_TRY(rk->tr->allreduce(rk->tr, &rk->emb_g, tied, n, err));
+    double t2 = zb_now_s();
     if (rk->dp_g.n > 1) {
         float *g = zb_stage_grads(rk->st, &n);
         ZB_TRY(rk->tr->allreduce(rk->tr, &rk->dp_g, g, n, err));
+    }
+    if (rk->count_comm) {
+        rk->emb_ar_s += t2 - t;
+        rk->dp_ar_s += zb_now_s() - t2;
     }
     return ZB_OK;
 }
@@ -285,7 +297,11 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
     ZB_TRY(load_batches(rk, step, err));
     zb_stage_zero_grads(rk->st);
     rk->stall = 0;
+    /* the first step pays for first-touch page faults: left out of the
+     * communication means when later steps exist */
+    rk->count_comm = k > 0 || c->total_steps == c->first_step;
     ZB_TRY(run_program(rk, err));
+    double t_post = zb_now_s();
     ZB_TRY(sync_grads(rk, err));
     double norm, loss;
     ZB_TRY(global_stats(rk, step, &norm, &loss, err));
@@ -295,6 +311,10 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
     double lr = zb_lr_at(o, step, c->total_steps);
     ZB_TRY(zb_stage_adamw(rk->st, (float)lr, scale, step, err));
     record_times(rk, k);
+    if (rk->count_comm) {
+        rk->post_s += zb_now_s() - t_post;
+        rk->comm_steps++;
+    }
     double step_s = zb_now_s() - t_begin, val;
     ZB_TRY(maybe_eval(rk, step, &val, err));
     if (rk->rank == c->lead) report_step(rk, k, loss, lr, norm, step_s, val);
@@ -363,6 +383,11 @@ static zb_status rank_finish(zb_rank *rk, zb_err *err) {
     zb_run_result *res = rk->ctx->res;
     res->static_bytes[rk->rank] = zb_stage_static_bytes(rk->st);
     res->act_peak_bytes[rk->rank] = zb_stage_act_peak_bytes(rk->st);
+    int n_steps = rk->comm_steps > 0 ? rk->comm_steps : 1;
+    res->send_s[rk->rank] = rk->sends ? rk->send_s / rk->sends : 0;
+    res->dp_ar_s[rk->rank] = rk->dp_ar_s / n_steps;
+    res->emb_ar_s[rk->rank] = rk->emb_ar_s / n_steps;
+    res->post_s[rk->rank] = rk->post_s / n_steps;
     if (!rk->ctx->opts->keep_params) return ZB_OK;
     size_t n;
     const float *p = zb_stage_params(rk->st, &n);

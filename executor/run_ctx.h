@@ -40,6 +40,10 @@ typedef struct {
     double loss0;                /* the first loss of this run (0: none yet) */
     double *x_start, *x_end;     /* the same for the transfers (by op) */
     double stall;                /* this step: wall - thread CPU in actions */
+    /* communication timing, summed over the counted steps (rank.c) */
+    bool count_comm;             /* this step counts (not the warm-up) */
+    int comm_steps, sends;
+    double send_s, dp_ar_s, emb_ar_s, post_s;
 } zb_rank;
 
 struct zb_run_ctx {

@@ -60,6 +60,10 @@ void zb_run_result_free(zb_run_result *res) {
     free(res->pp_busy_s);
     free(res->pp_bubble);
     free(res->pp_mem_bytes);
+    free(res->send_s);
+    free(res->dp_ar_s);
+    free(res->emb_ar_s);
+    free(res->post_s);
     free(res->trace_step);
     free(res->n_acts);
     for (int r = 0; r < res->world; r++) {
@@ -108,6 +112,10 @@ static zb_status alloc_result(zb_run_result *res, const zb_plan *plan,
     ZB_TRY(alloc_doubles(&res->pp_busy_s, (size_t)pp, err));
     ZB_TRY(alloc_doubles(&res->pp_bubble, (size_t)pp, err));
     ZB_TRY(alloc_doubles(&res->pp_mem_bytes, (size_t)pp, err));
+    ZB_TRY(alloc_doubles(&res->send_s, (size_t)w, err));
+    ZB_TRY(alloc_doubles(&res->dp_ar_s, (size_t)w, err));
+    ZB_TRY(alloc_doubles(&res->emb_ar_s, (size_t)w, err));
+    ZB_TRY(alloc_doubles(&res->post_s, (size_t)w, err));
     res->trace_step = zb_calloc((size_t)res->trace_n, sizeof(int), err);
     res->n_acts = zb_calloc((size_t)w, sizeof(int), err);
     res->t_start = zb_calloc((size_t)w, sizeof(double *), err);

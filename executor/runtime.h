@@ -113,6 +113,13 @@ typedef struct {
     /* per pipeline rank: spans and busy times averaged over its dp*tp
      * ranks, memory = the largest of them */
     double *pp_span_s, *pp_busy_s, *pp_bubble, *pp_mem_bytes; /* [pp] */
+    /* communication per global rank, means over the same steps: one
+     * pipeline send (on the local transport a buffered copy: the receiver's
+     * wait is schedule, not transfer), the step's DP gradient all-reduce and
+     * tied-embedding all-reduce (0 when the rank has none; they include
+     * waiting for the slowest member), and the time from the end of the
+     * pipeline program to the end of the step (gradient sync, norm, AdamW) */
+    double *send_s, *dp_ar_s, *emb_ar_s, *post_s;    /* [world] */
 
     double step_s_mean;     /* mean step time after the first step */
     double tokens_per_s;

@@ -10,8 +10,9 @@
  * TP (Megatron): QKV and MLP-up column-parallel, attention projection and
  * MLP-down row-parallel with an all-reduce over the TP group in F (after
  * the row-parallel matmul) and in B (the input gradient of the
- * column-parallel matmuls). Embedding, LayerNorms, biases of row-parallel
- * layers and the LM head are replicated over TP.
+ * column-parallel matmuls). The token embedding and the LM head are
+ * vocabulary-parallel (rows split over TP, stage_params.h); LayerNorms,
+ * the position embedding and biases of row-parallel layers are replicated.
  *
  * Transfers: the runtime receives into act_in/grad_in before a pass and
  * sends act_out/grad_out after it. When the neighbouring virtual stage is on

@@ -18,6 +18,16 @@
  * TP: the partial outputs of proj and fc2 (row-parallel) are all-reduced in
  * F before the replicated bias and the residual are added; the partial
  * input gradients of qkv and fc (column-parallel) are all-reduced in B.
+ * Vocabulary-parallel embedding and head (Megatron): each TP rank holds
+ * Vl = ceil(V/tp) rows of the token table / LM head (stage_params.h), of
+ * which Vv are real (the rest is padding on the last ranks). F of the
+ * embedding looks up the tokens in its rows (0 for the others), all-reduces
+ * [N, C] and then adds wpe; W scatter-adds only its rows. The head computes
+ * logits [N, Vv] of its rows only; the cross-entropy all-reduces the row
+ * maxima and then sum(exp) and the target logit over TP (doubles, [N] or
+ * [tp, N]), so no rank holds [N, V]; B all-reduces the partial input
+ * gradient of the head GEMM. With tied embeddings both copies use the same
+ * rows on the same TP rank, so the tied sum stays a per-shard sum.
  *
  * Neighbouring virtual stage on this rank (V placement's turn, or any
  * placement with p = 1): F copies that chunk's act_out into this chunk's
@@ -71,13 +81,15 @@ struct zb_stage {
     const zb_plan *plan;
     int B, T, N, C, V, NH, F;  /* model dims, N = B*T */
     int tp, Cl, Fl, NHl;       /* local dims under TP */
+    int Vl, v0, Vv;            /* vocab rows per rank, first row, real rows */
     int v, m;
     zb_ptable pt;
     float *params, *grads, *mom1, *mom2; /* [pt.floats] each */
     chunk *chunks;             /* [v] */
     float *scratch;            /* one allocation for the buffers below */
     float *partial;            /* [N, C] row-parallel output before reduce */
-    float *logits;             /* [N, V] */
+    float *logits;             /* [N, Vv] this rank's vocabulary rows */
+    double *ce;                /* [(tp + 2) * N] cross-entropy statistics */
     float *losses;             /* [N] */
     float *dgelu;              /* [N, Fl] grad wrt gelu output */
     float *datty;              /* [N, Cl] grad wrt attention output */
@@ -111,7 +123,7 @@ typedef struct {
                        [L] = grad_in */
     float *lnf, *lnf_mean, *lnf_rstd; /* head: [N, C] [N] [N] */
     float *dlnf;    /* [N, C] grad wrt lnf output */
-    float *dlogits; /* [N, V] loss_scale * (softmax - onehot) */
+    float *dlogits; /* [N, Vv] loss_scale * (softmax - onehot), own rows */
     float *layers;  /* [L, layer_floats] */
     int *tokens;    /* [N] (embedding chunk) */
 } slot_view;
@@ -157,7 +169,7 @@ static size_t slot_carve(const zb_stage *st, const chunk *ck, float *base,
     sv->lnf_mean = take(base, &off, hn * N);
     sv->lnf_rstd = take(base, &off, hn * N);
     sv->dlnf = take(base, &off, hn * N * C);
-    sv->dlogits = take(base, &off, hn * N * (size_t)st->V);
+    sv->dlogits = take(base, &off, hn * N * (size_t)st->Vv);
     sv->layers = take(base, &off, L * ck->layer_floats);
     sv->tokens = NULL;
     return off;
@@ -302,36 +314,71 @@ static void layer_acts_get(const zb_stage *st, const chunk *ck,
 
 /* ---- head: final LayerNorm, LM head, loss ---- */
 
-static void head_forward(zb_stage *st, const chunk *ck, const slot_view *sv,
-                         const int *targets, float loss_scale) {
-    int N = st->N, C = st->C, V = st->V;
+static zb_status tp_allreduce_f64(zb_stage *st, double *buf, size_t n,
+                                  zb_err *err) {
+    if (st->tp == 1) return ZB_OK;
+    return st->cfg.tr->allreduce_f64(st->cfg.tr, st->cfg.tp_group, buf, n, err);
+}
+
+/* Vocab-parallel cross-entropy of logits [N, Vv] (rows v0.. of the
+ * vocabulary): loss sum into st->loss_sum, dlogits of these rows. The TP
+ * transport only sums, so the row maxima travel as a [tp, N] table (each
+ * rank fills its own row, zeros elsewhere) and every rank takes the max. */
+static zb_status vocab_parallel_ce(zb_stage *st, const float *logits,
+                                   float *dlogits, const int *targets,
+                                   float loss_scale, zb_err *err) {
+    int N = st->N, tp = st->tp;
+    double *tab = st->ce, *M = st->ce, *S = st->ce + (size_t)tp * N,
+           *Zt = S + N;
+    memset(tab, 0, (size_t)tp * N * sizeof *tab);
+    zb_ce_shard_max(tab + (size_t)st->cfg.tp_rank * N, logits, N, st->Vv);
+    ZB_TRY(tp_allreduce_f64(st, tab, (size_t)tp * N, err));
+    for (int n = 0; n < N; n++) /* M[n] = max over ranks, in place (k >= 1) */
+        for (int k = 1; k < tp; k++)
+            if (tab[(size_t)k * N + n] > M[n]) M[n] = tab[(size_t)k * N + n];
+    zb_ce_shard_stats(S, Zt, logits, M, targets, st->v0, N, st->Vv);
+    ZB_TRY(tp_allreduce_f64(st, S, 2 * (size_t)N, err));
+    st->loss_sum += zb_ce_shard_loss(st->losses, M, S, Zt, N);
+    zb_ce_shard_backward(dlogits, logits, M, S, targets, st->v0, loss_scale,
+                         N, st->Vv);
+    return ZB_OK;
+}
+
+static zb_status head_forward(zb_stage *st, const chunk *ck,
+                              const slot_view *sv, const int *targets,
+                              float loss_scale, zb_err *err) {
+    int N = st->N, C = st->C;
     const float *h = resid_at(st, sv->resid, ck->n_layers); /* [N, C] */
     zb_layernorm_forward(sv->lnf, sv->lnf_mean, sv->lnf_rstd, h,
                          tensor(st, st->params, ck->pc.lnfw),
                          tensor(st, st->params, ck->pc.lnfb), N, C);
-    const float *wh = tensor(st, st->params, ck->pc.head); /* [V, C] */
-    zb_matmul_forward(st->logits, sv->lnf, wh, NULL, N, C, V);
-    st->loss_sum += zb_crossentropy_forward(st->losses, st->logits, targets, N, V);
-    zb_crossentropy_backward(sv->dlogits, st->logits, targets, loss_scale, N, V);
+    const float *wh = tensor(st, st->params, ck->pc.head); /* [Vl, C] */
+    zb_matmul_forward(st->logits, sv->lnf, wh, NULL, N, C, st->Vv);
+    return vocab_parallel_ce(st, st->logits, sv->dlogits, targets, loss_scale,
+                             err);
 }
 
-static void head_backward_b(zb_stage *st, const chunk *ck, const slot_view *sv) {
-    int N = st->N, C = st->C, V = st->V;
+static zb_status head_backward_b(zb_stage *st, const chunk *ck,
+                                 const slot_view *sv, zb_err *err) {
+    int N = st->N, C = st->C;
     const float *h = resid_at(st, sv->resid, ck->n_layers);
     float *dh = resid_at(st, sv->dresid, ck->n_layers);
     zero(sv->dlnf, (size_t)N * C);
     zb_matmul_backward_input(sv->dlnf, sv->dlogits,
-                             tensor(st, st->params, ck->pc.head), N, C, V);
+                             tensor(st, st->params, ck->pc.head), N, C, st->Vv);
+    /* each rank has the part from its vocabulary rows */
+    ZB_TRY(tp_allreduce(st, sv->dlnf, (size_t)N * C, err));
     zero(dh, (size_t)N * C);
     zb_layernorm_backward_input(dh, sv->dlnf, h, tensor(st, st->params, ck->pc.lnfw),
                                 sv->lnf_mean, sv->lnf_rstd, N, C);
+    return ZB_OK;
 }
 
 static void head_backward_w(zb_stage *st, const chunk *ck, const slot_view *sv) {
-    int N = st->N, C = st->C, V = st->V;
+    int N = st->N, C = st->C;
     const float *h = resid_at(st, sv->resid, ck->n_layers);
     zb_matmul_backward_weight(tensor(st, st->grads, ck->pc.head), NULL,
-                              sv->dlogits, sv->lnf, N, C, V);
+                              sv->dlogits, sv->lnf, N, C, st->Vv);
     zb_layernorm_backward_weight(tensor(st, st->grads, ck->pc.lnfw),
                                  tensor(st, st->grads, ck->pc.lnfb), sv->dlnf,
                                  h, sv->lnf_mean, sv->lnf_rstd, N, C);
@@ -438,10 +485,13 @@ static zb_status forward_input(zb_stage *st, int c, int mb, const int *tokens,
                                const slot_view *sv, zb_err *err) {
     const chunk *ck = &st->chunks[c];
     size_t NC = (size_t)st->N * st->C;
-    if (ck->embed) {
+    if (ck->embed) { /* vocab-parallel lookup, sum over TP, then wpe */
         memcpy(sv->tokens, tokens, (size_t)st->N * sizeof(int));
-        zb_embed_forward(sv->resid, tokens, tensor(st, st->params, ck->pc.wte),
-                         tensor(st, st->params, ck->pc.wpe), st->B, st->T, st->C);
+        zb_embed_tokens_shard(sv->resid, tokens, tensor(st, st->params, ck->pc.wte),
+                              st->v0, st->Vv, st->N, st->C);
+        ZB_TRY(tp_allreduce(st, sv->resid, NC, err));
+        zb_embed_add_pos(sv->resid, tensor(st, st->params, ck->pc.wpe), st->B,
+                         st->T, st->C);
     } else if (ck->prev >= 0) {
         const float *src = zb_stage_act_out(st, ck->prev, mb);
         int ps = st->chunks[ck->prev].slot_of[mb];
@@ -483,7 +533,7 @@ zb_status zb_stage_forward(zb_stage *st, int c, int mb, const int *tokens,
         ZB_TRY(layer_forward(st, &w, &a, resid_at(st, sv.resid, l),
                              resid_at(st, sv.resid, l + 1), err));
     }
-    if (ck->head) head_forward(st, ck, &sv, targets, loss_scale);
+    if (ck->head) ZB_TRY(head_forward(st, ck, &sv, targets, loss_scale, err));
     ck->state[s] = SLOT_FWD;
     return ZB_OK;
 }
@@ -494,7 +544,7 @@ zb_status zb_stage_backward_b(zb_stage *st, int c, int mb, zb_err *err) {
     chunk *ck = &st->chunks[c];
     slot_view sv;
     slot_get(st, ck, s, &sv);
-    if (ck->head) head_backward_b(st, ck, &sv);
+    if (ck->head) ZB_TRY(head_backward_b(st, ck, &sv, err));
     for (int l = ck->n_layers - 1; l >= 0; l--) {
         layer_params w;
         layer_acts a;
@@ -530,10 +580,13 @@ zb_status zb_stage_backward_w(zb_stage *st, int c, int mb, zb_err *err) {
         layer_backward_w(st, &g, &a, resid_at(st, sv.resid, l),
                          resid_at(st, sv.dresid, l + 1));
     }
-    if (ck->embed)
-        zb_embed_backward(tensor(st, st->grads, ck->pc.wte),
-                          tensor(st, st->grads, ck->pc.wpe), sv.dresid,
-                          sv.tokens, st->B, st->T, st->C);
+    if (ck->embed) {
+        zb_embed_tokens_shard_backward(tensor(st, st->grads, ck->pc.wte),
+                                       sv.dresid, sv.tokens, st->v0, st->Vv,
+                                       st->N, st->C);
+        zb_embed_pos_backward(tensor(st, st->grads, ck->pc.wpe), sv.dresid,
+                              st->B, st->T, st->C);
+    }
     slot_release(st, c, s);
     return ZB_OK;
 }
@@ -605,6 +658,10 @@ static void set_dims(zb_stage *st, const zb_plan *p) {
     st->Cl = st->C / st->tp;
     st->Fl = st->F / st->tp;
     st->NHl = st->NH / st->tp;
+    st->Vl = zb_vocab_rows_per_rank(st->V, st->tp);
+    st->v0 = st->Vl * st->cfg.tp_rank;
+    st->Vv = st->V - st->v0 < st->Vl ? st->V - st->v0 : st->Vl;
+    if (st->Vv < 0) st->Vv = 0; /* tp > V: a rank of padding only */
     st->v = p->v;
     st->m = p->m;
 }
@@ -651,17 +708,19 @@ static zb_status alloc_buffers(zb_stage *st, zb_err *err) {
     st->mom2 = zb_calloc(n, sizeof(float), err);
     size_t N = (size_t)st->N, off = 0;
     take(NULL, &off, N * st->C);
-    take(NULL, &off, N * st->V);
+    take(NULL, &off, N * st->Vv);
     take(NULL, &off, N);
     take(NULL, &off, N * st->Fl);
     take(NULL, &off, N * st->Cl);
     take(NULL, &off, (size_t)st->B * st->NHl * st->T * st->T);
     st->scratch = zb_calloc(off, sizeof(float), err);
-    if (!st->params || !st->grads || !st->mom1 || !st->mom2 || !st->scratch)
+    st->ce = zb_calloc((size_t)(st->tp + 2) * N, sizeof(double), err);
+    if (!st->params || !st->grads || !st->mom1 || !st->mom2 || !st->scratch ||
+        !st->ce)
         return ZB_ENOMEM;
     off = 0;
     st->partial = take(st->scratch, &off, N * st->C);
-    st->logits = take(st->scratch, &off, N * st->V);
+    st->logits = take(st->scratch, &off, N * st->Vv);
     st->losses = take(st->scratch, &off, N);
     st->dgelu = take(st->scratch, &off, N * st->Fl);
     st->datty = take(st->scratch, &off, N * st->Cl);
@@ -711,6 +770,7 @@ void zb_stage_free(zb_stage *st) {
     free(st->mom1);
     free(st->mom2);
     free(st->scratch);
+    free(st->ce);
     zb_ptable_free(&st->pt);
     free(st);
 }

@@ -90,6 +90,7 @@ static int add_block(builder *b, const zb_arch *a, int layer, int tp) {
 static void layout(zb_ptable *pt, const zb_plan *plan, int pp_rank) {
     const zb_arch *a = &plan->model.arch;
     int C = a->hidden, V = a->vocab, T = a->seq_len;
+    int Vl = zb_vocab_rows_per_rank(V, pt->tp);
     bool has_embed = false;
     for (int c = 0; c < plan->v; c++)
         if (plan->stages[zb_vstage(&plan->sched, pp_rank, c)].embed)
@@ -102,7 +103,7 @@ static void layout(zb_ptable *pt, const zb_plan *plan, int pp_rank) {
         const zb_stage_span *sp = &plan->stages[zb_vstage(&plan->sched, pp_rank, c)];
         zb_pchunk ck = {-1, -1, -1, sp->n_layers, -1, -1, -1};
         if (sp->embed) {
-            ck.wte = wte = add(&b, "wte", -1, ZB_T_WTE, V, C, V, C, ZB_SHARD_NONE, 0.02f, 0);
+            ck.wte = wte = add(&b, "wte", -1, ZB_T_WTE, Vl, C, V, C, ZB_SHARD_ROWS, 0.02f, 0);
             ck.wpe = add(&b, "wpe", -1, ZB_T_WPE, T, C, T, C, ZB_SHARD_NONE, 0.02f, 0);
         }
         for (int l = 0; l < sp->n_layers; l++) {
@@ -113,11 +114,11 @@ static void layout(zb_ptable *pt, const zb_plan *plan, int pp_rank) {
             ck.lnfw = add(&b, "lnf.w", -1, ZB_T_LNFW, C, 1, C, 1, ZB_SHARD_NONE, 0, 1);
             ck.lnfb = add(&b, "lnf.b", -1, ZB_T_LNFB, C, 1, C, 1, ZB_SHARD_NONE, 0, 0);
             if (!a->tied_embeddings)
-                ck.head = add(&b, "lm_head", -1, ZB_T_LMHEAD, V, C, V, C, ZB_SHARD_NONE, 0.02f, 0);
+                ck.head = add(&b, "lm_head", -1, ZB_T_LMHEAD, Vl, C, V, C, ZB_SHARD_ROWS, 0.02f, 0);
             else if (has_embed)
                 ck.head = wte;
             else {
-                ck.head = pt->tied = add(&b, "wte.copy", -1, ZB_T_WTE, V, C, V, C, ZB_SHARD_NONE, 0.02f, 0);
+                ck.head = pt->tied = add(&b, "wte.copy", -1, ZB_T_WTE, Vl, C, V, C, ZB_SHARD_ROWS, 0.02f, 0);
                 if (pt->t) {
                     pt->t[ck.head].copy = true;
                     pt->t[ck.head].norm = false; /* the first stage counts wte */
@@ -178,7 +179,10 @@ size_t zb_ptable_full_index(const zb_ptable *pt, const zb_ptensor *t,
     size_t r = i / (size_t)t->cols, c = i % (size_t)t->cols;
     size_t k = (size_t)pt->tp_rank;
     switch (t->shard) {
-    case ZB_SHARD_ROWS: r += k * (size_t)t->rows; break;
+    case ZB_SHARD_ROWS:
+        r += k * (size_t)t->rows;
+        if (r >= (size_t)t->full_rows) return ZB_PTABLE_PAD; /* vocab pad */
+        break;
     case ZB_SHARD_COLS: c += k * (size_t)t->cols; break;
     case ZB_SHARD_QKV: {
         /* local rows: [q of my heads | k of my heads | v of my heads] */
@@ -201,8 +205,10 @@ void zb_ptable_init(const zb_ptable *pt, float *params, uint64_t seed) {
             continue;
         }
         uint64_t key = tensor_key(seed, t->layer, t->id);
-        for (size_t i = 0; i < n; i++)
-            p[i] = (float)(t->std * normal(key, zb_ptable_full_index(pt, t, i)));
+        for (size_t i = 0; i < n; i++) {
+            size_t fi = zb_ptable_full_index(pt, t, i);
+            p[i] = fi == ZB_PTABLE_PAD ? 0.0f : (float)(t->std * normal(key, fi));
+        }
     }
 }
 
@@ -211,4 +217,8 @@ int zb_ptable_find(const zb_ptable *pt, int layer, int id, bool copy) {
         if (pt->t[j].layer == layer && pt->t[j].id == id && pt->t[j].copy == copy)
             return j;
     return -1;
+}
+
+int zb_vocab_rows_per_rank(int vocab, int tp) {
+    return tp > 0 ? (vocab + tp - 1) / tp : vocab;
 }

@@ -15,7 +15,14 @@
  *     rank: wte itself (no new tensor); tied and the embedding elsewhere:
  *     "wte.copy", drawn with wte's (layer, id) so both copies start equal.
  * TP shards (Megatron): qkv keeps rows of q, k and v of its heads; fc keeps
- * rows; proj and fc2 keep columns; everything else is replicated.
+ * rows; proj and fc2 keep columns; the token table (wte, wte.copy) and the
+ * LM head keep vocabulary rows (vocab-parallel); everything else (wpe,
+ * LayerNorms, row-parallel biases) is replicated.
+ * Vocabulary padding: each TP rank holds Vl = ceil(V / tp) rows, rank k the
+ * rows [k*Vl, k*Vl + Vl). full_rows stays the true V; a local row whose
+ * global row is >= V is padding: initialised 0, never read by the model, its
+ * gradient stays 0, and zb_ptable_full_index returns ZB_PTABLE_PAD for it
+ * (a loader skips those elements). At tp = 1 there is no padding.
  *
  * Init: element (r, c) of a full tensor [R, Cols] is the normal number drawn
  * from counter r*Cols + c of a counter-based generator keyed by (seed,
@@ -90,9 +97,14 @@ void zb_ptable_free(zb_ptable *pt);
 /* Fill params [pt->floats] with the initial values. */
 void zb_ptable_init(const zb_ptable *pt, float *params, uint64_t seed);
 
-/* Flat index in the full (unsharded) tensor of local element i of t. */
+/* Flat index in the full (unsharded) tensor of local element i of t, or
+ * ZB_PTABLE_PAD when the element is vocabulary padding (no full element). */
+#define ZB_PTABLE_PAD SIZE_MAX
 size_t zb_ptable_full_index(const zb_ptable *pt, const zb_ptensor *t,
                             size_t i);
+
+/* Vocabulary rows per TP rank: ceil(vocab / tp). */
+int zb_vocab_rows_per_rank(int vocab, int tp);
 
 /* Index of the tensor (layer, id, copy) or -1. */
 int zb_ptable_find(const zb_ptable *pt, int layer, int id, bool copy);

@@ -5,6 +5,8 @@
  * out before exp so nothing overflows; the terms exp(z_v - max) <= 1 are
  * exact to a float ulp and are summed in double, so a large vocabulary or
  * a confident row does not lose its small loss to rounding.
+ * The unsharded functions are the sharded pieces with one shard, so both
+ * paths do the same arithmetic.
  */
 #include "kernels/crossentropy.h"
 
@@ -13,14 +15,16 @@
 
 #include "kernels/parallel.h"
 
-/* Row max and sum_v exp(z_v - max). */
-static void row_stats(const float *z, int V, float *maxv, double *sumexp) {
+static float row_max(const float *z, int V) {
     float m = -INFINITY;
     for (int v = 0; v < V; v++) m = z[v] > m ? z[v] : m;
+    return m;
+}
+
+static double row_sumexp(const float *z, int V, float m) {
     double s = 0.0;
     for (int v = 0; v < V; v++) s += expf(z[v] - m);
-    *maxv = m;
-    *sumexp = s;
+    return s;
 }
 
 double zb_crossentropy_forward(float *losses, const float *logits,
@@ -28,9 +32,8 @@ double zb_crossentropy_forward(float *losses, const float *logits,
 #pragma omp parallel for schedule(static) if (ZB_OMP_WORTH((size_t)N * V))
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V; /* [V] */
-        float m;
-        double s;
-        row_stats(z, V, &m, &s);
+        float m = row_max(z, V);
+        double s = row_sumexp(z, V, m);
         losses[n] = (float)(log(s) + (double)m - (double)z[targets[n]]);
     }
     /* Serial sum: the same value for any thread count. */
@@ -45,11 +48,53 @@ void zb_crossentropy_backward(float *dlogits, const float *logits,
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V; /* [V] */
         float *dz = dlogits + (size_t)n * V;     /* [V] */
-        float m;
-        double s;
-        row_stats(z, V, &m, &s);
+        float m = row_max(z, V);
+        double s = row_sumexp(z, V, m);
         float inv = (float)(1.0 / s);
         for (int v = 0; v < V; v++) dz[v] = scale * (expf(z[v] - m) * inv);
         dz[targets[n]] -= scale;
+    }
+}
+
+/* ---- vocabulary-parallel pieces ---- */
+
+void zb_ce_shard_max(double *rowmax, const float *zl, int N, int Vl) {
+#pragma omp parallel for schedule(static) if (ZB_OMP_WORTH((size_t)N * Vl))
+    for (int n = 0; n < N; n++) rowmax[n] = row_max(zl + (size_t)n * Vl, Vl);
+}
+
+void zb_ce_shard_stats(double *sumexp, double *ztgt, const float *zl,
+                       const double *M, const int *targets, int v0, int N,
+                       int Vl) {
+#pragma omp parallel for schedule(static) if (ZB_OMP_WORTH((size_t)N * Vl))
+    for (int n = 0; n < N; n++) {
+        const float *z = zl + (size_t)n * Vl; /* [Vl] */
+        sumexp[n] = row_sumexp(z, Vl, (float)M[n]);
+        int k = targets[n] - v0;
+        ztgt[n] = k >= 0 && k < Vl ? (double)z[k] : 0.0;
+    }
+}
+
+double zb_ce_shard_loss(float *losses, const double *M, const double *S,
+                        const double *Zt, int N) {
+    double total = 0.0;
+    for (int n = 0; n < N; n++) {
+        losses[n] = (float)(log(S[n]) + (double)(float)M[n] - Zt[n]);
+        total += losses[n];
+    }
+    return total;
+}
+
+void zb_ce_shard_backward(float *dzl, const float *zl, const double *M,
+                          const double *S, const int *targets, int v0,
+                          float scale, int N, int Vl) {
+#pragma omp parallel for schedule(static) if (ZB_OMP_WORTH((size_t)N * Vl))
+    for (int n = 0; n < N; n++) {
+        const float *z = zl + (size_t)n * Vl; /* [Vl] */
+        float *dz = dzl + (size_t)n * Vl;     /* [Vl] */
+        float m = (float)M[n], inv = (float)(1.0 / S[n]);
+        for (int v = 0; v < Vl; v++) dz[v] = scale * (expf(z[v] - m) * inv);
+        int k = targets[n] - v0;
+        if (k >= 0 && k < Vl) dz[k] -= scale;
     }
 }

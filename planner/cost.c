@@ -16,19 +16,20 @@
 #define GEMM_TILE_K 32.0       /* k-step of the same kernel */
 #define GEMM_OVERHEAD_S 3e-6   /* launch + wave tail per GEMM, in seconds */
 
-/* Fixed fractions of peak for the non-GEMM work. */
-#define ATTN_EFF 0.40  /* attention core (QK^T, softmax, PV): small batched
-                          GEMMs of head dimension h/a, of the GEMM peak */
-#define ELEM_EFF 0.10  /* memory-bound elementwise ops, of the fp32 peak */
-
-/* Elementwise FLOPs per element, forward (backward counts twice these). */
-#define LN_FLOPS 8.0       /* mean, variance, normalise, scale, shift */
-#define GELU_FLOPS 8.0     /* tanh approximation */
-#define SOFTMAX_FLOPS 5.0  /* scale, max, exp, sum, divide */
-#define DROPOUT_FLOPS 2.0  /* mask compare, multiply */
-#define LNGRAD_FLOPS 3.0   /* dgamma += dy*xhat, dbeta += dy (W) */
-#define CE_FLOPS 5.0       /* softmax + loss per logit */
-#define DLOGIT_FLOPS 2.0   /* p - onehot, scale */
+/* Fixed fractions of peak for the attention core. */
+#define ATTN_EFF 0.40  /* unfused: QK^T and PV as small batched GEMMs of head
+                          dimension h/a, of the GEMM peak */
+#define FLASH_EFF 0.50 /* fused (flash) attention forward and backward, of
+                          the GEMM peak (Dao 2023: 50-73% forward, 35-63%
+                          backward on A100) */
+/* Elementwise work is bound by memory bandwidth: bytes moved at BW_EFF of
+ * the device's bandwidth (streaming kernels reach 80-90% of the datasheet
+ * number; STREAM-like copies on A100 about 1.7 of 2.0 TB/s). */
+#define BW_EFF 0.80
+/* A TP all-reduce reaches this fraction of the link bandwidth as ring bus
+ * bandwidth (nccl-tests all_reduce_perf on DGX A100: about 230 of the
+ * 300 GB/s NVLink per direction at large sizes). */
+#define COLL_BW_EFF 0.78
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
@@ -38,13 +39,28 @@ typedef struct {
     bool sp;
     zb_recompute rc;
     double peak;       /* FLOP/s of GEMMs at the training precision */
-    double peak_elem;  /* FLOP/s of elementwise work (CUDA cores, fp32) */
+    double gemm_scale; /* device GEMM efficiency / GEMM_EFF_MAX (1: default) */
+    double tile;       /* output tile edge of the device's GEMM kernels */
+    double attn_eff;   /* the device's measured attention efficiency, 0 */
+    double bw;         /* bytes/s of elementwise work: bandwidth * BW_EFF */
+    bool fused;        /* fused (flash) attention */
+    double tp_exposed; /* fraction of TP collective time on the critical
+                          path: 1, or 1 - efficiency under tp_overlap */
     double ar_s;       /* one TP all-reduce of b*s*h*e bytes (0 at t = 1) */
+    double Vl;         /* vocabulary rows per TP rank, ceil(V / t) */
+    double ce_ar_s;    /* the cross-entropy's all-reduces over TP: row max
+                          [t, bs] then sum(exp) and target logit [2, bs],
+                          doubles (0 at t = 1) */
 } shape;
 
 /* ---- building blocks ------------------------------------------------ */
 
 double zb_gemm_efficiency(double M, double N, double K, double peak_flops) {
+    return zb_gemm_efficiency_tile(M, N, K, peak_flops, GEMM_TILE_MN);
+}
+
+double zb_gemm_efficiency_tile(double M, double N, double K, double peak_flops,
+                               double tile) {
     /* Tile quantisation in expectation: a dimension d is padded to a whole
      * number of tiles, on average by half a tile, so only d / (d + T/2) of
      * the work is useful. The exact padding is saw-toothed; its mean keeps
@@ -52,8 +68,9 @@ double zb_gemm_efficiency(double M, double N, double K, double peak_flops) {
     if (!(M >= 1)) M = 1;
     if (!(N >= 1)) N = 1;
     if (!(K >= 1)) K = 1;
-    double q = M / (M + GEMM_TILE_MN / 2) * (N / (N + GEMM_TILE_MN / 2)) *
-               (K / (K + GEMM_TILE_K / 2));
+    if (!(tile > 0)) tile = GEMM_TILE_MN;
+    double tk = tile * (GEMM_TILE_K / GEMM_TILE_MN);
+    double q = M / (M + tile / 2) * (N / (N + tile / 2)) * (K / (K + tk / 2));
     /* Saturation: a fixed overhead per GEMM (launch, filling and draining
      * the device) costs as much as w_half = peak * GEMM_OVERHEAD_S FLOPs
      * of useful work; work / (work + w_half) is 1/2 at that size. */
@@ -72,16 +89,20 @@ double zb_allreduce_s(double bytes, int n, double bw_Bps, double lat_s) {
 }
 
 static double gemm_s(const shape *x, double M, double N, double K) {
-    return 2 * M * N * K / (x->peak * zb_gemm_efficiency(M, N, K, x->peak));
+    double eff = zb_gemm_efficiency_tile(M, N, K, x->peak, x->tile) * x->gemm_scale;
+    return 2 * M * N * K / (x->peak * (eff < 1 ? eff : 1));
 }
 
 static double attn_s(const shape *x, double flops) {
-    return flops / (x->peak * ATTN_EFF);
+    double eff = x->attn_eff > 0 ? x->attn_eff : x->fused ? FLASH_EFF : ATTN_EFF;
+    return flops / (x->peak * eff);
 }
 
-static double elem_s(const shape *x, double flops) {
-    return flops / (x->peak_elem * ELEM_EFF);
-}
+/* Time of elementwise work moving `bytes` through device memory. */
+static double elem_s(const shape *x, double bytes) { return bytes / x->bw; }
+
+/* A TP collective of time t as far as it is on the critical path. */
+static double tp_s(const shape *x, double t) { return t * x->tp_exposed; }
 
 /* ---- transformer block ---------------------------------------------- */
 
@@ -101,24 +122,27 @@ static void block_gemms(const shape *x, double g[4][3]) {
         for (int j = 0; j < 3; j++) g[i][j] = tab[i][j];
 }
 
-/* Elementwise FLOPs of a block's forward on one TP rank. Replicated over TP
- * (split over t only under sequence parallelism): 2 LayerNorms, 2 residual
- * adds, the 2 row-parallel biases, 2 dropouts on the residual branch.
- * Sharded: QKV and fc1 biases, GELU, softmax and dropout of the scores. */
-static double block_elem_fwd(const shape *x) {
-    double h = x->h, f = x->f, as = x->a * x->s;
-    double repl = 2 * LN_FLOPS * h + 2 * h + 2 * h + 2 * DROPOUT_FLOPS * h;
-    double shard = 3 * h + f + GELU_FLOPS * f +
-                   (SOFTMAX_FLOPS + DROPOUT_FLOPS) * as;
+/* Bytes moved by a block's elementwise kernels in F on one TP rank, per
+ * token (Megatron's fusions: bias+GELU, bias+dropout+residual add, scaled
+ * masked softmax). Replicated over TP (split over t only under sequence
+ * parallelism): 2 LayerNorms (read, write: 2e per element) and 2
+ * bias-dropout-adds (read x and the residual, write, 1-byte mask: 3e + 1).
+ * Sharded: bias+GELU (2e) over f, softmax (2e) and dropout (2e + 1) of the
+ * scores, as*s elements; none under fused attention (inside the kernel). */
+static double block_bytes_fwd(const shape *x) {
+    double h = x->h, f = x->f, e = x->e, as = x->a * x->s;
+    double repl = 2 * 2 * e * h + 2 * (3 * e + 1) * h;
+    double shard = 2 * e * f + (x->fused ? 0 : (4 * e + 1) * as);
     return x->b * x->s * (repl / (x->sp ? x->t : 1) + shard / x->t);
 }
 
-/* Elementwise FLOPs of W: bias gradients (row sums of dY) and the
- * LayerNorm gamma/beta gradients. */
-static double block_elem_w(const shape *x) {
-    double h = x->h, f = x->f;
-    double repl = 2 * h + 2 * LNGRAD_FLOPS * h;
-    double shard = 3 * h + f;
+/* Bytes of W's elementwise work: bias gradients (read dY once: 3h + f
+ * sharded, 2h replicated) and the LayerNorm gamma/beta gradients (read dy
+ * and x: 2e per element over 2h). */
+static double block_bytes_w(const shape *x) {
+    double h = x->h, f = x->f, e = x->e;
+    double repl = e * 2 * h + 2 * 2 * e * h;
+    double shard = e * (3 * h + f);
     return x->b * x->s * (repl / (x->sp ? x->t : 1) + shard / x->t);
 }
 
@@ -135,25 +159,25 @@ static void block_time(const shape *x, zb_pass_cost *c) {
     /* Attention core: QK^T and PV, 2*b*s^2*h FLOPs each, heads split by
      * TP; the backward needs two GEMMs for each. */
     double attn = 4 * x->b * x->s * x->s * x->h / x->t;
-    double el = block_elem_fwd(x);
+    double el = block_bytes_fwd(x);
     c->f_flops = gflops + attn;
     c->b_flops = gflops + 2 * attn;
     c->w_flops = gflops;
     /* Two all-reduces (or RS + AG under SP, the same ring bytes) in F,
      * after the row-parallel GEMMs, and two in B, for the input gradients
      * of the column-parallel ones (Megatron's f/g operators). */
-    c->f_s = tf + attn_s(x, attn) + elem_s(x, el) + 2 * x->ar_s;
-    c->b_s = tb + attn_s(x, 2 * attn) + elem_s(x, 2 * el) + 2 * x->ar_s;
+    c->f_s = tf + attn_s(x, attn) + elem_s(x, el) + tp_s(x, 2 * x->ar_s);
+    c->b_s = tb + attn_s(x, 2 * attn) + elem_s(x, 2 * el) + tp_s(x, 2 * x->ar_s);
     /* Under SP the weight-gradient GEMMs need the sequence-gathered LN
      * outputs and output gradients, which M_W keeps sharded (see
      * block_mem): four all-gathers of b*s*h, two all-reduces' worth. */
-    c->w_s = tw + elem_s(x, block_elem_w(x)) + (x->sp ? 2 * x->ar_s : 0);
+    c->w_s = tw + elem_s(x, block_bytes_w(x)) + (x->sp ? tp_s(x, 2 * x->ar_s) : 0);
     if (x->rc == ZB_RECOMPUTE_FULL) {
         c->b_flops += c->f_flops;
         c->b_s += c->f_s;
-    } else if (x->rc == ZB_RECOMPUTE_SELECTIVE) {
-        double sm = x->b * x->s * (SOFTMAX_FLOPS + DROPOUT_FLOPS) * x->a *
-                    x->s / x->t;
+    } else if (x->rc == ZB_RECOMPUTE_SELECTIVE && !x->fused) {
+        /* fused attention keeps no scores: nothing to recompute */
+        double sm = x->b * x->s * (4 * x->e + 1) * x->a * x->s / x->t;
         c->b_flops += attn;
         c->b_s += attn_s(x, attn) + elem_s(x, sm);
     }
@@ -170,7 +194,7 @@ static void block_mem(const shape *x, zb_pass_cost *c) {
     double sbh = x->s * x->b * x->h, t = x->t, e = x->e;
     double repl = 4, shard = 4 + 2 * x->f / x->h, masks = 2;
     double scores = x->a * x->s * x->s * x->b * (2 * e + 1) / t;
-    if (x->rc == ZB_RECOMPUTE_SELECTIVE) scores = 0;
+    if (x->rc == ZB_RECOMPUTE_SELECTIVE || x->fused) scores = 0;
     if (x->sp)
         c->m_b_bytes = sbh * (e * (repl + shard) + masks) / t + scores;
     else
@@ -194,38 +218,49 @@ static double block_params(const shape *x) {
     return (4 * h * h + 2 * h * f + 3 * h + f) / t + 2 * h + 4 * h;
 }
 
-/* ---- embedding and head (replicated over TP) ------------------------- */
+/* ---- embedding and head (vocabulary-parallel over TP) ---------------- */
 
-/* Token + position embedding: a gather and an add in F; no input gradient
- * (B is empty); W scatter-adds the output gradient into the token table and
- * sums it into the position table. Keeps the int32 token ids; after B its
- * output gradient (e bytes, b*s*h) waits for W. */
+/* Token + position embedding, the token table split over TP by vocabulary
+ * rows (Megatron): F looks the tokens up in the local rows (0 elsewhere),
+ * all-reduces the b*s*h output over TP, then adds the position embedding;
+ * no input gradient (B is empty); W scatter-adds the output gradient into
+ * the local rows and sums it into the (replicated) position table. Keeps
+ * the int32 token ids; after B its output gradient waits for W. */
 static void embed_cost(const shape *x, zb_pass_cost *c) {
     double bsh = x->b * x->s * x->h, ids = 4 * x->b * x->s;
     c->f_flops = c->b_flops = c->w_flops = 0;  /* no matrix multiplies */
-    c->f_s = elem_s(x, bsh);
+    /* F: gather (read, write) then add the position row (read 2, write 1);
+     * W: read the gradient, read-modify-write fp32 rows, for both tables */
+    c->f_s = elem_s(x, 5 * x->e * bsh) + tp_s(x, x->ar_s);
     c->b_s = 0;
-    c->w_s = elem_s(x, 2 * bsh);
+    c->w_s = elem_s(x, 2 * (x->e + 8) * bsh);
     c->m_b_bytes = ids;
     c->m_w_bytes = ids + x->e * bsh;
-    c->params = x->V * x->h + x->s * x->h;
+    c->params = x->Vl * x->h + x->s * x->h;
 }
 
-/* Final LayerNorm, LM head GEMM [b*s x h] x [h x V] and cross-entropy.
+/* Final LayerNorm, LM head GEMM [b*s x h] x [h x V/t] over the local
+ * vocabulary rows and the vocab-parallel cross-entropy (row max, sum of
+ * exp and target logit all-reduced over TP; no rank holds b*s*V logits).
  * Logits are kept in fp32 (4 bytes); B turns them into dlogits in place,
- * which W needs with the LN output. The head's weight is a full V x h copy
- * on its device, also with tied embeddings (docs/cost-model.md). */
+ * which W needs with the LN output; B all-reduces the partial input
+ * gradient of the head GEMM. The head's weight is the local shard, also a
+ * copy with tied embeddings on another device (docs/cost-model.md). */
 static void head_cost(const shape *x, zb_pass_cost *c) {
-    double bs = x->b * x->s, h = x->h, V = x->V;
-    double bsh = bs * h, logits = 4 * bs * V;
-    c->f_flops = c->b_flops = c->w_flops = 2 * bs * h * V;
-    c->f_s = gemm_s(x, bs, V, h) + elem_s(x, LN_FLOPS * bsh + CE_FLOPS * bs * V);
-    c->b_s = gemm_s(x, bs, h, V) +
-             elem_s(x, 2 * LN_FLOPS * bsh + DLOGIT_FLOPS * bs * V);
-    c->w_s = gemm_s(x, V, h, bs) + elem_s(x, LNGRAD_FLOPS * bsh);
+    double bs = x->b * x->s, h = x->h, Vl = x->Vl;
+    double bsh = bs * h, logits = 4 * bs * Vl;
+    c->f_flops = c->b_flops = c->w_flops = 2 * bs * h * Vl;
+    /* F: LN (2e per element of h); cross-entropy reads the fp32 logits for
+     * the max and for sum(exp) and writes one fp32 pass (12 bytes/logit).
+     * B: dlogits read and written (8), LN backward (4e). W: LN grads (2e). */
+    c->f_s = gemm_s(x, bs, Vl, h) + elem_s(x, 2 * x->e * bsh + 12 * bs * Vl) +
+             x->ce_ar_s;
+    c->b_s = gemm_s(x, bs, h, Vl) + elem_s(x, 4 * x->e * bsh + 8 * bs * Vl) +
+             tp_s(x, x->ar_s);
+    c->w_s = gemm_s(x, Vl, h, bs) + elem_s(x, 2 * x->e * bsh);
     c->m_b_bytes = logits + 2 * x->e * bsh + 4 * bs; /* + LN in/out, targets */
     c->m_w_bytes = logits + x->e * bsh;
-    c->params = V * h + 2 * h;
+    c->params = Vl * h + 2 * h;
 }
 
 /* ---- public ---------------------------------------------------------- */
@@ -267,8 +302,14 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
     };
     bool bf16 = m->train.precision == ZB_PREC_BF16;
     x.peak = bf16 ? C->device.peak_bf16_flops : C->device.peak_fp32_flops;
-    x.peak_elem = C->device.peak_fp32_flops > 0 ? C->device.peak_fp32_flops
-                                                : x.peak;
+    x.gemm_scale = C->device.gemm_eff > 0 ? C->device.gemm_eff / GEMM_EFF_MAX : 1;
+    x.tile = C->device.gemm_tile > 0 ? C->device.gemm_tile : GEMM_TILE_MN;
+    x.attn_eff = C->device.attn_eff;
+    /* a device without a bandwidth: 200 FLOP/byte at its peak */
+    x.bw = BW_EFF * (C->device.mem_bw_Bps > 0 ? C->device.mem_bw_Bps
+                                               : x.peak / 200);
+    x.fused = m->train.fused_attention;
+    x.tp_exposed = m->train.tp_overlap ? 1 - m->train.tp_overlap_eff : 1;
     if (!(x.peak > 0))
         return zb_fail(err, ZB_EINFEASIBLE, "cost model: device %s has no "
                        "%s peak", C->device.name, bf16 ? "bf16" : "fp32");
@@ -276,7 +317,10 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
     bool intra = tp <= C->devices_per_node;
     double bw = intra ? C->intra_bw_Bps : C->inter_bw_Bps;
     double lat = intra ? C->intra_lat_s : C->inter_lat_s;
-    x.ar_s = zb_allreduce_s(x.b * x.s * x.h * x.e, tp, bw, lat);
+    x.ar_s = zb_allreduce_s(x.b * x.s * x.h * x.e, tp, COLL_BW_EFF * bw, lat);
+    x.Vl = (A->vocab + tp - 1) / tp;
+    x.ce_ar_s = zb_allreduce_s(8.0 * x.b * x.s * tp, tp, bw, lat) +
+                zb_allreduce_s(8.0 * x.b * x.s * 2, tp, bw, lat);
 
     *out = (zb_cost_table){.tp = tp, .micro_batch = micro_batch,
                            .peak_flops = x.peak};
@@ -285,9 +329,12 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
     out->layer.params = block_params(&x);
     embed_cost(&x, &out->embed);
     head_cost(&x, &out->head);
+    out->vocab_params = x.Vl * x.h;
     out->p2p_bytes = x.b * x.s * x.h * x.e / (x.sp ? x.t : 1);
-    out->p2p_intra_s = zb_p2p_s(out->p2p_bytes, C->intra_bw_Bps, C->intra_lat_s);
-    out->p2p_inter_s = zb_p2p_s(out->p2p_bytes, C->inter_bw_Bps, C->inter_lat_s);
+    out->p2p_intra_s = zb_p2p_s(out->p2p_bytes, C->intra_bw_Bps, C->intra_lat_s) +
+                       C->intra_p2p_s;
+    out->p2p_inter_s = zb_p2p_s(out->p2p_bytes, C->inter_bw_Bps, C->inter_lat_s) +
+                       C->inter_p2p_s;
     return ZB_OK;
 }
 

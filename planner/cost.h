@@ -31,6 +31,8 @@ typedef struct {
     zb_pass_cost layer;   /* one transformer block */
     zb_pass_cost embed;   /* token + position embedding (first stage) */
     zb_pass_cost head;    /* final LayerNorm + LM head + cross-entropy */
+    double vocab_params;  /* ceil(V/tp)*h: one rank's token table shard,
+                             held once where embedding and head share it */
     double p2p_bytes;     /* one activation (or gradient) between stages */
     double p2p_intra_s;   /* its time over an intra-node link */
     double p2p_inter_s;   /* ... over an inter-node link */
@@ -46,6 +48,10 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
  * overhead costs more of the peak on a faster device; docs/cost-model.md);
  * in (0, 1]. */
 double zb_gemm_efficiency(double M, double N, double K, double peak_flops);
+/* The same with another output tile edge (the k-step is tile / 4): a
+ * device's gemm_tile (zbplan calibrate fits it; CPUs use small tiles). */
+double zb_gemm_efficiency_tile(double M, double N, double K, double peak_flops,
+                               double tile);
 
 /* Alpha-beta time of a point-to-point message. */
 double zb_p2p_s(double bytes, double bw_Bps, double lat_s);

@@ -11,13 +11,16 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
 #include "common/zb_yaml.h"
+#include "planner/calibrate_cmd.h"
 #include "planner/cli.h"
 #include "planner/guard.h"
+#include "planner/profile.h"
 #include "planner/schedules.h"
 #include "planner/search.h"
 #include "planner/sim_cmd.h"
@@ -28,8 +31,10 @@ static const char usage[] =
     "usage: zbplan MODEL.yaml [-o FILE] [--dp N] [--tp N] [--pp N]\n"
     "              [--chunks V] [--schedule NAME] [--micro-batch N]\n"
     "              [--max-micro-batch N] [--solver heuristic|ilp|auto]\n"
-    "              [--time-limit S] [--top K] [--compare] [-q]\n"
+    "              [--time-limit S] [--top K] [--compare] [--profile FILE]\n"
+    "              [-q]\n"
     "       zbplan sim --help\n"
+    "       zbplan calibrate --help\n"
     "Searches data/tensor/pipeline sizes, micro-batch size, chunks and\n"
     "schedule for MODEL.yaml's model and cluster, prints the best K\n"
     "candidates (default 5) and writes the best as a plan (default\n"
@@ -46,11 +51,14 @@ static const char usage[] =
     "  --time-limit S       ILP seconds per schedule (default: 10)\n"
     "  --top K              candidates printed (default: 5)\n"
     "  --compare            also every schedule for the chosen split (default: off)\n"
+    "  --profile FILE       use the times `zbrun --profile` measured wherever\n"
+    "                       they cover a candidate (default: the cost model only)\n"
     "  -q                   print nothing but errors (default: off)\n"
     "  -h, --help           this text;  --version  zbplan's version\n"
     "Exit status: 0 done; 2 bad input (model file or arguments: one line on\n"
     "  stderr); 1 anything else (no candidate fits, I/O).\n"
-    "Docs: docs/zbplan.md, docs/model-format.md, docs/schedules.md.\n";
+    "Docs: docs/zbplan.md, docs/model-format.md, docs/schedules.md,\n"
+    "  docs/cost-model.md.\n";
 
 /* The usage text, then the schedule names from the generator table. */
 static void print_usage(void) {
@@ -61,7 +69,7 @@ static void print_usage(void) {
 }
 
 typedef struct {
-    const char *model_path, *out_path;
+    const char *model_path, *out_path, *profile_path;
     zb_search_opts so;
     bool compare, quiet, help, version;
 } args;
@@ -85,6 +93,8 @@ static bool parse_one(int argc, char **argv, int *i, args *a, zb_status *st,
         }
     if (zb_cli_opt(argc, argv, i, "-o", &val, st, err)) {
         if (val) a->out_path = val;
+    } else if (zb_cli_opt(argc, argv, i, "--profile", &val, st, err)) {
+        if (val) a->profile_path = val;
     } else if (zb_cli_opt(argc, argv, i, "--time-limit", &val, st, err)) {
         if (val) *st = zb_cli_double("--time-limit", val, true, &o->time_limit_s, err);
     } else if (zb_cli_opt(argc, argv, i, "--schedule", &val, st, err)) {
@@ -143,19 +153,33 @@ static void print_header(const zb_model *m, const zb_search_result *r) {
            r->over_memory, r->not_applicable, r->elapsed_s);
 }
 
-static void print_table(const zb_search_result *r, bool compare) {
-    printf("%3s %5s %3s %4s %2s %4s %5s %-12s %-9s %10s %12s %6s %7s %9s\n",
+/* "measured" or "analytic": where a candidate's costs came from. */
+static const char *costs_word(const zb_candidate *c) {
+    if (!c->profile) return "analytic";
+    return c->measured_overhead ? "measured" : "measured*";
+}
+
+static void print_table(const zb_search_result *r, bool compare, bool costs) {
+    printf("%3s %5s %3s %4s %2s %4s %5s %-12s %-9s %10s %12s %6s %7s %9s%s\n",
            "#", "dp", "tp", "pp", "v", "mb", "m", "schedule", "solver",
-           "step (s)", "tokens/s", "MFU", "bubble", "mem GiB");
+           "step (s)", "tokens/s", "MFU", "bubble", "mem GiB",
+           costs ? "  costs" : "");
     for (int i = 0; i < r->n; i++) {
         const zb_candidate *c = &r->cand[i];
         printf("%3d %5d %3d %4d %2d %4d %5d %-12s %-9s %10.4f %12.0f %5.1f%% "
-               "%7.4f %9.2f%s\n", i + 1, c->dp, c->tp, c->pp, c->v,
+               "%7.4f %9.2f%s", i + 1, c->dp, c->tp, c->pp, c->v,
                c->micro_batch, c->m, c->schedule, c->rep.solver, c->step_s,
                c->tokens_per_s, 100 * c->mfu, c->bubble_rate,
                c->peak_mem_bytes / GIB,
                compare && !c->fits ? "  (over memory)" : "");
+        printf("%s%s\n", costs ? "  " : "", costs ? costs_word(c) : "");
     }
+    if (costs)
+        printf("costs: measured = pass, p2p and after-pipeline times from the "
+               "profile; measured* = pass and p2p times from it, all-reduce "
+               "and optimizer analytic (another dp/pp); analytic = the cost "
+               "model (the profile does not cover this tp, micro-batch or "
+               "model)\n");
 }
 
 /* Every schedule for the winner's split, side by side. */
@@ -173,7 +197,7 @@ static zb_status compare(const zb_model *m, const args *a,
     if (st == ZB_OK) {
         printf("\nall schedules for dp %d tp %d pp %d micro-batch %d:\n",
                best->dp, best->tp, best->pp, best->micro_batch);
-        print_table(&r, true);
+        print_table(&r, true, a->so.profile != NULL);
     }
     zb_search_result_free(&r);
     return st;
@@ -187,9 +211,10 @@ static zb_status write_plan(const zb_model *m, const args *a,
     zb_plan_free(&plan);
     if (st == ZB_OK && !a->quiet)
         printf("wrote %s: dp %d tp %d pp %d v %d micro-batch %d m %d %s, "
-               "step %.4f s\n", a->out_path, best->dp, best->tp, best->pp,
+               "step %.4f s%s%s\n", a->out_path, best->dp, best->tp, best->pp,
                best->v, best->micro_batch, best->m, best->schedule,
-               best->step_s);
+               best->step_s, a->so.profile ? ", costs " : "",
+               a->so.profile ? costs_word(best) : "");
     return st;
 }
 
@@ -219,22 +244,38 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
         *printed = true;
         return st;
     }
+    zb_profile *prof = NULL;
+    if (a->profile_path) {
+        prof = zb_calloc(1, sizeof *prof, err);
+        if (!prof) return ZB_ENOMEM;
+        st = zb_profile_load(a->profile_path, prof, err);
+        if (st != ZB_OK) {
+            free(prof);
+            return st;
+        }
+    }
+    args local = *a;
+    local.so.profile = prof;
+    a = &local;
     zb_search_result r;
     st = zb_search(&m, &a->so, &r, err);
     if (st == ZB_OK && !a->quiet) {
         print_header(&m, &r);
-        print_table(&r, false);
+        print_table(&r, false, prof != NULL);
     }
     if (st == ZB_OK && a->compare && !a->quiet)
         st = compare(&m, a, &r.cand[0], err);
     if (st == ZB_OK) st = write_plan(&m, a, &r.cand[0], err);
     zb_search_result_free(&r);
+    free(prof);
     return st;
 }
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "sim") == 0)
         return zb_sim_cmd(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "calibrate") == 0)
+        return zb_calibrate_cmd(argc - 1, argv + 1);
     args a;
     zb_err err = {{0}};
     bool printed = false;

@@ -38,14 +38,13 @@ static double stage_time(const zb_cost_table *ct, int nl, bool embed, bool head)
 }
 
 /* Parameters held by one vstage. With tied embeddings, a stage holding both
- * the embedding and the head keeps one V x h matrix, not two. */
+ * the embedding and the head keeps one (V/tp) x h table shard, not two. */
 static double stage_params(const zb_model *m, const zb_cost_table *ct, int nl,
                            bool embed, bool head) {
     double p = nl * ct->layer.params;
     if (embed) p += ct->embed.params;
     if (head) p += ct->head.params;
-    if (embed && head && m->arch.tied_embeddings)
-        p -= (double)m->arch.vocab * m->arch.hidden;
+    if (embed && head && m->arch.tied_embeddings) p -= ct->vocab_params;
     return p;
 }
 

@@ -20,6 +20,7 @@
 #include "planner/search.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 
 #include "planner/cost.h"
 #include "planner/partition.h"
+#include "planner/profile.h"
 
 #define MAX_JOBS 64
 
@@ -76,7 +78,11 @@ double zb_search_grad_bytes(const zb_model *m) {
 
 double zb_search_optimizer_s(const zb_model *m, double params, int dp,
                              double peak_flops) {
-    double bw = peak_flops / ZB_SEARCH_FLOPS_PER_BYTE;
+    /* AdamW streams its state through memory: the device's bandwidth at
+     * the cost model's streaming efficiency, else a machine balance */
+    double mbw = m->cluster.device.mem_bw_Bps;
+    double bw = mbw > 0 ? ZB_SEARCH_BW_EFF * mbw
+                        : peak_flops / ZB_SEARCH_FLOPS_PER_BYTE;
     double held = m->train.zero1 && dp > 1 ? params / dp : params;
     return bw > 0 ? held * ZB_SEARCH_OPT_BYTES / bw : 0.0;
 }
@@ -109,6 +115,9 @@ typedef struct {
     zb_cost_table ct;
     double lb;           /* step-time lower bound, any schedule */
     double best;         /* best fitting step time found */
+    bool measured;       /* pass times from the profile */
+    bool measured_post;  /* all-reduce + optimizer: the profile's overhead */
+    double post_s;       /* that overhead */
     bool static_over;    /* even an even share of the weights does not fit */
 } split;
 
@@ -202,16 +211,16 @@ static double lower_bound_split(const zb_model *mdl, const split *s,
     double work = mdl->arch.layers * (ct->layer.f_s + ct->layer.b_s + ct->layer.w_s) +
                   ct->embed.f_s + ct->embed.b_s + ct->embed.w_s +
                   ct->head.f_s + ct->head.b_s + ct->head.w_s;
-    /* a rank holding both ends keeps one tied V x h matrix (rank_params) */
+    /* a rank holding both ends keeps one tied table shard (rank_params) */
     double params = mdl->arch.layers * ct->layer.params + ct->embed.params +
                     ct->head.params -
-                    (mdl->arch.tied_embeddings
-                         ? (double)mdl->arch.vocab * mdl->arch.hidden : 0);
+                    (mdl->arch.tied_embeddings ? ct->vocab_params : 0);
     *params_share = params / s->pp;
     /* the busiest rank ends after the mean work; the rank with the most
      * parameters reduces at least a mean share (after its own last pass,
      * which may come before the others' ends: hence max, not sum) */
     double pipe = s->m * work / s->pp;
+    if (s->measured_post) return pipe + s->post_s;
     double ar = allreduce_s(mdl, *params_share, s->dp, s->tp, s->pp);
     return (pipe > ar ? pipe : ar) +
            zb_search_optimizer_s(mdl, *params_share, s->dp, ct->peak_flops);
@@ -235,6 +244,10 @@ static zb_status add_split(ctx *x, split **arr, int *n, int *cap, int dp,
     zb_status st = zb_cost_eval(x->mdl, tp, mb, &s->ct, &x->skip_err);
     if (st == ZB_EINFEASIBLE) { x->skipped_splits++; return ZB_OK; }
     if (st != ZB_OK) return zb_fail(err, st, "%s", x->skip_err.msg);
+    const zb_profile *prof = x->o->profile;
+    s->measured = zb_profile_apply(prof, x->mdl, tp, mb, &s->ct);
+    s->measured_post = s->measured && zb_profile_covers_layout(prof, dp, tp, pp);
+    s->post_s = s->measured_post ? prof->overhead_s : 0;
     double share;
     s->lb = lower_bound_split(x->mdl, s, &share);
     s->static_over = zb_static_mem_bytes(x->mdl, share, dp) + x->ws_bytes >
@@ -401,7 +414,7 @@ static zb_status keep(ctx *x, zb_candidate *c, zb_err *err) {
 static double rank_params(const zb_model *mdl, const zb_cost_table *ct,
                           const zb_stage_span *sp, int pp, int v,
                           zb_placement pl, int r) {
-    double params = 0, vocab_h = (double)mdl->arch.vocab * mdl->arch.hidden;
+    double params = 0, vocab_h = ct->vocab_params;
     bool embed = false, head = false, tied = mdl->arch.tied_embeddings;
     for (int c = 0; c < v; c++) {
         const zb_stage_span *s = &sp[zb_placement_vstage(pl, pp, r, c)];
@@ -411,7 +424,7 @@ static double rank_params(const zb_model *mdl, const zb_cost_table *ct,
         embed |= s->embed;
         head |= s->head;
     }
-    /* tied embeddings: a rank holding both keeps one V x h matrix, as in
+    /* tied embeddings: a rank holding both keeps one table shard, as in
      * zb_partition (pp = 1, or the V placement's rank 0) */
     if (embed && head && tied) params -= vocab_h;
     return params;
@@ -429,7 +442,7 @@ static void prepare_placement(ctx *x, const split *s, zb_placement pl) {
     for (int r = 0; r < pp; r++) {
         double prm = rank_params(x->mdl, &s->ct, x->spans, pp, v, pl, r), busy = 0;
         x->static_r[pl][r] = zb_static_mem_bytes(x->mdl, prm, s->dp);
-        x->ar_r[pl][r] = allreduce_s(x->mdl, prm, s->dp, s->tp, pp);
+        x->ar_r[pl][r] = s->measured_post ? 0 : allreduce_s(x->mdl, prm, s->dp, s->tp, pp);
         if (prm > max_params) max_params = prm;
         if (x->static_r[pl][r] > max_static) max_static = x->static_r[pl][r];
         for (int ch = 0; ch < v; ch++) {
@@ -442,8 +455,9 @@ static void prepare_placement(ctx *x, const split *s, zb_placement pl) {
         if (lb_r > lb) lb = lb_r;
         head += c->t_f[r] + (r < n - 1 ? c->t_comm[r] : 0);
     }
-    x->g_opt[pl] = zb_search_optimizer_s(x->mdl, max_params, s->dp,
-                                         s->ct.peak_flops);
+    x->g_opt[pl] = s->measured_post ? s->post_s
+                                    : zb_search_optimizer_s(x->mdl, max_params, s->dp,
+                                                            s->ct.peak_flops);
     x->g_lb[pl] = lb + x->g_opt[pl];
     x->g_max_static[pl] = max_static;
     x->g_ready[pl] = true;
@@ -479,6 +493,25 @@ static zb_status exact_peak(ctx *x, const zb_schedule *sc, zb_placement pl,
     return st;
 }
 
+/* Does the schedule take a fixed number of chunks (--chunks cannot help)? */
+static bool fixed_chunks(const char *name) {
+    return zb_schedule_chunks(name, 2) == zb_schedule_chunks(name, 4);
+}
+
+/* Count a candidate whose conditions do not hold; keep the first reason
+ * (which condition failed and which option changes it) for the error. */
+static void not_applicable(zb_search_result *res, int count, const char *fmt,
+                           ...) __attribute__((format(printf, 3, 4)));
+static void not_applicable(zb_search_result *res, int count, const char *fmt,
+                           ...) {
+    res->not_applicable += count;
+    if (res->why_not_applicable[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(res->why_not_applicable, sizeof res->why_not_applicable, fmt, ap);
+    va_end(ap);
+}
+
 /* Build a job's schedule into c->sched. Unmet conditions (ZB_EINPUT) and
  * an automatic schedule that cannot meet its memory limit (ZB_EINFEASIBLE)
  * are counted and set *skip; they are not errors of the search. */
@@ -497,7 +530,12 @@ static zb_status build_job(ctx *x, const split *s, const job *jb,
     snprintf(c->rep.solver, sizeof c->rep.solver, "generator");
     zb_status st = zb_schedule_make(jb->name, &prm, &c->sched, &c->rep, &e2);
     *skip = st == ZB_EINPUT || st == ZB_EINFEASIBLE;
-    if (st == ZB_EINPUT) x->res->not_applicable++;
+    if (st == ZB_EINPUT)
+        not_applicable(x->res, 1, "schedule %s (pp %d, v %d, m %d = "
+                       "global_batch / (dp %d x micro-batch %d)): %s; change "
+                       "--pp, --micro-batch%s", jb->name, s->pp, jb->v, s->m,
+                       s->dp, s->mb, e2.msg,
+                       fixed_chunks(jb->name) ? "" : " or --chunks");
     if (st == ZB_EINFEASIBLE) x->res->over_memory++;
     if (st == ZB_OK || *skip) return ZB_OK;
     return zb_fail(err, st, "schedule %s (p=%d m=%d v=%d): %s", jb->name,
@@ -557,6 +595,8 @@ static zb_status run_job(ctx *x, split *s, const job *jb, long key,
     memset(&c, 0, sizeof c);
     c.dp = s->dp; c.tp = s->tp; c.pp = s->pp; c.v = jb->v;
     c.micro_batch = s->mb; c.m = s->m; c.key = key;
+    c.profile = s->measured ? x->o->profile : NULL;
+    c.measured_overhead = s->measured_post;
     snprintf(c.schedule, sizeof c.schedule, "%s", jb->name);
     bool skip;
     zb_status st = build_job(x, s, jb, pl, &c, &skip, err);
@@ -588,7 +628,12 @@ static zb_status run_split(ctx *x, split *s, const job *jobs, int njobs,
         int v = jobs[i].v, count = 0;
         for (int k = i; k < njobs; k++) count += jobs[k].v == v;
         if (s->pp * v > x->mdl->arch.layers) {
-            x->res->not_applicable += count;
+            not_applicable(x->res, count, "%s with %d chunks per rank on pp "
+                           "%d needs pp x chunks = %d virtual stages, but the "
+                           "model has %d layers (one layer per virtual stage "
+                           "at least); lower %s", jobs[i].name,
+                           v, s->pp, s->pp * v, x->mdl->arch.layers,
+                           fixed_chunks(jobs[i].name) ? "--pp" : "--chunks or --pp");
             for (int k = i; k < njobs; k++) if (jobs[k].v == v) done[k] = true;
             continue;
         }
@@ -640,6 +685,7 @@ static zb_status detail_eval(const zb_model *mdl, const zb_candidate *c,
     memset(d, 0, sizeof *d);
     int n = c->pp * c->v;
     ZB_TRY(zb_cost_eval(mdl, c->tp, c->micro_batch, &d->ct, err));
+    zb_profile_apply(c->profile, mdl, c->tp, c->micro_batch, &d->ct);
     ZB_TRY(zb_costs_init(&d->costs, n, err));
     zb_stage_costs(&d->ct, c->spans, c->pp, c->v, c->sched.placement, c->dp,
                    c->tp, mdl->cluster.devices_per_node, &d->costs);
@@ -728,6 +774,26 @@ static void ctx_free(ctx *x) {
     zb_costs_free(&x->cost[1]);
 }
 
+/* Nothing kept. When every candidate failed a condition and the user forced
+ * an option, that is bad input (exit 2) naming the condition and the option;
+ * otherwise the search found nothing that fits. */
+static zb_status no_candidate(const zb_model *mdl, const zb_search_opts *o,
+                              const zb_search_result *res, zb_err *err) {
+    bool forced = o->schedule[0] || o->v > 0 || o->pp > 0 || o->micro_batch > 0;
+    if (forced && res->not_applicable > 0 && res->simulated == 0 &&
+        res->over_memory == 0)
+        return zb_fail(err, ZB_EINPUT, "%s%s", o->schedule[0] ? "--schedule "
+                       "cannot apply: " : "the forced options cannot apply: ",
+                       res->why_not_applicable);
+    return zb_fail(err, ZB_EINFEASIBLE, "no candidate fits: %d splits, %d "
+                   "schedules simulated, %d over device memory (%.1f GiB), "
+                   "%d not applicable%s%s%s", res->splits, res->simulated,
+                   res->over_memory, mdl->cluster.device.mem_bytes / 1073741824.0,
+                   res->not_applicable, res->why_not_applicable[0] ? " (first: " : "",
+                   res->why_not_applicable[0] ? res->why_not_applicable : "",
+                   res->why_not_applicable[0] ? ")" : "");
+}
+
 static zb_status validate_opts(const zb_search_opts *o, zb_err *err) {
     if (o->top_k < 1) return zb_fail(err, ZB_EINPUT, "--top must be >= 1");
     if (o->dp < 0 || o->tp < 0 || o->pp < 0 || o->v < 0 || o->micro_batch < 0)
@@ -766,12 +832,7 @@ zb_status zb_search(const zb_model *mdl, const zb_search_opts *o,
     res->splits = ns;
     if (st == ZB_OK) st = search_phases(&x, sp, ns, err);
     if (st == ZB_OK) st = finish(mdl, res, err);
-    if (st == ZB_OK && res->n == 0)
-        st = zb_fail(err, ZB_EINFEASIBLE, "no candidate fits: %d splits, %d "
-                     "schedules simulated, %d over device memory (%.1f GiB), "
-                     "%d not applicable", res->splits, res->simulated,
-                     res->over_memory, mdl->cluster.device.mem_bytes / 1073741824.0,
-                     res->not_applicable);
+    if (st == ZB_OK && res->n == 0) st = no_candidate(mdl, o, res, err);
     free(sp);
     ctx_free(&x);
     res->elapsed_s = now_s() - t0;

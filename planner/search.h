@@ -39,10 +39,13 @@
 /* Bytes of memory traffic per parameter for one AdamW step (read weight,
  * gradient and two moments, write weight and two moments, ~4 B each). */
 #define ZB_SEARCH_OPT_BYTES 16.0
-/* Memory bandwidth is not in the device table; the search assumes a
- * machine balance of this many FLOPs (at the precision's peak) per byte,
- * close to A100/H100 class devices. */
+/* A device without a memory bandwidth: the search assumes a machine
+ * balance of this many FLOPs (at the precision's peak) per byte, close to
+ * A100/H100 class devices. */
 #define ZB_SEARCH_FLOPS_PER_BYTE 250.0
+/* Fraction of the device's memory bandwidth a streaming kernel reaches (the
+ * cost model's BW_EFF, docs/cost-model.md section 2.2). */
+#define ZB_SEARCH_BW_EFF 0.80
 
 typedef struct {
     int dp, tp, pp;          /* > 0 forces; 0 searches (device "cpu": 0 = 1) */
@@ -60,6 +63,8 @@ typedef struct {
                                 schedules (when no schedule is forced) */
     bool exhaustive;         /* no pruning, automatic schedules on every
                                 split, keep candidates over memory */
+    const struct zb_profile *profile; /* measured costs where it covers a
+                                candidate (planner/profile.h); NULL: none */
 } zb_search_opts;
 
 typedef struct {
@@ -73,6 +78,10 @@ typedef struct {
     long key;                /* enumeration order, breaks ties */
     zb_schedule sched;       /* owned */
     zb_stage_span *spans;    /* owned, [pp*v] */
+    const struct zb_profile *profile; /* borrowed: its pass times are the
+                                profile's measured ones; NULL: analytic */
+    bool measured_overhead;  /* allreduce_s + optimizer_s is the profile's
+                                measured time after the pipeline */
 } zb_candidate;
 
 typedef struct {
@@ -83,6 +92,8 @@ typedef struct {
     int pruned;              /* skipped: lower bound >= the k-th best */
     int over_memory;         /* dropped: did not fit */
     int not_applicable;      /* generator conditions did not hold */
+    char why_not_applicable[256]; /* the first such condition, with the
+                                     option that changes it; "" if none */
     double elapsed_s;
 } zb_search_result;
 

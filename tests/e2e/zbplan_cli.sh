@@ -113,6 +113,34 @@ expect_usage_error models/tiny.yaml --solver magic
 expect_usage_error models/tiny.yaml --schedule zb-x
 expect_usage_error models/tiny.yaml --micro-batch 3
 expect_usage_error models/tiny.yaml models/tiny.yaml
+# calibrate: writes a model whose device zbplan reads; bad arguments exit 2
+if "$Z" calibrate --model models/tiny.yaml -o "$tmp/cal.yaml" --n 64 --reps 1 -q &&
+   "$Z" "$tmp/cal.yaml" --pp 2 -q -o "$tmp/cal_plan.yaml" &&
+   python3 - "$tmp/cal.yaml" <<'PY'
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))["cluster"]["device"]
+assert d["name"] == "cpu" and d["peak_fp32_tflops"] > 0 and d["memory_bandwidth_gbps"] > 0
+assert 0 < d["gemm_efficiency"] <= 1 and 4 <= d["gemm_tile"] <= 128
+assert 0 < d["attention_efficiency"] <= 1
+PY
+then ok; else bad "calibrate --model did not give a plannable model"; fi
+if "$Z" calibrate -o "$tmp/dev.yaml" --n 64 --reps 1 -q &&
+   grep -q '^device: {name: cpu, peak_bf16_tflops: ' "$tmp/dev.yaml"; then ok
+else bad "calibrate without a model: $(cat "$tmp/dev.yaml" 2>/dev/null)"; fi
+expect_usage_error calibrate --reps 0
+expect_usage_error calibrate --bogus
+rc=0; "$Z" calibrate --model "$tmp/missing.yaml" -o "$tmp/x.yaml" >/dev/null 2>"$tmp/err" || rc=$?
+[ $rc -eq 2 ] && grep -q 'missing.yaml' "$tmp/err" && [ ! -e "$tmp/x.yaml" ] && ok || bad "calibrate missing model: rc $rc $(cat "$tmp/err")"
+rc=0; "$Z" calibrate --model tests/bad/models/$(ls tests/bad/models | grep -m1 yaml) -o "$tmp/x.yaml" >/dev/null 2>"$tmp/err" || rc=$?
+[ $rc -eq 2 ] && grep -q '^tests/bad/models/.*:[0-9]*:[0-9]*: ' "$tmp/err" && ok || bad "calibrate bad model: rc $rc $(cat "$tmp/err")"
+# forced values that cannot apply: exit 2, naming the condition and option
+expect_usage_error models/tiny.yaml --pp 4 --schedule interleaved --chunks 4 -o "$tmp/na.yaml"
+grep -q 'needs pp x chunks = 16 virtual stages, but the model has 8 layers.*lower --chunks or --pp' "$tmp/err" && ok || bad "chunks message: $(cat "$tmp/err")"
+expect_usage_error models/tiny.yaml --pp 4 --schedule interleaved --chunks 2 --micro-batch 8 -o "$tmp/na.yaml"
+grep -q 'divisible by stages.*change --pp, --micro-batch or --chunks' "$tmp/err" && ok || bad "m % p message: $(cat "$tmp/err")"
+expect_usage_error models/tiny.yaml --pp 8 --schedule zb-v -o "$tmp/na.yaml"
+grep -q 'lower --pp$' "$tmp/err" && ok || bad "zb-v message: $(cat "$tmp/err")"
+[ ! -e "$tmp/na.yaml" ] && ok || bad "a plan was written for an inapplicable schedule"
 if [ "$(grep -c '' <<<"$("$Z" sim --schedule 1f1b --stages x --microbatches 4 2>&1)")" = 1 ] &&
    [ "$("$Z" sim --schedule 1f1b --stages x --microbatches 4 2>&1)" = \
      "zbplan: --stages must be a positive integer, got 'x'" ]; then ok

@@ -28,6 +28,7 @@ static zb_model gpt2(void) {
     m.cluster.device.peak_bf16_flops = 312e12;
     m.cluster.device.peak_fp32_flops = 19.5e12;
     m.cluster.device.mem_bytes = 80 * GIB;
+    m.cluster.device.mem_bw_Bps = 2039e9;
     m.cluster.intra_bw_Bps = 100e9;
     m.cluster.intra_lat_s = 5e-6;
     m.cluster.inter_bw_Bps = 25e9;
@@ -186,7 +187,10 @@ START_TEST(params_gpt2) {
      * fc1 (hf+f)/2 = 1181184, fc2 hf/2 + h = 1180416, 2 LN 3072. */
     ct = eval(&m, 2, 1);
     REL(ct.layer.params, 885888.0 + 295680 + 1181184 + 1180416 + 3072);
-    REL(ct.embed.params, 50257.0 * 768 + 1024.0 * 768); /* replicated */
+    /* vocab-parallel: ceil(50257/2) = 25129 rows of the token table */
+    REL(ct.embed.params, 25129.0 * 768 + 1024.0 * 768);
+    REL(ct.head.params, 25129.0 * 768 + 2 * 768);
+    REL(ct.vocab_params, 25129.0 * 768);
 }
 END_TEST
 
@@ -240,7 +244,8 @@ START_TEST(tp_allreduce_on_critical_path) {
     zb_model fast = gpt2(), slow = gpt2();
     fast.cluster.intra_bw_Bps = 1e30;
     fast.cluster.intra_lat_s = 0;
-    double ar = 2 * 0.5 * (1024.0 * 768 * 2) / 100e9 + 2 * 5e-6;
+    /* ring all-reduce at 78% of the link (NCCL bus bandwidth) */
+    double ar = 2 * 0.5 * (1024.0 * 768 * 2) / (0.78 * 100e9) + 2 * 5e-6;
     for (int sp = 0; sp < 2; sp++) {
         fast.train.sequence_parallel = slow.train.sequence_parallel = sp;
         zb_cost_table a = eval(&slow, 2, 1), b = eval(&fast, 2, 1);
@@ -262,7 +267,7 @@ START_TEST(tp_allreduce_on_critical_path) {
     fast.train.sequence_parallel = slow.train.sequence_parallel = false;
     a = eval(&slow, 2, 1);
     b = eval(&fast, 2, 1);
-    double ar_inter = 2 * 0.5 * (1024.0 * 768 * 2) / 25e9 + 2 * 20e-6;
+    double ar_inter = 2 * 0.5 * (1024.0 * 768 * 2) / (0.78 * 25e9) + 2 * 20e-6;
     REL(a.layer.f_s - b.layer.f_s, 2 * ar_inter);
 }
 END_TEST
@@ -291,14 +296,21 @@ END_TEST
 
 START_TEST(head_and_embed) {
     zb_model m = gpt2();
-    zb_cost_table ct = eval(&m, 2, 1); /* head and embedding replicated */
-    double bshV = 1024.0 * 768 * 50257;
+    zb_cost_table ct = eval(&m, 2, 1); /* vocab-parallel: V/2 rows each */
+    double bshV = 1024.0 * 768 * 25129;
     REL(ct.head.f_flops, 2 * bshV);
     REL(ct.head.b_flops, 2 * bshV);
     REL(ct.head.w_flops, 2 * bshV);
-    /* fp32 logits (4 bsV) are part of the head's activations */
-    ck_assert(ct.head.m_b_bytes >= 4.0 * 1024 * 50257);
-    ck_assert(ct.head.m_b_bytes < 4.0 * 1024 * 50257 + 4 * 1024.0 * 768 * 2);
+    /* fp32 logits of the local rows (4 bsV/t) are the head's activations */
+    ck_assert(ct.head.m_b_bytes >= 4.0 * 1024 * 25129);
+    ck_assert(ct.head.m_b_bytes < 4.0 * 1024 * 25129 + 4 * 1024.0 * 768 * 2);
+    /* tp 1 holds everything; the head's time shrinks with tp */
+    zb_cost_table c1 = eval(&m, 1, 1);
+    REL(c1.head.f_flops, 2 * 1024.0 * 768 * 50257);
+    ck_assert(ct.head.f_s < 0.75 * c1.head.f_s);
+    ck_assert(ct.head.w_s < 0.75 * c1.head.w_s);
+    /* tp > 1 adds the embedding's all-reduce (F) and the head's (B) */
+    ck_assert(ct.embed.f_s > c1.embed.f_s);
     ck_assert_double_eq(ct.embed.f_flops + ct.embed.b_flops + ct.embed.w_flops, 0);
     /* embedding keeps the token ids (4 bytes each); after B its output
      * gradient (b*s*h*2 bytes) waits for W */
@@ -378,6 +390,54 @@ START_TEST(bad_sizes) {
 }
 END_TEST
 
+/* The new terms: p2p overhead, TP overlap, fused attention, elementwise
+ * work priced by memory bandwidth, a calibrated GEMM efficiency. */
+START_TEST(overheads_overlap_fused_bandwidth) {
+    zb_model m = gpt2(), g = gpt2();
+    zb_cost_table base = eval(&m, 2, 1);
+    m.cluster.intra_p2p_s = 30e-6;
+    m.cluster.inter_p2p_s = 70e-6;
+    zb_cost_table c = eval(&m, 2, 1);
+    REL(c.p2p_intra_s - base.p2p_intra_s, 30e-6);
+    REL(c.p2p_inter_s - base.p2p_inter_s, 70e-6);
+    /* TP overlap hides eff of the F/B all-reduces */
+    zb_model fast = gpt2();
+    fast.cluster.intra_bw_Bps = 1e30;
+    fast.cluster.intra_lat_s = 0;
+    double exposed = base.layer.f_s - eval(&fast, 2, 1).layer.f_s;
+    m = gpt2();
+    m.train.tp_overlap = true;
+    m.train.tp_overlap_eff = 0.75;
+    c = eval(&m, 2, 1);
+    REL(c.layer.f_s - eval(&fast, 2, 1).layer.f_s, 0.25 * exposed);
+    ck_assert(c.layer.b_s < base.layer.b_s);
+    /* fused attention: no s^2 activations, different attention time */
+    m = gpt2();
+    m.train.fused_attention = true;
+    c = eval(&m, 1, 1);
+    zb_cost_table u = eval(&g, 1, 1);
+    double scores = 12.0 * 1024 * 1024 * (2 * 2 + 1); /* a s^2 b (2e+1) */
+    REL(u.layer.m_b_bytes - c.layer.m_b_bytes, scores);
+    ck_assert(c.layer.f_s < u.layer.f_s);
+    REL(c.layer.f_flops, u.layer.f_flops);
+    /* elementwise work scales with 1 / bandwidth: halving it adds exactly
+     * the elementwise time again; GEMM FLOPs do not change */
+    m = gpt2();
+    m.cluster.device.mem_bw_Bps /= 2;
+    c = eval(&m, 1, 1);
+    ck_assert(c.layer.f_s > u.layer.f_s);
+    REL(c.layer.f_flops, u.layer.f_flops);
+    double el = c.layer.f_s - u.layer.f_s;
+    m.cluster.device.mem_bw_Bps /= 2;
+    REL(eval(&m, 1, 1).layer.f_s - c.layer.f_s, 2 * el);
+    /* a calibrated GEMM efficiency scales the GEMM time */
+    m = gpt2();
+    m.cluster.device.gemm_eff = 0.4; /* half of the default 0.8 */
+    c = eval(&m, 1, 1);
+    ck_assert(c.head.w_s > 1.9 * u.head.w_s && c.head.w_s < 2.0 * u.head.w_s + 1e-9);
+}
+END_TEST
+
 int main(void) {
     Suite *su = suite_create("cost");
     TCase *tc = tcase_create("core");
@@ -397,6 +457,7 @@ int main(void) {
     tcase_add_test(tc, step_flops_megatron);
     tcase_add_test(tc, gemm_efficiency_shape);
     tcase_add_test(tc, bad_sizes);
+    tcase_add_test(tc, overheads_overlap_fused_bandwidth);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

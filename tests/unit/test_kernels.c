@@ -775,6 +775,98 @@ START_TEST(test_crossentropy_uniform) {
 }
 END_TEST
 
+/* Vocabulary-parallel cross-entropy: the logits split into k shards of
+ * ceil(V/k) columns (the last ones short or empty), the statistics combined
+ * by hand as the TP all-reduces would, against the unsharded kernels. */
+static void ce_shard_case(int N, int V, int k, float scale) {
+    float *z = frandbuf((size_t)N * V, 4.0f), *loss = fbuf(N), *dz = fbuf((size_t)N * V);
+    int *tgt = calloc((size_t)N, sizeof(int));
+    ck_assert_ptr_nonnull(tgt);
+    for (int n = 0; n < N; n++) tgt[n] = (n * 7 + 3) % V;
+    double want = zb_crossentropy_forward(loss, z, tgt, N, V);
+    zb_crossentropy_backward(dz, z, tgt, scale, N, V);
+    int Vl = (V + k - 1) / k;
+    double *M = calloc((size_t)N, sizeof(double)), *S = calloc((size_t)N, sizeof(double)),
+           *Zt = calloc((size_t)N, sizeof(double)), *t1 = calloc((size_t)N, sizeof(double)),
+           *t2 = calloc((size_t)N, sizeof(double));
+    float *zl = fbuf((size_t)N * Vl), *dzl = fbuf((size_t)N * Vl), *ls = fbuf(N);
+    ck_assert(M && S && Zt && t1 && t2);
+    for (int n = 0; n < N; n++) M[n] = -INFINITY;
+    for (int r = 0; r < k; r++) { /* the max "all-reduce" */
+        int v0 = r * Vl, nv = V - v0 < Vl ? (V - v0 > 0 ? V - v0 : 0) : Vl;
+        for (int n = 0; n < N; n++) memcpy(zl + (size_t)n * nv, z + (size_t)n * V + v0, nv * sizeof(float));
+        zb_ce_shard_max(t1, zl, N, nv);
+        for (int n = 0; n < N; n++) M[n] = fmax(M[n], t1[n]);
+    }
+    for (int r = 0; r < k; r++) { /* the sum all-reduce */
+        int v0 = r * Vl, nv = V - v0 < Vl ? (V - v0 > 0 ? V - v0 : 0) : Vl;
+        for (int n = 0; n < N; n++) memcpy(zl + (size_t)n * nv, z + (size_t)n * V + v0, nv * sizeof(float));
+        zb_ce_shard_stats(t1, t2, zl, M, tgt, v0, N, nv);
+        for (int n = 0; n < N; n++) S[n] += t1[n], Zt[n] += t2[n];
+    }
+    double got = zb_ce_shard_loss(ls, M, S, Zt, N);
+    assert_near(got, want, 1e-6, 0, "sharded loss sum", k);
+    for (int n = 0; n < N; n++) assert_near(ls[n], loss[n], 1e-5, 1e-6, "sharded loss", n);
+    for (int r = 0; r < k; r++) {
+        int v0 = r * Vl, nv = V - v0 < Vl ? (V - v0 > 0 ? V - v0 : 0) : Vl;
+        for (int n = 0; n < N; n++) memcpy(zl + (size_t)n * nv, z + (size_t)n * V + v0, nv * sizeof(float));
+        zb_ce_shard_backward(dzl, zl, M, S, tgt, v0, scale, N, nv);
+        for (int n = 0; n < N; n++)
+            for (int v = 0; v < nv; v++)
+                assert_near(dzl[(size_t)n * nv + v], dz[(size_t)n * V + v0 + v], 1e-5,
+                            1e-7 * scale, "sharded dlogits", v0 + v);
+    }
+    if (k == 1) { /* one shard: the same arithmetic, bitwise */
+        ck_assert(got == want);
+        ck_assert_mem_eq(dzl, dz, (size_t)N * V * sizeof(float));
+    }
+    free(z), free(loss), free(dz), free(tgt), free(M), free(S), free(Zt);
+    free(t1), free(t2), free(zl), free(dzl), free(ls);
+}
+
+START_TEST(test_crossentropy_sharded) {
+    seed(67);
+    ce_shard_case(6, 13, 1, 0.3f);
+    ce_shard_case(6, 13, 2, 0.3f);  /* 7 + 6 */
+    ce_shard_case(6, 13, 4, 0.3f);  /* 4 + 4 + 4 + 1 */
+    ce_shard_case(3, 5, 4, 1.0f);   /* 2 + 2 + 1 + 0: an empty shard */
+    ce_shard_case(4, 1000, 8, 0.01f);
+}
+END_TEST
+
+/* Vocabulary-parallel embedding: the token parts summed over shards plus
+ * the position part equal zb_embed_forward bitwise; the shard backwards
+ * together equal zb_embed_backward. */
+START_TEST(test_embed_sharded) {
+    seed(71);
+    const int B = 2, T = 5, C = 6, V = 11, N = B * T, k = 3, Vl = 4;
+    float *wte = frandbuf((size_t)V * C, 1), *wpe = frandbuf((size_t)T * C, 1);
+    float *dout = frandbuf((size_t)N * C, 1);
+    int tok[10];
+    for (int i = 0; i < N; i++) tok[i] = (i * 7 + 1) % V;
+    float *ref = fbuf((size_t)N * C), *sum = fbuf((size_t)N * C), *part = fbuf((size_t)N * C);
+    zb_embed_forward(ref, tok, wte, wpe, B, T, C);
+    float *dwte = fbuf((size_t)V * C), *dwpe = fbuf((size_t)T * C);
+    zb_embed_backward(dwte, dwpe, dout, tok, B, T, C);
+    float *dwtel = fbuf((size_t)Vl * C);
+    for (int r = 0; r < k; r++) {
+        int v0 = r * Vl, nv = V - v0 < Vl ? V - v0 : Vl;
+        zb_embed_tokens_shard(part, tok, wte + (size_t)v0 * C, v0, nv, N, C);
+        for (int i = 0; i < N * C; i++) sum[i] += part[i];
+        memset(dwtel, 0, (size_t)Vl * C * sizeof(float));
+        zb_embed_tokens_shard_backward(dwtel, dout, tok, v0, nv, N, C);
+        ck_assert_mem_eq(dwtel, dwte + (size_t)v0 * C, (size_t)nv * C * sizeof(float));
+    }
+    zb_embed_add_pos(sum, wpe, B, T, C);
+    ck_assert_mem_eq(sum, ref, (size_t)N * C * sizeof(float));
+    float *dwpe2 = fbuf((size_t)T * C);
+    zb_embed_pos_backward(dwpe2, dout, B, T, C);
+    ck_assert_mem_eq(dwpe2, dwpe, (size_t)T * C * sizeof(float));
+    free(wte), free(wpe), free(dout), free(ref), free(sum), free(part);
+    free(dwte), free(dwpe), free(dwtel), free(dwpe2);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* AdamW and sum of squares                                           */
 
@@ -981,6 +1073,8 @@ static Suite *kernels_suite(void) {
     tcase_add_test(tc, test_embed);
     tcase_add_test(tc, test_crossentropy);
     tcase_add_test(tc, test_crossentropy_uniform);
+    tcase_add_test(tc, test_crossentropy_sharded);
+    tcase_add_test(tc, test_embed_sharded);
     tcase_add_test(tc, test_adamw_one_step);
     tcase_add_test(tc, test_adamw_constant_gradient);
     tcase_add_test(tc, test_adamw_weight_decay_and_scale);

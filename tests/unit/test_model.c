@@ -332,6 +332,9 @@ static void assert_same(const zb_model *a, const zb_model *b) {
     ck_assert_int_eq(s->recompute, t->recompute);
     ck_assert_int_eq(s->sequence_parallel, t->sequence_parallel);
     ck_assert_int_eq(s->zero1, t->zero1);
+    ck_assert_int_eq(s->fused_attention, t->fused_attention);
+    ck_assert_int_eq(s->tp_overlap, t->tp_overlap);
+    ck_assert(s->tp_overlap_eff == t->tp_overlap_eff);
     ck_assert_int_eq(s->data_kind, t->data_kind);
     ck_assert_str_eq(s->data_path, t->data_path);
     /* Doubles must be bit-identical, not close. */
@@ -343,6 +346,9 @@ static void assert_same(const zb_model *a, const zb_model *b) {
     ck_assert(c->device.peak_bf16_flops == d->device.peak_bf16_flops);
     ck_assert(c->device.peak_fp32_flops == d->device.peak_fp32_flops);
     ck_assert(c->device.mem_bytes == d->device.mem_bytes);
+    ck_assert(c->device.mem_bw_Bps == d->device.mem_bw_Bps);
+    ck_assert(c->device.gemm_eff == d->device.gemm_eff);
+    ck_assert(c->intra_p2p_s == d->intra_p2p_s && c->inter_p2p_s == d->inter_p2p_s);
     ck_assert(c->intra_bw_Bps == d->intra_bw_Bps && c->intra_lat_s == d->intra_lat_s);
     ck_assert(c->inter_bw_Bps == d->inter_bw_Bps && c->inter_lat_s == d->inter_lat_s);
 }
@@ -401,6 +407,9 @@ START_TEST(round_trip_unusual_values) {
         "  recompute: full\n"
         "  sequence_parallel: true\n"
         "  zero1: true\n"
+        "  fused_attention: true\n"
+        "  tp_overlap: true\n"
+        "  tp_overlap_efficiency: 0.123456789\n"
         "  data: {kind: shards, path: 'dir: x/#y 1e3.bin'}\n"
         "  optimizer: {lr: 0.0123456789, min_lr: 0, beta1: 0, beta2: 0.999999, eps: 1e-300,"
         " weight_decay: 0, grad_clip: 0, warmup_steps: 7, schedule: constant}\n"
@@ -408,8 +417,8 @@ START_TEST(round_trip_unusual_values) {
         "  nodes: 3\n"
         "  devices_per_node: 5\n"
         "  device: {name: '12', peak_bf16_tflops: 0.333333333333, peak_fp32_tflops: 1e-3,"
-        " memory_gib: 0.1}\n"
-        "  intra_node: {bandwidth_gbps: 0.7, latency_us: 0}\n"
+        " memory_gib: 0.1, memory_bandwidth_gbps: 33.3333, gemm_efficiency: 0.61}\n"
+        "  intra_node: {bandwidth_gbps: 0.7, latency_us: 0, p2p_overhead_us: 17.5}\n"
         "  inter_node: {bandwidth_gbps: 12.3456789, latency_us: 0.3}\n";
     zb_model m;
     zb_err e;
@@ -417,6 +426,9 @@ START_TEST(round_trip_unusual_values) {
     ck_assert_str_eq(m.name, "true");
     ck_assert_str_eq(m.train.data_path, "dir: x/#y 1e3.bin");
     ck_assert(!m.train.opt.cosine);
+    ck_assert(m.train.fused_attention && m.train.tp_overlap);
+    ck_assert(m.cluster.device.gemm_eff == 0.61);
+    ck_assert(m.cluster.intra_p2p_s == 17.5e-6);
     round_trip(&m);
     m.train.micro_batch = 0;   /* auto is written as the word */
     round_trip(&m);

@@ -53,7 +53,7 @@ static void stage_eval(const brute *x, int nl, int k, double *t, double *mem) {
          (h ? sum3(&ct->head) : 0);
     double params = nl * ct->layer.params + (e ? ct->embed.params : 0) +
                     (h ? ct->head.params : 0);
-    if (e && h) params -= (double)x->m->arch.vocab * x->m->arch.hidden;
+    if (e && h) params -= x->ct->vocab_params;
     *mem = 16 * params + nl * ct->layer.m_b_bytes +
            (e ? ct->embed.m_b_bytes : 0) + (h ? ct->head.m_b_bytes : 0);
 }
@@ -115,6 +115,7 @@ START_TEST(matches_brute_force) {
         zb_model m = model(L);
         zb_cost_table ct;
         memset(&ct, 0, sizeof ct);
+        ct.vocab_params = (double)m.arch.vocab * m.arch.hidden; /* tp 1 */
         set(&ct.layer, rnd(1, 4), rnd(1, 6), rnd(0, 3), rnd(1, 20), 0, rnd(1, 50));
         set(&ct.embed, rnd(0, 3), 0, rnd(0, 2), rnd(0, 5), 0, rnd(40, 200));
         set(&ct.head, rnd(0, 12), rnd(0, 12), rnd(0, 12), rnd(0, 60), 0, rnd(40, 200));
@@ -182,6 +183,7 @@ START_TEST(heavy_head) {
     zb_model m = model(12);
     zb_cost_table ct;
     memset(&ct, 0, sizeof ct);
+    ct.vocab_params = (double)m.arch.vocab * m.arch.hidden; /* tp 1 */
     set(&ct.layer, 0.25, 0.5, 0.25, 1, 0, 1);
     set(&ct.head, 1, 1, 1, 1, 0, 1);
     zb_stage_span sp[4];
@@ -206,6 +208,7 @@ START_TEST(memory_tie_break) {
     zb_model m = model(4);
     zb_cost_table ct;
     memset(&ct, 0, sizeof ct);
+    ct.vocab_params = (double)m.arch.vocab * m.arch.hidden; /* tp 1 */
     set(&ct.layer, 1, 0, 0, 0, 0, 1);
     set(&ct.embed, 0, 0, 0, 0, 0, 5);
     set(&ct.head, 0, 0, 0, 0, 0, 5);
@@ -227,6 +230,7 @@ START_TEST(memory_limit) {
     zb_model m = model(4);
     zb_cost_table ct;
     memset(&ct, 0, sizeof ct);
+    ct.vocab_params = (double)m.arch.vocab * m.arch.hidden; /* tp 1 */
     set(&ct.layer, 1, 0, 0, 100, 0, 1);
     set(&ct.embed, 0, 0, 0, 0, 0, 10);
     zb_stage_span sp[2];
@@ -251,6 +255,7 @@ START_TEST(single_stage_tied) {
     zb_model m = model(2);
     zb_cost_table ct;
     memset(&ct, 0, sizeof ct);
+    ct.vocab_params = (double)m.arch.vocab * m.arch.hidden; /* tp 1 */
     set(&ct.layer, 1, 0, 0, 0, 0, 1);
     set(&ct.embed, 0, 0, 0, 0, 0, 50);
     set(&ct.head, 0, 0, 0, 0, 0, 45);

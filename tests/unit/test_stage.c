@@ -197,6 +197,11 @@ static void compare_view(const view *ref, const view *part, double rtol,
             gmax = fmax(gmax, fabs(ref->grads[rt->off + i]));
         for (size_t i = 0; i < (size_t)t->rows * t->cols; i++) {
             size_t fi = zb_ptable_full_index(&part->pt, t, i);
+            if (fi == ZB_PTABLE_PAD) { /* vocabulary padding: stays zero */
+                ck_assert(part->params[t->off + i] == 0.0f &&
+                          part->grads[t->off + i] == 0.0f);
+                continue;
+            }
             ck_assert_uint_lt(fi, rn);
             float pv = part->params[t->off + i], rv = ref->params[rt->off + fi];
             ck_assert_msg(pv == rv, "%s layer %d [%zu]: param %g vs %g",
@@ -490,33 +495,38 @@ static void *tp_thread(void *p) {
     return NULL;
 }
 
-START_TEST(test_tp2_equals_tp1) {
+/* TP = tp on tp threads equals TP = 1. V = 13 does not divide by 2 or 4,
+ * so the last ranks hold vocabulary padding (stage_params.h). */
+static void check_tp(int tp, bool tied) {
     spec s = base_spec(2);
     s.NH = 4;
     s.C = 16;
-    s.F = 24; /* Fl = 12 */
+    s.F = 24; /* Fl = 12 at tp 2 */
+    s.tied = tied;
     refrun rr;
     ref_run(&rr, s);
-    s.tp = 2;
+    s.tp = tp;
     zb_plan p;
     plan_build(&p, &s);
     zb_local_world *w;
     zb_err err;
-    ck_assert_int_eq(zb_local_world_new(2, 4, (size_t)s.B * s.T * s.C, 0, &w,
+    ck_assert_int_eq(zb_local_world_new(tp, 4, (size_t)s.B * s.T * s.C, 0, &w,
                                         &err), ZB_OK);
-    tp_arg args[2];
-    pthread_t th[2];
-    for (int r = 0; r < 2; r++) {
-        args[r] = (tp_arg){.plan = &p, .w = w, .g = {.id = 1, .n = 2, .ranks = {0, 1}},
+    tp_arg args[4];
+    pthread_t th[4];
+    zb_group g = {.id = 1, .n = tp};
+    for (int r = 0; r < tp; r++) g.ranks[r] = r;
+    for (int r = 0; r < tp; r++) {
+        args[r] = (tp_arg){.plan = &p, .w = w, .g = g,
                            .rank = r, .tok = rr.tok, .tgt = rr.tgt};
         args[r].st = stage_make(&p, 0, r, zb_local_transport(w, r), &args[r].g);
     }
-    for (int r = 0; r < 2; r++)
+    for (int r = 0; r < tp; r++)
         ck_assert_int_eq(pthread_create(&th[r], NULL, tp_thread, &args[r]), 0);
-    for (int r = 0; r < 2; r++) pthread_join(th[r], NULL);
+    for (int r = 0; r < tp; r++) pthread_join(th[r], NULL);
     int *seen = calloc(rr.v.pt.floats, sizeof *seen);
     double sq = 0;
-    for (int r = 0; r < 2; r++) {
+    for (int r = 0; r < tp; r++) {
         ck_assert_msg(fabs(args[r].loss - rr.loss) <= 1e-5 * rr.loss,
                       "loss %.9g vs %.9g", args[r].loss, rr.loss);
         view v = view_of(&p, args[r].st, 0, r);
@@ -524,23 +534,28 @@ START_TEST(test_tp2_equals_tp1) {
         zb_ptable_free(&v.pt);
         sq += zb_stage_grad_sumsq(args[r].st);
     }
-    /* sharded tensors are covered once, replicated ones on both ranks */
+    /* sharded tensors are covered once, replicated ones on every rank */
     for (int k = 0; k < rr.v.pt.n; k++) {
         const zb_ptensor *t = &rr.v.pt.t[k];
         bool sharded = t->id == ZB_T_QKVW || t->id == ZB_T_QKVB || t->id == ZB_T_PROJW ||
                        t->id == ZB_T_FCW || t->id == ZB_T_FCB || t->id == ZB_T_FC2W;
-        if (t->layer < 0) sharded = false;
+        if (t->layer < 0) sharded = t->id == ZB_T_WTE || t->id == ZB_T_LMHEAD;
         for (size_t i = 0; i < (size_t)t->rows * t->cols; i++)
-            ck_assert_int_eq(seen[t->off + i], sharded ? 1 : 2);
+            ck_assert_int_eq(seen[t->off + i], sharded ? 1 : tp);
     }
     double rsq = zb_stage_grad_sumsq(rr.st);
     ck_assert_msg(fabs(sq - rsq) <= 1e-5 * rsq, "sumsq %g vs %g", sq, rsq);
     free(seen);
-    for (int r = 0; r < 2; r++) zb_stage_free(args[r].st);
+    for (int r = 0; r < tp; r++) zb_stage_free(args[r].st);
     zb_local_world_free(w);
     plan_release(&p);
     ref_free(&rr);
 }
+
+START_TEST(test_tp2_equals_tp1) { check_tp(2, true); }
+END_TEST
+
+START_TEST(test_tp4_untied_vocab_padding) { check_tp(4, false); }
 END_TEST
 
 /* ---- slots and pass order ---- */
@@ -797,6 +812,7 @@ static Suite *stage_suite(void) {
     tcase_add_test(tc, test_v_one_rank);
     tcase_add_test(tc, test_v_two_ranks);
     tcase_add_test(tc, test_tp2_equals_tp1);
+    tcase_add_test(tc, test_tp4_untied_vocab_padding);
     tcase_add_test(tc, test_slot_bound_and_order);
     tcase_add_test(tc, test_bad_shapes);
     tcase_add_test(tc, test_adamw_by_hand);

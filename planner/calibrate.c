@@ -1,0 +1,235 @@
+/* calibrate.c - see calibrate.h. */
+#include "planner/calibrate.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kernels/attention.h"
+#include "kernels/gelu.h"
+#include "kernels/layernorm.h"
+#include "planner/cost.h"
+
+#define STREAM_EFF 0.80  /* the cost model's BW_EFF (cost.c) */
+#define GEMM_EFF_DEFAULT 0.80  /* the cost model's GEMM_EFF_MAX (cost.c) */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void zb_calib_opts_default(zb_calib_opts *o) {
+    *o = (zb_calib_opts){.threads = 1, .reps = 5, .square_n = 1024,
+                         .stream_floats = (size_t)8 << 20};
+}
+
+/* Fastest of reps runs of C[M x N] = A[M x K] B[K x N]^T (one warm-up). */
+static double time_gemm(int M, int N, int K, int reps, float *a, float *b,
+                        float *c) {
+    double best = INFINITY;
+    for (int r = -1; r < reps; r++) {
+        double t = now_s();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a,
+                    K, b, K, 0.0f, c, N);
+        t = now_s() - t;
+        if (r >= 0 && t < best) best = t;
+    }
+    return best;
+}
+
+/* Largest M*K, N*K and M*N over the shapes (buffer sizes). */
+static void max_sizes(const zb_calib_shape *s, int n, int sq, size_t sz[3]) {
+    sz[0] = sz[1] = sz[2] = (size_t)sq * sq;
+    for (int i = 0; i < n; i++) {
+        size_t mk = (size_t)(s[i].M * s[i].K), nk = (size_t)(s[i].N * s[i].K),
+               mn = (size_t)(s[i].M * s[i].N);
+        if (mk > sz[0]) sz[0] = mk;
+        if (nk > sz[1]) sz[1] = nk;
+        if (mn > sz[2]) sz[2] = mn;
+    }
+}
+
+/* The model's GEMMs at tp 1 (cost.c block_gemms, F/B/W orientations) and the
+ * LM head forward. */
+static int model_shapes(const zb_model *m, zb_calib_shape *s) {
+    double b = m->train.micro_batch > 0 ? m->train.micro_batch : 1;
+    double bs = b * m->arch.seq_len, h = m->arch.hidden, f = m->arch.ffn_hidden;
+    double g[4][3] = {{bs, 3 * h, h}, {bs, h, h}, {bs, f, h}, {bs, h, f}};
+    int n = 0;
+    for (int i = 0; i < 4; i++) {
+        double M = g[i][0], N = g[i][1], K = g[i][2];
+        s[n++] = (zb_calib_shape){.M = M, .N = N, .K = K};   /* F */
+        s[n++] = (zb_calib_shape){.M = M, .N = K, .K = N};   /* B */
+        s[n++] = (zb_calib_shape){.M = K, .N = N, .K = M};   /* W */
+    }
+    s[n++] = (zb_calib_shape){.M = bs, .N = m->arch.vocab, .K = h};
+    return n;
+}
+
+/* Streaming triad, bytes/s of the fastest run. */
+static zb_status time_triad(size_t n, int reps, double *Bps, zb_err *err) {
+    float *a = zb_calloc(n, sizeof *a, err), *b = zb_calloc(n, sizeof *b, err),
+          *c = zb_calloc(n, sizeof *c, err);
+    zb_status st = a && b && c ? ZB_OK : ZB_ENOMEM;
+    double best = INFINITY;
+    for (size_t i = 0; st == ZB_OK && i < n; i++) b[i] = 1.0f, c[i] = 2.0f;
+    for (int r = -1; st == ZB_OK && r < reps; r++) {
+        double t = now_s();
+        for (size_t i = 0; i < n; i++) a[i] = b[i] + 0.5f * c[i];
+        t = now_s() - t;
+        if (r >= 0 && t < best) best = t;
+    }
+    if (st == ZB_OK && !(a[n / 2] == 2.0f)) /* keeps the loop, checks it */
+        st = zb_fail(err, ZB_ERUNTIME, "calibrate: triad gave %g", a[n / 2]);
+    if (st == ZB_OK) *Bps = 3.0 * sizeof(float) * (double)n / best;
+    free(a);
+    free(b);
+    free(c);
+    return st;
+}
+
+/* The cost model's time of shape s with (tile, g). */
+static double model_s(const zb_calib_result *r, const zb_calib_shape *s,
+                      double tile, double g) {
+    double e = zb_gemm_efficiency_tile(s->M, s->N, s->K, r->peak_flops, tile) *
+               g / GEMM_EFF_DEFAULT;
+    return 2 * s->M * s->N * s->K / (r->peak_flops * (e < 1 ? e : 1));
+}
+
+/* For one tile: g = geometric mean of what each shape needs (<= 1); the
+ * rms log error it leaves. */
+static double fit_tile(const zb_calib_result *r, double tile, double *g_out) {
+    double lg = 0;
+    for (int i = 0; i < r->n_shapes; i++) {
+        const zb_calib_shape *s = &r->shapes[i];
+        double e = zb_gemm_efficiency_tile(s->M, s->N, s->K, r->peak_flops, tile);
+        double need = 2 * s->M * s->N * s->K / (r->peak_flops * s->measured_s);
+        lg += log(GEMM_EFF_DEFAULT * need / e);
+    }
+    double g = exp(lg / r->n_shapes), sq = 0;
+    if (g > 1) g = 1;
+    for (int i = 0; i < r->n_shapes; i++) {
+        double d = log(model_s(r, &r->shapes[i], tile, g) / r->shapes[i].measured_s);
+        sq += d * d;
+    }
+    *g_out = g;
+    return sqrt(sq / r->n_shapes);
+}
+
+/* Best (tile, gemm_eff) over tiles 4 .. 128; fills predicted_s. */
+static void fit_gemm(zb_calib_result *r) {
+    double best = INFINITY;
+    for (double tile = 4; tile <= 128; tile *= 2) {
+        double g, e = fit_tile(r, tile, &g);
+        if (e < best) {
+            best = e;
+            r->gemm_tile = tile;
+            r->gemm_eff = g;
+        }
+    }
+    r->fit_rms_log = best;
+    for (int i = 0; i < r->n_shapes; i++)
+        r->shapes[i].predicted_s = model_s(r, &r->shapes[i], r->gemm_tile, r->gemm_eff);
+}
+
+/* zb's LayerNorm and GELU forward on the model's shapes, against the bytes
+ * the cost model counts for them (2e per element, e = 4 on the CPU); and
+ * its attention core against 4 b s^2 h FLOPs. */
+static zb_status time_kernels(const zb_calib_opts *o, const zb_model *m,
+                              zb_calib_result *r, zb_err *err) {
+    int B = m->train.micro_batch > 0 ? m->train.micro_batch : 1;
+    int T = m->arch.seq_len, C = m->arch.hidden, F = m->arch.ffn_hidden,
+        NH = m->arch.heads;
+    size_t N = (size_t)B * T;
+    size_t big = N * (size_t)(F > 3 * C ? F : 3 * C);
+    float *x = zb_calloc(big, sizeof *x, err), *y = zb_calloc(big, sizeof *y, err),
+          *st = zb_calloc(2 * N + 2 * (size_t)C, sizeof *st, err),
+          *att = zb_calloc((size_t)B * NH * T * T, sizeof *att, err);
+    zb_status s = x && y && st && att ? ZB_OK : ZB_ENOMEM;
+    for (size_t i = 0; s == ZB_OK && i < big; i++) x[i] = (float)(i % 13) * 0.05f - 0.3f;
+    double t_ln = INFINITY, t_gelu = INFINITY, t_attn = INFINITY;
+    for (int k = -1; s == ZB_OK && k < o->reps; k++) {
+        float *w = st + 2 * N, *bias = w + C;
+        double t0 = now_s();
+        zb_layernorm_forward(y, st, st + N, x, w, bias, (int)N, C);
+        double t1 = now_s();
+        zb_gelu_forward(y, x, N * (size_t)F);
+        double t2 = now_s();
+        zb_attention_forward(y, att, x, B, T, C, NH);
+        double t3 = now_s();
+        if (k < 0) continue;
+        if (t1 - t0 < t_ln) t_ln = t1 - t0;
+        if (t2 - t1 < t_gelu) t_gelu = t2 - t1;
+        if (t3 - t2 < t_attn) t_attn = t3 - t2;
+    }
+    if (s == ZB_OK) {
+        double bytes = 2.0 * 4 * N * C + 2.0 * 4 * N * F;
+        r->elem_Bps = bytes / (t_ln + t_gelu);
+        double flops = 4.0 * B * (double)T * T * C;
+        r->attn_eff = flops / t_attn / r->peak_flops;
+        if (r->attn_eff > 1) r->attn_eff = 1;
+    }
+    free(x);
+    free(y);
+    free(st);
+    free(att);
+    return s;
+}
+
+zb_status zb_calibrate(const zb_calib_opts *o, const zb_model *m,
+                       zb_calib_result *out, zb_err *err) {
+    memset(out, 0, sizeof *out);
+    if (o->threads < 1 || o->reps < 1 || o->square_n < 16 || o->stream_floats < 1024)
+        return zb_fail(err, ZB_EINPUT, "calibrate: threads, reps >= 1, n >= 16");
+    openblas_set_num_threads(o->threads);
+    omp_set_num_threads(o->threads);   /* zb's kernels, as a rank runs them */
+    snprintf(out->blas_core, sizeof out->blas_core, "%s", openblas_get_corename());
+    if (m) out->n_shapes = model_shapes(m, out->shapes);
+    size_t sz[3];
+    max_sizes(out->shapes, out->n_shapes, o->square_n, sz);
+    float *a = zb_calloc(sz[0], sizeof *a, err), *b = zb_calloc(sz[1], sizeof *b, err),
+          *c = zb_calloc(sz[2], sizeof *c, err);
+    zb_status st = a && b && c ? ZB_OK : ZB_ENOMEM;
+    for (size_t i = 0; st == ZB_OK && i < sz[0]; i++) a[i] = (float)(i % 7) * 0.1f;
+    for (size_t i = 0; st == ZB_OK && i < sz[1]; i++) b[i] = (float)(i % 5) * 0.1f;
+    if (st == ZB_OK) {
+        int n = o->square_n;
+        double t = time_gemm(n, n, n, o->reps, a, b, c);
+        out->peak_flops = 2.0 * n * n * n / t;
+        for (int i = 0; i < out->n_shapes; i++) {
+            zb_calib_shape *s = &out->shapes[i];
+            s->measured_s = time_gemm((int)s->M, (int)s->N, (int)s->K, o->reps, a, b, c);
+            double rate = 2 * s->M * s->N * s->K / s->measured_s;
+            if (rate > out->peak_flops) out->peak_flops = rate;
+        }
+        if (out->n_shapes) fit_gemm(out);
+        st = time_triad(o->stream_floats, o->reps, &out->triad_Bps, err);
+        if (st == ZB_OK && m) st = time_kernels(o, m, out, err);
+    }
+    free(a);
+    free(b);
+    free(c);
+    if (st != ZB_OK) return st;
+    out->mem_bw_Bps = (out->elem_Bps > 0 ? out->elem_Bps : out->triad_Bps) / STREAM_EFF;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    out->mem_bytes = pages > 0 && psz > 0 ? (double)pages * (double)psz : 16.0 * (1 << 30);
+    return ZB_OK;
+}
+
+zb_device zb_calib_device(const zb_calib_result *r, const char *name) {
+    zb_device d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.name, sizeof d.name, "%s", name);
+    d.peak_bf16_flops = d.peak_fp32_flops = r->peak_flops;
+    d.mem_bytes = r->mem_bytes;
+    d.mem_bw_Bps = r->mem_bw_Bps;
+    d.gemm_eff = r->gemm_eff;
+    d.gemm_tile = r->gemm_tile;
+    d.attn_eff = r->attn_eff;
+    return d;
+}
