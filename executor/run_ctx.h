@@ -26,6 +26,8 @@ typedef struct {
     int rank, pp_rank, dp_rank, tp_rank;
     zb_transport *tr;
     zb_stage *st;
+    zb_backend backend;          /* where the stage computes ... */
+    int device;                  /* ... and on which CUDA device */
     zb_group tp_g, dp_g, emb_g, world_g;
     bool in_emb_group;           /* first or last pipeline rank, pp > 1 */
     const zb_op *ops;            /* the pipeline rank's program */

@@ -251,6 +251,7 @@ static zb_status setup_rank(zb_run_ctx *c, int r, zb_err *err) {
     rk->rank = r;
     zb_plan_coords(p, r, &rk->pp_rank, &rk->dp_rank, &rk->tp_rank);
     rk->tr = zb_local_transport(c->lw, r);
+    rk->backend = c->opts->backend;
     make_groups(rk, p, c->world);
     rk->ops = c->prog.ops[rk->pp_rank];
     rk->n_ops = c->prog.len[rk->pp_rank];

@@ -32,6 +32,7 @@
 #include "common/zb_error.h"
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
+#include "executor/stage.h"
 
 /* Ranks run as threads; more than this is refused. */
 #define ZB_RUN_MAX_WORLD 64
@@ -56,6 +57,7 @@ typedef struct {
     bool resume;            /* continue after the newest checkpoint (if any) */
     int trace_steps;        /* steps kept in the timeline; 0: 2 */
     bool keep_params;       /* copy each rank's final parameters into res */
+    zb_backend backend;     /* cpu (0) or cuda: every rank's stage */
     zb_step_fn on_step;     /* may be NULL */
     void *on_step_ctx;
 } zb_run_opts;
