@@ -22,13 +22,15 @@
 #include "common/zb_plan.h"
 #include "executor/report.h"
 #include "executor/runtime.h"
+#include "executor/stage.h"
 #include "executor/svg.h"
 #include "executor/trace.h"
 
 static const char usage[] =
     "usage: zbrun PLAN [options]\n"
     "  --steps N             train N steps (default: the plan's training.steps)\n"
-    "  --backend B           cpu, cuda or auto (default auto: cpu in this build)\n"
+    "  --backend B           cpu, cuda or auto (default auto: cuda when this\n"
+    "                        build has CUDA and a device is visible, else cpu)\n"
     "  --report FILE         write the run report (YAML)\n"
     "  --trace FILE          write a Chrome/Perfetto trace (JSON)\n"
     "  --svg FILE            write the planned and executed timelines (SVG)\n"
@@ -43,6 +45,7 @@ typedef struct {
     const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir;
     int steps, ckpt_every, threads;
     bool resume, quiet, help;
+    char backend_note[96];   /* how auto chose, "" otherwise */
 } args;
 
 /* "--name value" or "--name=value": true if argv[*i] is this option. */
@@ -101,6 +104,33 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     return st;
 }
 
+/* --backend: cuda needs a CUDA build and a visible device; auto takes cuda
+ * when both are there, cpu otherwise, and says why (a->backend_note). */
+static zb_status choose_backend(args *a, zb_err *err) {
+    bool built = zb_backend_cuda_built();
+    int ndev = built ? zb_backend_cuda_devices() : 0;
+    if (!strcmp(a->backend, "cuda")) {
+        if (!built)
+            return zb_fail(err, ZB_EINPUT, "--backend cuda: zbrun was built "
+                           "without CUDA (nvcc, cuBLAS and NCCL were not found "
+                           "at build time)");
+        if (ndev == 0)
+            return zb_fail(err, ZB_EINPUT, "--backend cuda: no CUDA device "
+                           "visible (CUDA_VISIBLE_DEVICES=%s)",
+                           getenv("CUDA_VISIBLE_DEVICES")
+                               ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
+        return ZB_OK;
+    }
+    if (!strcmp(a->backend, "auto")) {
+        a->backend = ndev > 0 ? "cuda" : "cpu";
+        snprintf(a->backend_note, sizeof a->backend_note,
+                 "backend auto: %s (%s)", a->backend,
+                 !built ? "built without CUDA"
+                 : ndev == 0 ? "no CUDA device visible" : "CUDA device visible");
+    }
+    return ZB_OK;
+}
+
 static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
     memset(a, 0, sizeof *a);
     a->backend = "auto";
@@ -110,10 +140,7 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
     if (strcmp(a->backend, "cpu") && strcmp(a->backend, "cuda") && strcmp(a->backend, "auto"))
         return zb_fail(err, ZB_EINPUT, "--backend must be cpu, cuda or auto, got '%s'",
                        a->backend);
-    if (!strcmp(a->backend, "cuda"))
-        return zb_fail(err, ZB_EINPUT, "cuda backend not built (no GPU support compiled in)");
-    a->backend = "cpu";   /* auto: the only backend compiled in */
-    return ZB_OK;
+    return choose_backend(a, err);
 }
 
 /* ---- per-step output ---- */
@@ -193,14 +220,16 @@ static void print_header(const args *a, const zb_plan *plan, int threads) {
            plan->model.name, plan->sched.name, plan->dp, plan->tp, plan->pp,
            plan->v, plan->m, plan->micro_batch, zb_plan_world(plan), threads,
            a->backend, steps);
+    if (a->backend_note[0]) printf("%s\n", a->backend_note);
     int cores = omp_get_num_procs();
-    if (zb_plan_world(plan) > cores)
+    if (strcmp(a->backend, "cpu") == 0 && zb_plan_world(plan) > cores)
         printf("note: %d ranks share %d cores; measured spans and bubbles "
                "include the time-sharing\n", zb_plan_world(plan), cores);
     const zb_training *t = &plan->model.train;
     /* say what the CPU stage does not do, rather than let numbers mislead */
-    if (t->precision != ZB_PREC_FP32 || t->recompute != ZB_RECOMPUTE_NONE ||
-        t->sequence_parallel)
+    if (!strcmp(a->backend, "cpu") &&
+        (t->precision != ZB_PREC_FP32 || t->recompute != ZB_RECOMPUTE_NONE ||
+         t->sequence_parallel))
         printf("note: the cpu backend computes in fp32 and keeps every "
                "activation; the plan's precision, recompute and sequence "
                "parallelism shape only its predictions\n");
@@ -232,7 +261,9 @@ static zb_status run_main(const args *a, zb_err *err) {
     pr.every = steps >= 50 ? steps / 10 : 5;
     zb_run_opts o = {.steps = a->steps, .threads = threads,
                      .checkpoint_every = a->ckpt_every, .checkpoint_dir = a->ckpt_dir,
-                     .resume = a->resume, .on_step = on_step, .on_step_ctx = &pr};
+                     .resume = a->resume, .on_step = on_step, .on_step_ctx = &pr,
+                     .backend = strcmp(a->backend, "cuda") ? ZB_BACKEND_CPU
+                                                           : ZB_BACKEND_CUDA};
     if (!a->quiet) print_header(a, &plan, threads);
     fflush(stdout);
     zb_run_result res;

@@ -50,7 +50,9 @@ struct zb_run_ctx {
     double loss_scale;           /* 1 / (global_batch * seq_len) */
     double t0;                   /* run start, CLOCK_MONOTONIC seconds */
     zb_program prog;
-    zb_local_world *lw;
+    zb_local_world *lw;          /* cpu backend */
+    zb_cuda_world *cw;           /* cuda, ranks sharing one device */
+    zb_transport *nccl0;         /* cuda, one rank per device: ends[0] */
     zb_data *data;
     zb_rank *ranks;              /* [world] */
     double *step_span, *step_busy;  /* [n_steps * world] per step, per rank */

@@ -115,6 +115,11 @@ void zb_run_result_free(zb_run_result *res);
  * reaching min_lr at step `total` (or constant lr without cosine). */
 double zb_lr_at(const zb_optim *o, int step, int total);
 
+/* The CUDA device of rank `rank` in a threaded cuda run with `devices`
+ * visible: one rank per device when they suffice (and world > 1), else
+ * all ranks share device 0. */
+int zb_run_cuda_device(int rank, int world, int devices);
+
 /* Threads per rank for `world` ranks on `cores` cores: max(1, cores/world). */
 int zb_threads_per_rank(int cores, int world);
 
