@@ -40,6 +40,7 @@ extern "C" {
 enum { SLOT_FREE = 0, SLOT_TAKEN, SLOT_FWD, SLOT_BWD };
 
 #define ZB_ARENA_ALIGN 256 /* bytes: every carved buffer starts aligned */
+#define ZB_CUBLAS_WORKSPACE ((size_t)32 << 20) /* what cuBLAS asks on Hopper */
 
 struct cu_chunk {
     int vstage, n_layers;
@@ -50,6 +51,10 @@ struct cu_chunk {
     size_t layer_floats, slot_floats;
     float *slots;           /* device [nslots, slot_floats] */
     int *tokens;            /* device [nslots, N] */
+    int *targets;           /* device [nslots, N] (head chunk) */
+    int *staged;            /* pinned host [nslots, 2, N]: tokens, targets
+                               on their way to the device */
+    cudaEvent_t *staged_done; /* [nslots] the copies out of staged ended */
     int *slot_of;           /* host [m] */
     int *slot_mb;           /* host [nslots] */
     unsigned char *state;   /* host [nslots] SLOT_* */
@@ -73,8 +78,8 @@ struct cu_stage {
     float *dgelu;           /* [N, Fl] */
     float *datty;           /* [N, Cl] */
     float *dsum;            /* [B, NHl, T] attention backward scratch */
-    int *targets;           /* [N] */
     double *acc;            /* [2]: loss sum, grad sum of squares */
+    void *workspace;        /* cuBLAS workspace, ZB_CUBLAS_WORKSPACE bytes */
     double *sum_scratch;    /* zb_cuda_sum_scratch_doubles() */
     cu_chunk *chunks;       /* host [v] */
     float *host;            /* host [pt.floats]: init, save, load */
@@ -120,7 +125,9 @@ struct slot_view {
     float *dlnf;                      /* [N, C] */
     float *dlogits;                   /* [N, V] */
     float *layers;                    /* [L, layer_floats] */
-    int *tokens;                      /* [N] device */
+    int *tokens, *targets;            /* [N] device */
+    int *staged_tokens, *staged_targets; /* [N] pinned host */
+    cudaEvent_t staged_done;
 };
 
 static float *take(float *base, size_t *off, size_t n) {
@@ -164,7 +171,7 @@ static size_t slot_carve(const cu_stage *st, const cu_chunk *ck, float *base,
     sv->dlnf = take(base, &off, hn * N * C);
     sv->dlogits = take(base, &off, hn * N * (size_t)st->V);
     sv->layers = take(base, &off, L * ck->layer_floats);
-    sv->tokens = NULL;
+    sv->tokens = sv->targets = NULL;
     return off;
 }
 
@@ -172,6 +179,10 @@ static void slot_get(const cu_stage *st, const cu_chunk *ck, int slot,
                      slot_view *sv) {
     slot_carve(st, ck, ck->slots + (size_t)slot * ck->slot_floats, sv);
     sv->tokens = ck->tokens + (size_t)slot * st->N;
+    sv->targets = ck->targets + (size_t)slot * st->N;
+    sv->staged_tokens = ck->staged + (size_t)slot * 2 * st->N;
+    sv->staged_targets = sv->staged_tokens + st->N;
+    sv->staged_done = ck->staged_done[slot];
 }
 
 static float *resid_at(const cu_stage *st, float *buf, int l) {
@@ -340,8 +351,6 @@ static zb_status head_forward(cu_stage *st, const cu_chunk *ck,
     int N = st->N, C = st->C, V = st->V;
     cudaStream_t s = st->stream;
     const float *h = resid_at(st, sv->resid, ck->n_layers);
-    ZB_CUDA(cudaMemcpyAsync(st->targets, targets, (size_t)N * sizeof(int),
-                            cudaMemcpyHostToDevice, s));
     ZB_KERNEL(zb_cuda_layernorm_forward(sv->lnf, sv->lnf_mean, sv->lnf_rstd, h,
                                         tensor(st, st->params, ck->pc.lnfw),
                                         tensor(st, st->params, ck->pc.lnfb), N,
@@ -349,12 +358,12 @@ static zb_status head_forward(cu_stage *st, const cu_chunk *ck,
     ZB_KERNEL(zb_cuda_matmul_forward(st->blas, st->logits, sv->lnf,
                                      tensor(st, st->params, ck->pc.head), NULL,
                                      N, C, V, s));
-    ZB_KERNEL(zb_cuda_crossentropy_forward(st->losses, st->logits, st->targets,
+    ZB_KERNEL(zb_cuda_crossentropy_forward(st->losses, st->logits, sv->targets,
                                            N, V, s));
     ZB_KERNEL(zb_cuda_sum_add(&st->acc[0], st->sum_scratch, st->losses,
                               (size_t)N, s));
     ZB_KERNEL(zb_cuda_crossentropy_backward(sv->dlogits, st->logits,
-                                            st->targets, loss_scale, N, V, s));
+                                            sv->targets, loss_scale, N, V, s));
     return ZB_OK;
 }
 
@@ -471,12 +480,33 @@ static zb_status check_ids(const cu_stage *st, const int *ids, const char *what,
     return ZB_OK;
 }
 
+/* Tokens (embedding chunk) and targets (head chunk) to the slot's device
+ * buffers without a host wait: through the slot's pinned staging buffer,
+ * reused only once its previous copies have run (event). */
+static zb_status stage_ids(cu_stage *st, const cu_chunk *ck,
+                           const slot_view *sv, const int *tokens,
+                           const int *targets, zb_err *err) {
+    if (!ck->embed && !ck->head) return ZB_OK;
+    size_t bytes = (size_t)st->N * sizeof(int);
+    ZB_CUDA(cudaEventSynchronize(sv->staged_done));
+    if (ck->embed) {
+        memcpy(sv->staged_tokens, tokens, bytes);
+        ZB_CUDA(cudaMemcpyAsync(sv->tokens, sv->staged_tokens, bytes,
+                                cudaMemcpyHostToDevice, st->stream));
+    }
+    if (ck->head) {
+        memcpy(sv->staged_targets, targets, bytes);
+        ZB_CUDA(cudaMemcpyAsync(sv->targets, sv->staged_targets, bytes,
+                                cudaMemcpyHostToDevice, st->stream));
+    }
+    ZB_CUDA(cudaEventRecord(sv->staged_done, st->stream));
+    return ZB_OK;
+}
+
 static zb_status forward_input(cu_stage *st, int c, int mb, const int *tokens,
                                const slot_view *sv, zb_err *err) {
     const cu_chunk *ck = &st->chunks[c];
     if (ck->embed) {
-        ZB_CUDA(cudaMemcpyAsync(sv->tokens, tokens, (size_t)st->N * sizeof(int),
-                                cudaMemcpyHostToDevice, st->stream));
         ZB_KERNEL(zb_cuda_embed_forward(sv->resid, sv->tokens,
                                         tensor(st, st->params, ck->pc.wte),
                                         tensor(st, st->params, ck->pc.wpe),
@@ -513,6 +543,7 @@ static zb_status cu_forward(cu_stage *st, int c, int mb, const int *tokens,
         return zb_fail(err, ZB_ERUNTIME, "F on chunk %d mb %d twice", c, mb);
     slot_view sv;
     slot_get(st, ck, s, &sv);
+    ZB_TRY(stage_ids(st, ck, &sv, tokens, targets, err));
     ZB_TRY(forward_input(st, c, mb, tokens, &sv, err));
     for (int l = 0; l < ck->n_layers; l++) {
         layer_params w;
@@ -732,7 +763,7 @@ static size_t arena_layout(cu_stage *st) {
     st->dgelu = (float *)carve(st, &off, N * st->Fl * fl);
     st->datty = (float *)carve(st, &off, N * st->Cl * fl);
     st->dsum = (float *)carve(st, &off, (size_t)st->B * st->NHl * st->T * fl);
-    st->targets = (int *)carve(st, &off, N * sizeof(int));
+    st->workspace = carve(st, &off, ZB_CUBLAS_WORKSPACE);
     st->acc = (double *)carve(st, &off, 2 * sizeof(double));
     st->sum_scratch = (double *)carve(st, &off, zb_cuda_sum_scratch_doubles() *
                                                     sizeof(double));
@@ -741,6 +772,7 @@ static size_t arena_layout(cu_stage *st) {
         ck->slots = (float *)carve(st, &off, (size_t)ck->nslots * ck->slot_floats * fl);
         size_t ns = (size_t)(ck->nslots > 0 ? ck->nslots : 1);
         ck->tokens = (int *)carve(st, &off, ns * N * sizeof(int));
+        ck->targets = (int *)carve(st, &off, ns * N * sizeof(int));
     }
     return off;
 }
@@ -764,6 +796,20 @@ static zb_status alloc_arena(cu_stage *st, zb_err *err) {
     return ZB_OK;
 }
 
+/* Pinned staging buffers and their events of chunk c. */
+static zb_status chunk_device_init(cu_stage *st, int c, zb_err *err) {
+    cu_chunk *ck = &st->chunks[c];
+    size_t ns = (size_t)(ck->nslots > 0 ? ck->nslots : 1);
+    ZB_CUDA(cudaMallocHost((void **)&ck->staged, ns * 2 * (size_t)st->N * sizeof(int)));
+    ck->staged_done = (cudaEvent_t *)zb_calloc(ns, sizeof(cudaEvent_t), err);
+    if (!ck->staged_done) return ZB_ENOMEM;
+    for (size_t s = 0; s < ns; s++) {
+        ZB_CUDA(cudaEventCreateWithFlags(&ck->staged_done[s], cudaEventDisableTiming));
+        ZB_CUDA(cudaEventRecord(ck->staged_done[s], st->stream));
+    }
+    return ZB_OK;
+}
+
 static zb_status init_device(cu_stage *st, zb_err *err) {
     ZB_CUDA(cudaSetDevice(st->cfg.device));
     ZB_CUDA(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
@@ -772,6 +818,8 @@ static zb_status init_device(cu_stage *st, zb_err *err) {
     /* plain fp32: no TF32, so the GPU matches the CPU to fp32 rounding */
     ZB_CUBLAS(cublasSetMathMode(st->blas, CUBLAS_DEFAULT_MATH));
     ZB_TRY(alloc_arena(st, err));
+    ZB_CUBLAS(cublasSetWorkspace(st->blas, st->workspace, ZB_CUBLAS_WORKSPACE));
+    for (int c = 0; c < st->v; c++) ZB_TRY(chunk_device_init(st, c, err));
     const zb_schedule *s = &st->plan->sched;
     st->max_passes = s->len[st->cfg.pp_rank];
     size_t np = (size_t)(st->max_passes > 0 ? st->max_passes : 1);
@@ -846,6 +894,12 @@ static void cu_free(cu_stage *st) {
     if (st->stream) cudaStreamDestroy(st->stream);
     if (st->chunks)
         for (int c = 0; c < st->v; c++) {
+            cu_chunk *ck = &st->chunks[c];
+            size_t ns = (size_t)(ck->nslots > 0 ? ck->nslots : 1);
+            for (size_t k = 0; ck->staged_done && k < ns; k++)
+                if (ck->staged_done[k]) cudaEventDestroy(ck->staged_done[k]);
+            free(ck->staged_done);
+            if (ck->staged) cudaFreeHost(ck->staged);
             free(st->chunks[c].slot_of);
             free(st->chunks[c].slot_mb);
             free(st->chunks[c].state);
