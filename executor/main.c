@@ -213,6 +213,28 @@ static zb_status print_summary(const zb_plan *plan, const zb_run_result *res,
     return ZB_OK;
 }
 
+/* Which CUDA device each rank runs on (the runtime's rule). */
+static void print_placement(const zb_plan *plan) {
+    int world = zb_plan_world(plan), ndev = zb_backend_cuda_devices();
+    for (int d = 0; d < ndev; d++) {
+        int first = -1, last = -1, count = 0;
+        for (int r = 0; r < world; r++)
+            if (zb_run_cuda_device(r, world, ndev) == d) {
+                if (first < 0) first = r;
+                last = r;
+                count++;
+            }
+        if (!count) continue;
+        char name[128];
+        zb_backend_cuda_device_name(d, name, sizeof name);
+        if (count == 1)
+            printf("rank %d on CUDA device %d (%s)\n", first, d, name);
+        else
+            printf("ranks %d..%d on CUDA device %d (%s), sharing it\n", first,
+                   last, d, name);
+    }
+}
+
 static void print_header(const args *a, const zb_plan *plan, int threads) {
     int steps = a->steps ? a->steps : plan->model.train.steps;
     printf("zbrun %s: %s, %s dp %d tp %d pp %d v %d, %d microbatches of %d, "
@@ -221,18 +243,25 @@ static void print_header(const args *a, const zb_plan *plan, int threads) {
            plan->v, plan->m, plan->micro_batch, zb_plan_world(plan), threads,
            a->backend, steps);
     if (a->backend_note[0]) printf("%s\n", a->backend_note);
+    if (!strcmp(a->backend, "cuda")) print_placement(plan);
     int cores = omp_get_num_procs();
     if (strcmp(a->backend, "cpu") == 0 && zb_plan_world(plan) > cores)
         printf("note: %d ranks share %d cores; measured spans and bubbles "
                "include the time-sharing\n", zb_plan_world(plan), cores);
     const zb_training *t = &plan->model.train;
-    /* say what the CPU stage does not do, rather than let numbers mislead */
+    /* say what the stage does not do, rather than let numbers mislead */
     if (!strcmp(a->backend, "cpu") &&
         (t->precision != ZB_PREC_FP32 || t->recompute != ZB_RECOMPUTE_NONE ||
          t->sequence_parallel))
         printf("note: the cpu backend computes in fp32 and keeps every "
                "activation; the plan's precision, recompute and sequence "
                "parallelism shape only its predictions\n");
+    if (!strcmp(a->backend, "cuda") &&
+        (t->precision != ZB_PREC_FP32 || t->recompute != ZB_RECOMPUTE_NONE ||
+         t->sequence_parallel))
+        printf("note: the cuda backend keeps every activation in fp32 (bf16 "
+               "plans get bf16 tensor-core GEMMs); the plan's recompute and "
+               "sequence parallelism shape only its predictions\n");
 }
 
 static zb_status run_main(const args *a, zb_err *err) {

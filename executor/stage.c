@@ -2,6 +2,7 @@
  * operations (stage_backend.h) at zb_stage_new and forwards every call. */
 #include "executor/stage.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "executor/stage_backend.h"
@@ -28,6 +29,15 @@ int zb_backend_cuda_devices(void) {
     return zb_stage_cuda_device_count();
 #else
     return 0;
+#endif
+}
+
+void zb_backend_cuda_device_name(int device, char *buf, size_t n) {
+#ifdef ZB_HAVE_CUDA
+    zb_stage_cuda_device_name(device, buf, n);
+#else
+    snprintf(buf, n, "?");
+    (void)device;
 #endif
 }
 

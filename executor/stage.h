@@ -65,6 +65,8 @@ bool zb_backend_cuda_built(void);
 /* CUDA devices visible to this process (0 without CUDA or without a
  * device; never fails). */
 int zb_backend_cuda_devices(void);
+/* "NAME, X GiB" of CUDA device `device` into buf ("?" when unknown). */
+void zb_backend_cuda_device_name(int device, char *buf, size_t n);
 
 /* Build the stage, allocate everything, initialise parameters from
  * plan->model.train.seed so that every parallel layout starts from the same

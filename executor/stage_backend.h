@@ -55,6 +55,7 @@ extern "C" {
 extern const zb_stage_ops zb_stage_cuda_ops;
 /* cudaGetDeviceCount, 0 on any error */
 int zb_stage_cuda_device_count(void);
+void zb_stage_cuda_device_name(int device, char *buf, size_t n);
 #ifdef __cplusplus
 }
 #endif

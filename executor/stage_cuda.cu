@@ -66,6 +66,7 @@ struct cu_stage {
     int B, T, N, C, V, NH, F;
     int tp, Cl, Fl, NHl;
     int v, m;
+    bool bf16;              /* plan precision bf16: tensor-core GEMMs */
     zb_ptable pt;
     cudaStream_t stream;
     cublasHandle_t blas;
@@ -264,20 +265,20 @@ static zb_status layer_forward(cu_stage *st, const layer_params *w,
     ZB_KERNEL(zb_cuda_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x,
                                         w->ln1w, w->ln1b, N, C, s));
     ZB_KERNEL(zb_cuda_matmul_forward(st->blas, a->qkv, a->ln1, w->qkvw, w->qkvb,
-                                     N, C, 3 * Cl, s));
+                                     N, C, 3 * Cl, st->bf16, s));
     ZB_KERNEL(zb_cuda_attention_forward(a->atty, a->lse, a->qkv, st->B, st->T,
                                         Cl, st->NHl, s));
     ZB_KERNEL(zb_cuda_matmul_forward(st->blas, st->partial, a->atty, w->projw,
-                                     NULL, N, Cl, C, s));
+                                     NULL, N, Cl, C, st->bf16, s));
     ZB_TRY(tp_allreduce(st, st->partial, (size_t)N * C, err));
     ZB_KERNEL(zb_cuda_residual_add(a->res2, x, st->partial, w->projb, N, C, s));
     ZB_KERNEL(zb_cuda_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd,
                                         a->res2, w->ln2w, w->ln2b, N, C, s));
     ZB_KERNEL(zb_cuda_matmul_forward(st->blas, a->fch, a->ln2, w->fcw, w->fcb,
-                                     N, C, Fl, s));
+                                     N, C, Fl, st->bf16, s));
     ZB_KERNEL(zb_cuda_gelu_forward(a->fch_gelu, a->fch, (size_t)N * Fl, s));
     ZB_KERNEL(zb_cuda_matmul_forward(st->blas, st->partial, a->fch_gelu,
-                                     w->fc2w, NULL, N, Fl, C, s));
+                                     w->fc2w, NULL, N, Fl, C, st->bf16, s));
     ZB_TRY(tp_allreduce(st, st->partial, (size_t)N * C, err));
     ZB_KERNEL(zb_cuda_residual_add(out, a->res2, st->partial, w->fc2b, N, C, s));
     return ZB_OK;
@@ -293,12 +294,12 @@ static zb_status layer_backward_b(cu_stage *st, const layer_params *w,
     /* MLP branch */
     ZB_TRY(zero(st, st->dgelu, (size_t)N * Fl, err));
     ZB_KERNEL(zb_cuda_matmul_backward_input(st->blas, st->dgelu, dout, w->fc2w,
-                                            N, Fl, C, s));
+                                            N, Fl, C, st->bf16, s));
     ZB_TRY(zero(st, a->dfch, (size_t)N * Fl, err));
     ZB_KERNEL(zb_cuda_gelu_backward(a->dfch, a->fch, st->dgelu, (size_t)N * Fl, s));
     ZB_TRY(zero(st, a->dln2, NC, err));
     ZB_KERNEL(zb_cuda_matmul_backward_input(st->blas, a->dln2, a->dfch, w->fcw,
-                                            N, C, Fl, s));
+                                            N, C, Fl, st->bf16, s));
     ZB_TRY(tp_allreduce(st, a->dln2, NC, err));
     ZB_TRY(copy(st, a->dres2, dout, NC, err));
     ZB_KERNEL(zb_cuda_layernorm_backward_input(a->dres2, a->dln2, a->res2,
@@ -307,13 +308,13 @@ static zb_status layer_backward_b(cu_stage *st, const layer_params *w,
     /* attention branch */
     ZB_TRY(zero(st, st->datty, (size_t)N * Cl, err));
     ZB_KERNEL(zb_cuda_matmul_backward_input(st->blas, st->datty, a->dres2,
-                                            w->projw, N, Cl, C, s));
+                                            w->projw, N, Cl, C, st->bf16, s));
     ZB_KERNEL(zb_cuda_attention_backward(a->dqkv, st->dsum, st->datty, a->qkv,
                                          a->atty, a->lse, st->B, st->T, Cl,
                                          st->NHl, s));
     ZB_TRY(zero(st, a->dln1, NC, err));
     ZB_KERNEL(zb_cuda_matmul_backward_input(st->blas, a->dln1, a->dqkv, w->qkvw,
-                                            N, C, 3 * Cl, s));
+                                            N, C, 3 * Cl, st->bf16, s));
     ZB_TRY(tp_allreduce(st, a->dln1, NC, err));
     ZB_TRY(copy(st, dx, a->dres2, NC, err));
     ZB_KERNEL(zb_cuda_layernorm_backward_input(dx, a->dln1, x, w->ln1w,
@@ -328,16 +329,16 @@ static zb_status layer_backward_w(cu_stage *st, const layer_params *g,
     int N = st->N, C = st->C, Cl = st->Cl, Fl = st->Fl;
     cudaStream_t s = st->stream;
     ZB_KERNEL(zb_cuda_matmul_backward_weight(st->blas, g->fc2w, g->fc2b, dout,
-                                             a->fch_gelu, N, Fl, C, s));
+                                             a->fch_gelu, N, Fl, C, st->bf16, s));
     ZB_KERNEL(zb_cuda_matmul_backward_weight(st->blas, g->fcw, g->fcb, a->dfch,
-                                             a->ln2, N, C, Fl, s));
+                                             a->ln2, N, C, Fl, st->bf16, s));
     ZB_KERNEL(zb_cuda_layernorm_backward_weight(g->ln2w, g->ln2b, a->dln2,
                                                 a->res2, a->ln2_mean,
                                                 a->ln2_rstd, N, C, s));
     ZB_KERNEL(zb_cuda_matmul_backward_weight(st->blas, g->projw, g->projb,
-                                             a->dres2, a->atty, N, Cl, C, s));
+                                             a->dres2, a->atty, N, Cl, C, st->bf16, s));
     ZB_KERNEL(zb_cuda_matmul_backward_weight(st->blas, g->qkvw, g->qkvb,
-                                             a->dqkv, a->ln1, N, C, 3 * Cl, s));
+                                             a->dqkv, a->ln1, N, C, 3 * Cl, st->bf16, s));
     ZB_KERNEL(zb_cuda_layernorm_backward_weight(g->ln1w, g->ln1b, a->dln1, x,
                                                 a->ln1_mean, a->ln1_rstd, N, C, s));
     return ZB_OK;
@@ -357,7 +358,7 @@ static zb_status head_forward(cu_stage *st, const cu_chunk *ck,
                                         C, s));
     ZB_KERNEL(zb_cuda_matmul_forward(st->blas, st->logits, sv->lnf,
                                      tensor(st, st->params, ck->pc.head), NULL,
-                                     N, C, V, s));
+                                     N, C, V, st->bf16, s));
     ZB_KERNEL(zb_cuda_crossentropy_forward(st->losses, st->logits, sv->targets,
                                            N, V, s));
     ZB_KERNEL(zb_cuda_sum_add(&st->acc[0], st->sum_scratch, st->losses,
@@ -376,7 +377,7 @@ static zb_status head_backward_b(cu_stage *st, const cu_chunk *ck,
     ZB_TRY(zero(st, sv->dlnf, (size_t)N * C, err));
     ZB_KERNEL(zb_cuda_matmul_backward_input(st->blas, sv->dlnf, sv->dlogits,
                                             tensor(st, st->params, ck->pc.head),
-                                            N, C, V, s));
+                                            N, C, V, st->bf16, s));
     ZB_TRY(zero(st, dh, (size_t)N * C, err));
     ZB_KERNEL(zb_cuda_layernorm_backward_input(dh, sv->dlnf, h,
                                                tensor(st, st->params, ck->pc.lnfw),
@@ -392,7 +393,7 @@ static zb_status head_backward_w(cu_stage *st, const cu_chunk *ck,
     ZB_KERNEL(zb_cuda_matmul_backward_weight(st->blas,
                                              tensor(st, st->grads, ck->pc.head),
                                              NULL, sv->dlogits, sv->lnf, N, C,
-                                             V, s));
+                                             V, st->bf16, s));
     ZB_KERNEL(zb_cuda_layernorm_backward_weight(
         tensor(st, st->grads, ck->pc.lnfw), tensor(st, st->grads, ck->pc.lnfb),
         sv->dlnf, h, sv->lnf_mean, sv->lnf_rstd, N, C, s));
@@ -703,6 +704,7 @@ static void set_dims(cu_stage *st, const zb_plan *p) {
     st->NHl = st->NH / st->tp;
     st->v = p->v;
     st->m = p->m;
+    st->bf16 = p->model.train.precision == ZB_PREC_BF16;
 }
 
 /* Bytes rounded up to the arena alignment. */
@@ -831,15 +833,17 @@ static zb_status init_device(cu_stage *st, zb_err *err) {
         ZB_CUDA(cudaEventCreate(&st->ev_end[i]));
     }
     ZB_CUDA(cudaEventCreate(&st->ev_ref));
-    /* parameters drawn on the host (the CPU stage's values), copied once */
+    /* parameters drawn on the host (the CPU stage's values), copied once;
+     * everything on the stage's own (non-blocking) stream, so that no copy
+     * or memset races with its kernels */
     size_t P = st->pt.floats;
     zb_ptable_init(&st->pt, st->host, st->plan->model.train.seed);
-    ZB_CUDA(cudaMemcpy(st->params, st->host, P * sizeof(float),
-                       cudaMemcpyHostToDevice));
-    ZB_CUDA(cudaMemset(st->grads, 0, P * sizeof(float)));
-    ZB_CUDA(cudaMemset(st->mom1, 0, P * sizeof(float)));
-    ZB_CUDA(cudaMemset(st->mom2, 0, P * sizeof(float)));
-    ZB_CUDA(cudaMemset(st->acc, 0, 2 * sizeof(double)));
+    ZB_CUDA(cudaMemcpyAsync(st->params, st->host, P * sizeof(float),
+                            cudaMemcpyHostToDevice, st->stream));
+    ZB_CUDA(cudaMemsetAsync(st->grads, 0, P * sizeof(float), st->stream));
+    ZB_CUDA(cudaMemsetAsync(st->mom1, 0, P * sizeof(float), st->stream));
+    ZB_CUDA(cudaMemsetAsync(st->mom2, 0, P * sizeof(float), st->stream));
+    ZB_CUDA(cudaMemsetAsync(st->acc, 0, 2 * sizeof(double), st->stream));
     ZB_CUDA(cudaEventRecord(st->ev_ref, st->stream));
     ZB_CUDA(cudaStreamSynchronize(st->stream));
     st->ref_host_s = mono_s();
@@ -1016,9 +1020,9 @@ static zb_status cu_params_to_host(cu_stage *st, float *dst, size_t n,
     if (n != st->pt.floats)
         return zb_fail(err, ZB_ERUNTIME, "params_to_host: %zu floats asked, "
                        "the stage has %zu", n, st->pt.floats);
+    ZB_CUDA(cudaMemcpyAsync(dst, st->params, n * sizeof(float),
+                            cudaMemcpyDeviceToHost, st->stream));
     ZB_CUDA(cudaStreamSynchronize(st->stream));
-    ZB_CUDA(cudaMemcpy(dst, st->params, n * sizeof(float),
-                       cudaMemcpyDeviceToHost));
     return ZB_OK;
 }
 
@@ -1063,11 +1067,11 @@ static zb_status cu_save(const cu_stage *st, FILE *f, zb_err *err) {
     size_t n = st->pt.floats;
     if (fwrite(&h, sizeof h, 1, f) != 1)
         return zb_fail(err, ZB_EIO, "checkpoint: write failed");
-    ZB_CUDA(cudaStreamSynchronize(st->stream));
     const float *arrays[3] = {st->params, st->mom1, st->mom2};
     for (int k = 0; k < 3; k++) {
-        ZB_CUDA(cudaMemcpy(st->host, arrays[k], n * sizeof(float),
-                           cudaMemcpyDeviceToHost));
+        ZB_CUDA(cudaMemcpyAsync(st->host, arrays[k], n * sizeof(float),
+                                cudaMemcpyDeviceToHost, st->stream));
+        ZB_CUDA(cudaStreamSynchronize(st->stream));
         if (fwrite(st->host, sizeof(float), n, f) != n)
             return zb_fail(err, ZB_EIO, "checkpoint: write failed");
     }
@@ -1090,14 +1094,15 @@ static zb_status cu_load(cu_stage *st, FILE *f, zb_err *err) {
         return zb_fail(err, ZB_EINPUT, "checkpoint: holds %llu parameters, "
                        "this stage has %zu (another model or layout?)",
                        (unsigned long long)h.n, n);
-    ZB_CUDA(cudaStreamSynchronize(st->stream));
     float *arrays[3] = {st->params, st->mom1, st->mom2};
     for (int k = 0; k < 3; k++) {
+        ZB_CUDA(cudaStreamSynchronize(st->stream)); /* st->host is free */
         if (fread(st->host, sizeof(float), n, f) != n)
             return zb_fail(err, ZB_EIO, "checkpoint: truncated data");
-        ZB_CUDA(cudaMemcpy(arrays[k], st->host, n * sizeof(float),
-                           cudaMemcpyHostToDevice));
+        ZB_CUDA(cudaMemcpyAsync(arrays[k], st->host, n * sizeof(float),
+                                cudaMemcpyHostToDevice, st->stream));
     }
+    ZB_CUDA(cudaStreamSynchronize(st->stream));
     return ZB_OK;
 }
 
@@ -1186,4 +1191,15 @@ extern "C" int zb_stage_cuda_device_count(void) {
         return 0;
     }
     return n;
+}
+
+extern "C" void zb_stage_cuda_device_name(int device, char *buf, size_t n) {
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(buf, n, "?");
+        return;
+    }
+    snprintf(buf, n, "%s, %.0f GiB", prop.name,
+             (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
 }

@@ -93,21 +93,25 @@ cudaError_t zb_cuda_embed_backward(float *dwte, float *dwpe, const float *dout,
 
 /* ---- matmul.cu: cuBLAS linear layer, twin of kernels/matmul.h ----
  * inp [N, C], weight [OC, C], bias [OC] (may be NULL), out/dout [N, OC].
- * The handle is bound to `stream` by each call. */
+ * The handle is bound to `stream` by each call. bf16: tensor-core GEMM
+ * with operands rounded to bf16 and fp32 accumulation (buffers stay fp32);
+ * false: exact fp32 GEMM (no TF32). */
 cudaError_t zb_cuda_matmul_forward(cublasHandle_t h, float *out,
                                    const float *inp, const float *weight,
                                    const float *bias, int N, int C, int OC,
-                                   cudaStream_t stream);
+                                   bool bf16, cudaStream_t stream);
 /* B: dinp[N, C] += dout[N, OC] @ weight[OC, C] */
 cudaError_t zb_cuda_matmul_backward_input(cublasHandle_t h, float *dinp,
                                           const float *dout,
                                           const float *weight, int N, int C,
-                                          int OC, cudaStream_t stream);
+                                          int OC, bool bf16,
+                                          cudaStream_t stream);
 /* W: dweight[OC, C] += dout^T @ inp; dbias[OC] += column sums (may be NULL) */
 cudaError_t zb_cuda_matmul_backward_weight(cublasHandle_t h, float *dweight,
                                            float *dbias, const float *dout,
                                            const float *inp, int N, int C,
-                                           int OC, cudaStream_t stream);
+                                           int OC, bool bf16,
+                                           cudaStream_t stream);
 const char *zb_cublas_status_name(cublasStatus_t s);
 
 /* ---- attention.cu: fused causal attention, twin of kernels/attention.h ----

@@ -6,9 +6,11 @@
  *   out^T[OC, N]   = W^T' (op T) x inp^T       (forward)
  *   dinp^T[C, N]  += W^T x dout^T              (B)
  *   dW^T[C, OC]   += inp^T x dout (op T)       (W)
- * fp32 GEMMs run in the handle's math mode (the stage sets
- * CUBLAS_DEFAULT_MATH: no TF32, for comparison with the CPU). The bias
- * gradient is a column sum with one owner per column (fixed order).
+ * bf16 = false: plain fp32 GEMMs (cublasGemmEx with CUBLAS_COMPUTE_32F:
+ * no TF32, for comparison with the CPU). bf16 = true: the same fp32
+ * buffers, multiplied on the tensor cores with operands rounded to bf16
+ * and fp32 accumulation (CUBLAS_COMPUTE_32F_FAST_16BF). The bias gradient
+ * is a column sum with one owner per column (fixed order), in fp32.
  */
 #include "kernels/cuda/kernels_cuda.h"
 
@@ -42,6 +44,18 @@ extern "C" const char *zb_cublas_status_name(cublasStatus_t s) {
         }                                                                      \
     } while (0)
 
+/* C[m, n] (column-major, ldc) = alpha op(A) op(B) + beta C, fp32 buffers */
+static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta,
+                           cublasOperation_t tb, int m, int n, int k,
+                           const float *alpha, const float *A, int lda,
+                           const float *B, int ldb, const float *beta,
+                           float *C, int ldc, bool bf16) {
+    return cublasGemmEx(h, ta, tb, m, n, k, alpha, A, CUDA_R_32F, lda, B,
+                        CUDA_R_32F, ldb, beta, C, CUDA_R_32F, ldc,
+                        bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F,
+                        CUBLAS_GEMM_DEFAULT);
+}
+
 /* out[n, :] = bias for every row n */
 __global__ static void bias_rows(float *out, const float *bias, int N, int OC) {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
@@ -69,7 +83,8 @@ extern "C" cudaError_t zb_cuda_matmul_forward(cublasHandle_t h, float *out,
                                               const float *inp,
                                               const float *weight,
                                               const float *bias, int N, int C,
-                                              int OC, cudaStream_t stream) {
+                                              int OC, bool bf16,
+                                              cudaStream_t stream) {
     if ((size_t)N * OC == 0) return cudaSuccess;
     float one = 1.0f, beta = 0.0f;
     if (bias) {
@@ -79,8 +94,8 @@ extern "C" cudaError_t zb_cuda_matmul_forward(cublasHandle_t h, float *out,
         beta = 1.0f;
     }
     CUBLAS_CHECK(cublasSetStream(h, stream));
-    CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &one,
-                             weight, C, inp, C, &beta, out, OC));
+    CUBLAS_CHECK(gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &one, weight, C,
+                      inp, C, &beta, out, OC, bf16));
     return cudaSuccess;
 }
 
@@ -89,23 +104,24 @@ extern "C" cudaError_t zb_cuda_matmul_backward_input(cublasHandle_t h,
                                                      const float *dout,
                                                      const float *weight,
                                                      int N, int C, int OC,
+                                                     bool bf16,
                                                      cudaStream_t stream) {
     if ((size_t)N * C == 0) return cudaSuccess;
     float one = 1.0f;
     CUBLAS_CHECK(cublasSetStream(h, stream));
-    CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, &one,
-                             weight, C, dout, OC, &one, dinp, C));
+    CUBLAS_CHECK(gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, &one, weight, C,
+                      dout, OC, &one, dinp, C, bf16));
     return cudaSuccess;
 }
 
 extern "C" cudaError_t zb_cuda_matmul_backward_weight(
     cublasHandle_t h, float *dweight, float *dbias, const float *dout,
-    const float *inp, int N, int C, int OC, cudaStream_t stream) {
+    const float *inp, int N, int C, int OC, bool bf16, cudaStream_t stream) {
     if ((size_t)OC * C == 0) return cudaSuccess;
     float one = 1.0f;
     CUBLAS_CHECK(cublasSetStream(h, stream));
-    CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, &one, inp,
-                             C, dout, OC, &one, dweight, C));
+    CUBLAS_CHECK(gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, &one, inp, C,
+                      dout, OC, &one, dweight, C, bf16));
     if (!dbias) return cudaSuccess;
     dim3 block(ZB_BIAS_COLS, ZB_BIAS_ROWS);
     bias_backward<<<(OC + ZB_BIAS_COLS - 1) / ZB_BIAS_COLS, block, 0, stream>>>(

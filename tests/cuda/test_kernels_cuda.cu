@@ -230,16 +230,38 @@ static void test_matmul(int N, int C, int OC, cublasHandle_t h) {
     zb_matmul_forward(y0.data(), x.data(), w.data(), NULL, N, C, OC);
     zb_matmul_backward_input(dx.data(), dy.data(), w.data(), N, C, OC);
     zb_matmul_backward_weight(dw.data(), db.data(), dy.data(), x.data(), N, C, OC);
-    EXPECT_CUDA(zb_cuda_matmul_forward(h, d_y, d_x, d_w, d_b, N, C, OC, 0));
-    EXPECT_CUDA(zb_cuda_matmul_forward(h, d_y0, d_x, d_w, NULL, N, C, OC, 0));
-    EXPECT_CUDA(zb_cuda_matmul_backward_input(h, d_dx, d_dy, d_w, N, C, OC, 0));
+    EXPECT_CUDA(zb_cuda_matmul_forward(h, d_y, d_x, d_w, d_b, N, C, OC, false, 0));
+    EXPECT_CUDA(zb_cuda_matmul_forward(h, d_y0, d_x, d_w, NULL, N, C, OC, false, 0));
+    EXPECT_CUDA(zb_cuda_matmul_backward_input(h, d_dx, d_dy, d_w, N, C, OC, false, 0));
     EXPECT_CUDA(zb_cuda_matmul_backward_weight(h, d_dw, d_db, d_dy, d_x, N, C,
-                                               OC, 0));
+                                               OC, false, 0));
     compare("matmul out (bias)", y, d_y, 1e-4, 1e-4);
     compare("matmul out (no bias)", y0, d_y0, 1e-4, 1e-4);
     compare("matmul dinp +=", dx, d_dx, 1e-4, 1e-4);
     compare("matmul dweight +=", dw, d_dw, 1e-4, 1e-4);
     compare("matmul dbias +=", db, d_db, 1e-4, 1e-4);
+}
+
+/* bf16 tensor-core GEMMs (fp32 buffers): the CPU fp32 result within bf16
+ * rounding (operands rounded to 8 bits of mantissa, fp32 sums). */
+static void test_matmul_bf16(int N, int C, int OC, cublasHandle_t h) {
+    auto x = rand_vec((size_t)N * C, 1.0f), w = rand_vec((size_t)OC * C, 0.5f);
+    auto dy = rand_vec((size_t)N * OC, 1.0f);
+    std::vector<float> y((size_t)N * OC), dx((size_t)N * C, 0.0f),
+        dw((size_t)OC * C, 0.0f);
+    float *d_x = to_device(x), *d_w = to_device(w), *d_dy = to_device(dy);
+    float *d_dx = to_device(dx), *d_dw = to_device(dw), *d_y = nan_device(y.size());
+    zb_matmul_forward(y.data(), x.data(), w.data(), NULL, N, C, OC);
+    zb_matmul_backward_input(dx.data(), dy.data(), w.data(), N, C, OC);
+    zb_matmul_backward_weight(dw.data(), NULL, dy.data(), x.data(), N, C, OC);
+    EXPECT_CUDA(zb_cuda_matmul_forward(h, d_y, d_x, d_w, NULL, N, C, OC, true, 0));
+    EXPECT_CUDA(zb_cuda_matmul_backward_input(h, d_dx, d_dy, d_w, N, C, OC, true, 0));
+    EXPECT_CUDA(zb_cuda_matmul_backward_weight(h, d_dw, NULL, d_dy, d_x, N, C,
+                                               OC, true, 0));
+    /* |error| ~ 2^-8 |a||b| sqrt(K): allow 4x that */
+    compare("matmul bf16 out", y, d_y, 0, 4.0 * 0.5 * std::sqrt((double)C) / 256);
+    compare("matmul bf16 dinp", dx, d_dx, 0, 4.0 * 0.5 * std::sqrt((double)OC) / 256);
+    compare("matmul bf16 dweight", dw, d_dw, 0, 4.0 * std::sqrt((double)N) / 256);
 }
 
 /* The stage's residual add and the fixed-order sums. */
@@ -305,6 +327,7 @@ int main(void) {
     test_matmul(37, 45, 29, h);
     test_matmul(128, 768, 2304, h);
     test_matmul(5, 3, 1, h);
+    test_matmul_bf16(64, 256, 96, h);
     cublasDestroy(h);
     test_stage_ops(37, 53);
     test_stage_ops(1024, 768);
