@@ -11,6 +11,7 @@
 
 #include <math.h>
 
+#include "kernels/adamw_math.h"
 #include "kernels/parallel.h"
 
 /* zb_sumsq splits x into this many fixed chunks whatever the thread count,
@@ -20,18 +21,12 @@
 void zb_adamw_update(float *params, const float *grads, float *m, float *v,
                      size_t n, float lr, float beta1, float beta2, float eps,
                      float weight_decay, float grad_scale, int t) {
-    float bc1 = (float)(1.0 - pow(beta1, t)); /* bias corrections */
-    float bc2 = (float)(1.0 - pow(beta2, t));
+    zb_adamw_k k = {lr, beta1, beta2, eps, weight_decay, grad_scale,
+                    (float)(1.0 - pow(beta1, t)), /* bias corrections */
+                    (float)(1.0 - pow(beta2, t))};
 #pragma omp parallel for schedule(static) if (ZB_OMP_WORTH(n))
-    for (size_t i = 0; i < n; i++) {
-        float g = grads[i] * grad_scale;
-        float mi = beta1 * m[i] + (1.0f - beta1) * g;
-        float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
-        m[i] = mi;
-        v[i] = vi;
-        float mhat = mi / bc1, vhat = vi / bc2;
-        params[i] -= lr * (mhat / (sqrtf(vhat) + eps) + weight_decay * params[i]);
-    }
+    for (size_t i = 0; i < n; i++)
+        zb_adamw_elem(&params[i], &m[i], &v[i], grads[i], &k);
 }
 
 double zb_sumsq(const float *x, size_t n) {
