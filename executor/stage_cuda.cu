@@ -19,7 +19,8 @@
  * the device at the start of a step (zb_stage_zero_grads, which also
  * takes the reference time) and when it reads the step's loss and
  * gradient norm. A CUDA failure inside a void or double call is kept and
- * returned by the next pass (the double calls return NaN).
+ * returned by the next pass (the double calls return NaN). Debugging:
+ * ZB_CUDA_SYNC=1 waits after every pass and names the pass that faulted.
  *
  * Sizes as in stage_cpu.c: N = B*T tokens, C hidden, Cl = C/tp, Fl = F/tp,
  * NHl = heads/tp, V vocab.
@@ -67,6 +68,7 @@ struct cu_stage {
     int tp, Cl, Fl, NHl;
     int v, m;
     bool bf16;              /* plan precision bf16: tensor-core GEMMs */
+    bool debug_sync;        /* ZB_CUDA_SYNC=1: wait after every pass */
     zb_ptable pt;
     cudaStream_t stream;
     cublasHandle_t blas;
@@ -612,6 +614,7 @@ static zb_status cu_backward_w(cu_stage *st, int c, int mb, zb_err *err) {
 
 /* Which pass a timed call runs. */
 enum { PASS_F, PASS_B, PASS_W, PASS_BW };
+static const char *const pass_names[] = {"F", "B", "W", "BW"};
 
 struct pass_args {
     int kind, chunk, mb;
@@ -639,6 +642,14 @@ static zb_status timed_pass(cu_stage *st, const pass_args *p, zb_err *err) {
     }
     if (s != ZB_OK) return s;
     if (timed) ZB_CUDA(cudaEventRecord(st->ev_end[i], st->stream));
+    if (st->debug_sync) { /* name the pass an asynchronous fault came from */
+        cudaError_t e = cudaStreamSynchronize(st->stream);
+        if (e == cudaSuccess) e = cudaGetLastError();
+        if (e != cudaSuccess)
+            return zb_fail(err, ZB_ERUNTIME, "pass %s chunk %d mb %d: %s "
+                           "(ZB_CUDA_SYNC)", pass_names[p->kind],
+                           p->chunk, p->mb, cudaGetErrorString(e));
+    }
     return ZB_OK;
 }
 
@@ -705,6 +716,8 @@ static void set_dims(cu_stage *st, const zb_plan *p) {
     st->v = p->v;
     st->m = p->m;
     st->bf16 = p->model.train.precision == ZB_PREC_BF16;
+    const char *sync = getenv("ZB_CUDA_SYNC");
+    st->debug_sync = sync && sync[0] == '1';
 }
 
 /* Bytes rounded up to the arena alignment. */
@@ -754,13 +767,15 @@ static zb_status chunk_init(cu_stage *st, int c, zb_err *err) {
 /* Lay out (arena NULL: measure) every device buffer; returns the bytes. */
 static size_t arena_layout(cu_stage *st) {
     size_t off = 0, P = st->pt.floats > 0 ? st->pt.floats : 1;
-    size_t N = (size_t)st->N, fl = sizeof(float);
+    size_t N = (size_t)st->N, fl = sizeof(float), heads = 0;
+    for (int c = 0; c < st->v; c++) heads += st->chunks[c].head;
+    size_t NV = heads ? N * st->V : 1; /* logits only where a head is */
     st->params = (float *)carve(st, &off, P * fl);
     st->grads = (float *)carve(st, &off, P * fl);
     st->mom1 = (float *)carve(st, &off, P * fl);
     st->mom2 = (float *)carve(st, &off, P * fl);
     st->partial = (float *)carve(st, &off, N * st->C * fl);
-    st->logits = (float *)carve(st, &off, N * st->V * fl);
+    st->logits = (float *)carve(st, &off, NV * fl);
     st->losses = (float *)carve(st, &off, N * fl);
     st->dgelu = (float *)carve(st, &off, N * st->Fl * fl);
     st->datty = (float *)carve(st, &off, N * st->Cl * fl);
