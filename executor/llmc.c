@@ -131,12 +131,11 @@ zb_status zb_llmc_load_stage(const char *path, const zb_plan *plan,
                              zb_err *err) {
     zb_ptable pt;
     ZB_TRY(zb_ptable_build(&pt, plan, pp_rank, tp_rank, err));
-    size_t n;
-    float *params = zb_stage_params(st, &n);
-    zb_status s = n == pt.floats
-                      ? zb_llmc_load(path, plan, &pt, params, err)
-                      : zb_fail(err, ZB_ERUNTIME, "stage holds %zu parameters, "
-                                "its table %zu", n, pt.floats);
+    /* through host memory: the stage's buffer may be on a device */
+    float *host = zb_calloc(pt.floats ? pt.floats : 1, sizeof *host, err);
+    zb_status s = host ? zb_llmc_load(path, plan, &pt, host, err) : ZB_ENOMEM;
+    if (s == ZB_OK) s = zb_stage_params_from_host(st, host, pt.floats, err);
+    free(host);
     zb_ptable_free(&pt);
     return s;
 }

@@ -40,6 +40,7 @@
 #include "executor/run_checks.h"
 #include "executor/signals.h"
 #include "executor/runtime.h"
+#include "executor/stage.h"
 #include "executor/svg.h"
 #include "executor/trace.h"
 
@@ -47,7 +48,8 @@ static const char usage[] =
     "usage: zbrun PLAN [options]\n"
     "Train the model of PLAN (written by zbplan) with its schedule.\n"
     "  --steps N             train N steps (default: the plan's training.steps)\n"
-    "  --backend B           cpu, cuda or auto (default auto: cpu in this build)\n"
+    "  --backend B           cpu, cuda or auto (default auto: cuda when this\n"
+    "                        build has CUDA and a device is visible, else cpu)\n"
     "  --report FILE         write the run report (YAML; default: none)\n"
     "  --trace FILE          write a Chrome/Perfetto trace (JSON; default: none)\n"
     "  --svg FILE            write the planned and executed timelines (SVG; default: none)\n"
@@ -83,6 +85,7 @@ typedef struct {
     int steps, ckpt_every, threads;
     bool resume, quiet, help, version, resume_changed;
     double max_loss_ratio;
+    char backend_note[96];   /* how auto chose, "" otherwise */
 } args;
 
 /* "--name value" or "--name=value": true if argv[*i] is this option. */
@@ -148,6 +151,33 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     return st;
 }
 
+/* --backend: cuda needs a CUDA build and a visible device; auto takes cuda
+ * when both are there, cpu otherwise, and says why (a->backend_note). */
+static zb_status choose_backend(args *a, zb_err *err) {
+    bool built = zb_backend_cuda_built();
+    int ndev = built ? zb_backend_cuda_devices() : 0;
+    if (!strcmp(a->backend, "cuda")) {
+        if (!built)
+            return zb_fail(err, ZB_EINPUT, "--backend cuda: zbrun was built "
+                           "without CUDA (nvcc, cuBLAS and NCCL were not found "
+                           "at build time)");
+        if (ndev == 0)
+            return zb_fail(err, ZB_EINPUT, "--backend cuda: no CUDA device "
+                           "visible (CUDA_VISIBLE_DEVICES=%s)",
+                           getenv("CUDA_VISIBLE_DEVICES")
+                               ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
+        return ZB_OK;
+    }
+    if (!strcmp(a->backend, "auto")) {
+        a->backend = ndev > 0 ? "cuda" : "cpu";
+        snprintf(a->backend_note, sizeof a->backend_note,
+                 "backend auto: %s (%s)", a->backend,
+                 !built ? "built without CUDA"
+                 : ndev == 0 ? "no CUDA device visible" : "CUDA device visible");
+    }
+    return ZB_OK;
+}
+
 static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
     memset(a, 0, sizeof *a);
     a->backend = "auto";
@@ -158,10 +188,7 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
     if (strcmp(a->backend, "cpu") && strcmp(a->backend, "cuda") && strcmp(a->backend, "auto"))
         return zb_fail(err, ZB_EINPUT, "--backend must be cpu, cuda or auto, got '%s'",
                        a->backend);
-    if (!strcmp(a->backend, "cuda"))
-        return zb_fail(err, ZB_EINPUT, "cuda backend not built (no GPU support compiled in)");
-    a->backend = "cpu";   /* auto: the only backend compiled in */
-    return ZB_OK;
+    return choose_backend(a, err);
 }
 
 static double now_s(void) {
@@ -283,6 +310,28 @@ static zb_status print_summary(const zb_plan *plan, const zb_run_result *res,
     return ZB_OK;
 }
 
+/* Which CUDA device each rank runs on (the runtime's rule). */
+static void print_placement(const zb_plan *plan) {
+    int world = zb_plan_world(plan), ndev = zb_backend_cuda_devices();
+    for (int d = 0; d < ndev; d++) {
+        int first = -1, last = -1, count = 0;
+        for (int r = 0; r < world; r++)
+            if (zb_run_cuda_device(r, world, ndev) == d) {
+                if (first < 0) first = r;
+                last = r;
+                count++;
+            }
+        if (!count) continue;
+        char name[128];
+        zb_backend_cuda_device_name(d, name, sizeof name);
+        if (count == 1)
+            printf("rank %d on CUDA device %d (%s)\n", first, d, name);
+        else
+            printf("ranks %d..%d on CUDA device %d (%s), sharing it\n", first,
+                   last, d, name);
+    }
+}
+
 static void print_header(const args *a, const zb_plan *plan, int threads) {
     int steps = a->steps ? a->steps : plan->model.train.steps;
     printf("zbrun %s: %s, %s dp %d tp %d pp %d v %d, %d microbatches of %d, "
@@ -293,17 +342,26 @@ static void print_header(const args *a, const zb_plan *plan, int threads) {
     char blas[256];
     zb_blas_describe(blas, sizeof blas);
     printf("blas: %s\n", blas);
+    if (a->backend_note[0]) printf("%s\n", a->backend_note);
+    if (!strcmp(a->backend, "cuda")) print_placement(plan);
     int cores = omp_get_num_procs();
-    if (zb_plan_world(plan) > cores)
+    if (strcmp(a->backend, "cpu") == 0 && zb_plan_world(plan) > cores)
         printf("note: %d ranks share %d cores; measured spans and bubbles "
                "include the time-sharing\n", zb_plan_world(plan), cores);
     const zb_training *t = &plan->model.train;
-    /* say what the CPU stage does not do, rather than let numbers mislead */
-    if (t->precision != ZB_PREC_FP32 || t->recompute != ZB_RECOMPUTE_NONE ||
-        t->sequence_parallel)
+    /* say what the stage does not do, rather than let numbers mislead */
+    if (!strcmp(a->backend, "cpu") &&
+        (t->precision != ZB_PREC_FP32 || t->recompute != ZB_RECOMPUTE_NONE ||
+         t->sequence_parallel))
         printf("note: the cpu backend computes in fp32 and keeps every "
                "activation; the plan's precision, recompute and sequence "
                "parallelism shape only its predictions\n");
+    if (!strcmp(a->backend, "cuda") &&
+        (t->precision != ZB_PREC_FP32 || t->recompute != ZB_RECOMPUTE_NONE ||
+         t->sequence_parallel))
+        printf("note: the cuda backend keeps every activation in fp32 (bf16 "
+               "plans get bf16 tensor-core GEMMs); the plan's recompute and "
+               "sequence parallelism shape only its predictions\n");
 }
 
 static const char *pr_dir(const args *a) {
@@ -337,6 +395,15 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
         zb_fail(err, ZB_EINPUT, "%s: the plan needs %d ranks; the cpu backend "
                 "runs at most %d (threads of one process)", a->plan_path,
                 zb_plan_world(&plan), ZB_RUN_MAX_WORLD);
+        zb_plan_free(&plan);
+        return ZB_EINPUT;
+    }
+    if (l->kind != ZB_LAUNCH_NONE && !strcmp(a->backend, "cuda")) {
+        /* every process finds this before any communication: all exit 2 */
+        zb_fail(err, ZB_EINPUT, "--backend cuda with one process per rank "
+                "(%s) is not supported yet: run the CUDA backend as one "
+                "process (ranks as threads), or --backend cpu under the "
+                "launcher", zb_launcher_name(l->kind));
         zb_plan_free(&plan);
         return ZB_EINPUT;
     }
@@ -376,7 +443,9 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                      .resume = a->resume, .on_step = on_step, .on_step_ctx = &pr,
                      .resume_changed = a->resume_changed, .stop = &zb_stop_signal,
                      .max_loss_ratio = a->max_loss_ratio, .proc = proc,
-                     .keep_params = a->export_path != NULL};
+                     .keep_params = a->export_path != NULL,
+                     .backend = strcmp(a->backend, "cuda") ? ZB_BACKEND_CPU
+                                                           : ZB_BACKEND_CUDA};
     if (!a->quiet) print_header(a, &plan, threads);
     if (!a->quiet && proc.tr)
         printf("launch: %s, %d processes, one rank each, MPI transport\n",

@@ -310,6 +310,10 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
     ZB_TRY(check_loss(rk, step, loss, err));
     double lr = zb_lr_at(o, step, c->total_steps);
     ZB_TRY(zb_stage_adamw(rk->st, (float)lr, scale, step, err));
+    /* asynchronous backends (cuda) replace the host times with the
+     * device's own; the cpu keeps what run_action measured */
+    zb_stage_pass_times(rk->st, rk->t_start, rk->t_end, rk->n_acts,
+                        rk->ctx->t0);
     record_times(rk, k);
     if (rk->count_comm) {
         rk->post_s += zb_now_s() - t_post;
@@ -346,7 +350,8 @@ static zb_status rank_setup(zb_rank *rk, zb_err *err) {
     zb_run_ctx *c = rk->ctx;
     zb_stage_cfg cfg = {.plan = c->plan, .pp_rank = rk->pp_rank,
                         .dp_rank = rk->dp_rank, .tp_rank = rk->tp_rank,
-                        .tr = rk->tr, .tp_group = &rk->tp_g};
+                        .tr = rk->tr, .tp_group = &rk->tp_g,
+                        .backend = rk->backend, .device = rk->device};
     ZB_TRY(zb_stage_new(&cfg, &rk->st, err));
     if (zb_stage_msg_floats(rk->st) != rk->msg_floats)
         return zb_fail(err, ZB_ERUNTIME, "rank %d: stage messages have %zu "
@@ -390,10 +395,10 @@ static zb_status rank_finish(zb_rank *rk, zb_err *err) {
     res->post_s[rk->rank] = rk->post_s / n_steps;
     if (!rk->ctx->opts->keep_params) return ZB_OK;
     size_t n;
-    const float *p = zb_stage_params(rk->st, &n);
+    zb_stage_params(rk->st, &n);
     res->params[rk->rank] = zb_calloc(n, sizeof(float), err);
     if (!res->params[rk->rank]) return ZB_ENOMEM;
-    memcpy(res->params[rk->rank], p, n * sizeof(float));
+    ZB_TRY(zb_stage_params_to_host(rk->st, res->params[rk->rank], n, err));
     res->n_params[rk->rank] = n;
     return ZB_OK;
 }

@@ -26,6 +26,8 @@ typedef struct {
     int rank, pp_rank, dp_rank, tp_rank;
     zb_transport *tr;
     zb_stage *st;
+    zb_backend backend;          /* where the stage computes ... */
+    int device;                  /* ... and on which CUDA device */
     zb_group tp_g, dp_g, emb_g, world_g;
     bool in_emb_group;           /* first or last pipeline rank, pp > 1 */
     const zb_op *ops;            /* the pipeline rank's program */
@@ -55,7 +57,9 @@ struct zb_run_ctx {
     double loss_scale;           /* 1 / (global_batch * seq_len) */
     double t0;                   /* run start, CLOCK_MONOTONIC seconds */
     zb_program prog;
-    zb_local_world *lw;          /* threads only */
+    zb_local_world *lw;          /* threads, cpu backend */
+    zb_cuda_world *cw;           /* threads, cuda, ranks sharing one device */
+    zb_transport *nccl0;         /* threads, cuda, one rank per device: ends[0] */
     int lead;                    /* rank whose thread fills the per-step
                                     result: 0, or the process's own rank */
     zb_data *data;

@@ -334,7 +334,6 @@ static zb_status setup_rank(zb_run_ctx *c, int r, zb_err *err) {
     rk->ctx = c;
     rk->rank = r;
     zb_plan_coords(p, r, &rk->pp_rank, &rk->dp_rank, &rk->tp_rank);
-    rk->tr = c->opts->proc.tr ? c->opts->proc.tr : zb_local_transport(c->lw, r);
     make_groups(rk, p, c->world);
     rk->ops = c->prog.ops[rk->pp_rank];
     rk->n_ops = c->prog.len[rk->pp_rank];
@@ -349,6 +348,69 @@ static zb_status setup_rank(zb_run_ctx *c, int r, zb_err *err) {
     rk->targets = zb_calloc((size_t)p->m * per_mb, sizeof(int), err);
     return rk->tokens && rk->targets ? ZB_OK : ZB_ENOMEM;
 }
+
+/* ==== backend, devices and transport of the threaded run (issue 7) ====
+ * cpu: the local transport. cuda: with as many visible devices as ranks
+ * (and more than one rank), rank r on device r and NCCL between them
+ * (communicators for the TP, DP and embedding groups and the world);
+ * otherwise every rank on device 0, sharing it through the device-local
+ * transport. */
+
+int zb_run_cuda_device(int rank, int world, int devices) {
+    return world > 1 && world <= devices ? rank : 0;
+}
+
+static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
+    const zb_plan *p = c->plan;
+    size_t msg = (size_t)p->micro_batch * p->model.arch.seq_len * p->model.arch.hidden;
+    int world = c->world;
+    for (int r = 0; r < world; r++) c->ranks[r].backend = c->opts->backend;
+    if (c->opts->backend == ZB_BACKEND_CPU) {
+        ZB_TRY(zb_local_world_new(world, max_recvs(&c->prog), msg, 0, &c->lw, err));
+        for (int r = 0; r < world; r++)
+            c->ranks[r].tr = zb_local_transport(c->lw, r);
+        return ZB_OK;
+    }
+#ifdef ZB_HAVE_CUDA
+    int ndev = zb_backend_cuda_devices();
+    if (ndev < 1)
+        return zb_fail(err, ZB_EINPUT, "backend cuda: no CUDA device visible");
+    for (int r = 0; r < world; r++)
+        c->ranks[r].device = zb_run_cuda_device(r, world, ndev);
+    if (world == 1 || world > ndev) {
+        ZB_TRY(zb_cuda_world_new(world, 0, max_recvs(&c->prog), msg, &c->cw, err));
+        for (int r = 0; r < world; r++)
+            c->ranks[r].tr = zb_cuda_transport(c->cw, r);
+        return ZB_OK;
+    }
+    int devices[ZB_RUN_MAX_WORLD];
+    zb_group groups[3 * ZB_RUN_MAX_WORLD];
+    zb_transport *ends[ZB_RUN_MAX_WORLD];
+    for (int r = 0; r < world; r++) {
+        zb_rank *rk = &c->ranks[r];
+        devices[r] = rk->device;
+        groups[3 * r] = rk->tp_g;
+        groups[3 * r + 1] = rk->dp_g;
+        groups[3 * r + 2] = rk->emb_g;
+        if (!rk->in_emb_group) groups[3 * r + 2].n = 0;
+    }
+    ZB_TRY(zb_nccl_threads_new(world, devices, 3, groups, ends, err));
+    c->nccl0 = ends[0];
+    for (int r = 0; r < world; r++) c->ranks[r].tr = ends[r];
+    return ZB_OK;
+#else
+    return zb_fail(err, ZB_EINPUT, "backend cuda: zbrun was built without CUDA");
+#endif
+}
+
+static void free_transport(zb_run_ctx *c) {
+    zb_local_world_free(c->lw);
+#ifdef ZB_HAVE_CUDA
+    zb_cuda_world_free(c->cw);
+    zb_nccl_free(c->nccl0);
+#endif
+}
+/* ==== end of the backend block ==== */
 
 /* Where the run starts: after the newest checkpoint when resuming. */
 static zb_status find_start(zb_run_ctx *c, zb_err *err) {
@@ -384,11 +446,14 @@ static zb_status setup(zb_run_ctx *c, zb_err *err) {
     ZB_TRY(alloc_doubles(&c->step_stall, cells, err));
     c->ranks = zb_calloc((size_t)c->world, sizeof *c->ranks, err);
     if (!c->ranks) return ZB_ENOMEM;
-    if (c->opts->proc.tr) return setup_rank(c, c->lead, err);
-    size_t msg = (size_t)p->micro_batch * p->model.arch.seq_len * p->model.arch.hidden;
-    ZB_TRY(zb_local_world_new(c->world, max_recvs(&c->prog), msg, 0, &c->lw, err));
+    if (c->opts->proc.tr) {   /* one process per rank: the MPI transport */
+        ZB_TRY(setup_rank(c, c->lead, err));
+        c->ranks[c->lead].backend = c->opts->backend;
+        c->ranks[c->lead].tr = c->opts->proc.tr;
+        return ZB_OK;
+    }
     for (int r = 0; r < c->world; r++) ZB_TRY(setup_rank(c, r, err));
-    return ZB_OK;
+    return setup_transport(c, err);
 }
 
 static void teardown(zb_run_ctx *c) {
@@ -403,7 +468,7 @@ static void teardown(zb_run_ctx *c) {
     free(c->step_busy);
     free(c->step_recv);
     free(c->step_stall);
-    zb_local_world_free(c->lw);
+    free_transport(c);
     zb_data_free(c->data);
     zb_data_free(c->val);
     zb_program_free(&c->prog);
@@ -424,7 +489,7 @@ static void run_threads(zb_run_ctx *c) {
             c->status = zb_fail(&c->err, ZB_ERUNTIME, "cannot start the thread "
                                 "of rank %d", started);
         pthread_mutex_unlock(&c->err_mu);
-        zb_transport *t = zb_local_transport(c->lw, 0);
+        zb_transport *t = c->ranks[0].tr;
         t->abort(t);
     }
     for (int r = 0; r < started; r++) pthread_join(th[r], NULL);

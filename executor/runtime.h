@@ -38,6 +38,7 @@
 #include "common/zb_error.h"
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
+#include "executor/stage.h"
 #include "executor/transport.h"
 
 /* Ranks (threads, or processes: the world group's size); more is refused. */
@@ -84,6 +85,7 @@ typedef struct {
                                exceeds this times the run's first loss */
     int trace_steps;        /* steps kept in the timeline; 0: 2 */
     bool keep_params;       /* copy each rank's final parameters into res */
+    zb_backend backend;     /* cpu (0) or cuda: every rank's stage */
     zb_step_fn on_step;     /* may be NULL; called on global rank 0 only */
     void *on_step_ctx;
     zb_run_proc proc;       /* one process per rank; zero: threads */
@@ -183,6 +185,11 @@ zb_status zb_run_msg_sizes(const zb_plan *plan, int *max_msgs,
  * lr/warmup_steps to lr over the first warmup_steps steps, then cosine decay
  * reaching min_lr at step `total` (or constant lr without cosine). */
 double zb_lr_at(const zb_optim *o, int step, int total);
+
+/* The CUDA device of rank `rank` in a threaded cuda run with `devices`
+ * visible: one rank per device when they suffice (and world > 1), else
+ * all ranks share device 0. */
+int zb_run_cuda_device(int rank, int world, int devices);
 
 /* Threads per rank for `world` ranks on `cores` cores: max(1, cores/world). */
 int zb_threads_per_rank(int cores, int world);

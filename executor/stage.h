@@ -1,9 +1,16 @@
 /* stage.h - one rank's part of the GPT: the chunks (virtual stages) its
  * pipeline rank holds, sharded for its TP rank, with flat parameter,
  * gradient and AdamW buffers, and the four passes F, B, W, BW per
- * microbatch. This is the backend seam: stage_cpu.c implements it with
- * kernels/ (OpenBLAS); a CUDA stage will implement the same functions
- * with cuBLAS, and the plan interpreter (runtime.c) does not change.
+ * microbatch. This is the backend seam: stage.c dispatches every call to
+ * the backend chosen in zb_stage_cfg (stage_backend.h): stage_cpu.c with
+ * kernels/ (OpenBLAS), or stage_cuda.cu with cuBLAS and kernels/cuda/ when
+ * zbrun is built with CUDA (ZB_HAVE_CUDA); the plan interpreter
+ * (runtime.c) does not change.
+ *
+ * Memory: "backend memory" below is host memory for cpu and device memory
+ * (of cfg.device) for cuda; passes only enqueue work on the cuda backend,
+ * and the calls that return host numbers (loss sum, grad sum of squares,
+ * params_to_host, save) wait for it.
  *
  * Shapes: a microbatch is B = plan->micro_batch sequences of T = seq_len
  * tokens; activations between stages are [B, T, C] floats, C = hidden.
@@ -27,6 +34,7 @@
 #ifndef ZB_STAGE_H
 #define ZB_STAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -35,12 +43,31 @@
 
 typedef struct zb_stage zb_stage;
 
+/* Where a stage computes. */
+typedef enum {
+    ZB_BACKEND_CPU = 0,  /* host, kernels/ + OpenBLAS (the default) */
+    ZB_BACKEND_CUDA      /* one CUDA device, kernels/cuda/ + cuBLAS */
+} zb_backend;
+
 typedef struct {
     const zb_plan *plan;
     int pp_rank, dp_rank, tp_rank;
     zb_transport *tr;            /* for TP all-reduces inside passes */
     const zb_group *tp_group;    /* this rank's TP group (n = tp) */
+    zb_backend backend;          /* 0 = cpu */
+    int device;                  /* cuda: device ordinal (after
+                                    CUDA_VISIBLE_DEVICES); cpu: ignored */
 } zb_stage_cfg;
+
+/* "cpu" / "cuda". */
+const char *zb_backend_name(zb_backend b);
+/* Was this build linked with the CUDA backend? */
+bool zb_backend_cuda_built(void);
+/* CUDA devices visible to this process (0 without CUDA or without a
+ * device; never fails). */
+int zb_backend_cuda_devices(void);
+/* "NAME, X GiB" of CUDA device `device` into buf ("?" when unknown). */
+void zb_backend_cuda_device_name(int device, char *buf, size_t n);
 
 /* Build the stage, allocate everything, initialise parameters from
  * plan->model.train.seed so that every parallel layout starts from the same
@@ -85,6 +112,15 @@ void zb_stage_zero_grads(zb_stage *st);
 float *zb_stage_params(zb_stage *st, size_t *n);
 float *zb_stage_grads(zb_stage *st, size_t *n);
 
+/* Copy the n parameters (n = what zb_stage_params reports) to host memory
+ * dst, after all work enqueued so far. */
+zb_status zb_stage_params_to_host(zb_stage *st, float *dst, size_t n,
+                                  zb_err *err);
+
+/* Replace the n parameters with host memory src (llm.c initial weights). */
+zb_status zb_stage_params_from_host(zb_stage *st, const float *src, size_t n,
+                                    zb_err *err);
+
 /* Gradient of the tied token embedding held here (first or last pipeline
  * stage when they are on different pipeline ranks), to be summed over the
  * embedding group; NULL when there is none to sync. */
@@ -107,6 +143,16 @@ zb_status zb_stage_adamw(zb_stage *st, float lr, float grad_scale, int t,
  * (slots in use high-water mark times slot size). */
 double zb_stage_static_bytes(const zb_stage *st);
 double zb_stage_act_peak_bytes(const zb_stage *st);
+
+/* Device-measured pass times of this step, for backends whose passes run
+ * asynchronously: the i-th pass (F, B, W or BW call) since the last
+ * zb_stage_zero_grads started at t_start[i] and ended at t_end[i], seconds
+ * on CLOCK_MONOTONIC minus t0. Call after zb_stage_grad_sumsq or
+ * zb_stage_loss_sum of the step (they wait for the device). Returns false
+ * and writes nothing when the backend has no such times (cpu: the caller's
+ * own clock is right) or n differs from the passes run. */
+bool zb_stage_pass_times(zb_stage *st, double *t_start, double *t_end, int n,
+                         double t0);
 
 /* Checkpoint: params and AdamW moments, binary, to/from an open stream. */
 zb_status zb_stage_save(const zb_stage *st, FILE *f, zb_err *err);

@@ -43,6 +43,7 @@
  * "no free activation slot ..." instead of overwriting live activations.
  */
 #include "executor/stage.h"
+#include "executor/stage_backend.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -57,6 +58,12 @@
 #include "kernels/gelu.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
+
+/* This file's stage state (the CPU backend's); the public zb_stage of
+ * stage.c holds a pointer to it. Spelt zb_stage below, as before the
+ * backend split. Public entry points: zb_stage_cpu_ops at the end. */
+#define zb_stage zb_stage_cpu
+typedef struct zb_stage_cpu zb_stage_cpu;
 
 /* What a slot holds so far; passes check it so a wrong order fails. */
 enum { SLOT_FREE = 0, SLOT_TAKEN, SLOT_FWD, SLOT_BWD };
@@ -438,7 +445,7 @@ static zb_status slot_expect(zb_stage *st, int c, int mb, int want,
 
 /* ---- transfer buffers ---- */
 
-size_t zb_stage_msg_floats(const zb_stage *st) {
+static size_t cpu_stage_msg_floats(const zb_stage *st) {
     return (size_t)st->N * st->C;
 }
 
@@ -455,17 +462,17 @@ static float *slot_buffer(zb_stage *st, int c, int mb, bool grad, bool last) {
 
 /* NULL when (chunk, mb) is out of range or no slot is free; F then reports
  * the error in full. */
-float *zb_stage_act_in(zb_stage *st, int chunk, int mb) {
+static float *cpu_stage_act_in(zb_stage *st, int chunk, int mb) {
     if (bad_index(st, chunk, mb) || slot_acquire(st, chunk, mb) < 0) return NULL;
     return slot_buffer(st, chunk, mb, false, false);
 }
-float *zb_stage_act_out(zb_stage *st, int chunk, int mb) {
+static float *cpu_stage_act_out(zb_stage *st, int chunk, int mb) {
     return slot_buffer(st, chunk, mb, false, true);
 }
-float *zb_stage_grad_in(zb_stage *st, int chunk, int mb) {
+static float *cpu_stage_grad_in(zb_stage *st, int chunk, int mb) {
     return slot_buffer(st, chunk, mb, true, true);
 }
-float *zb_stage_grad_out(zb_stage *st, int chunk, int mb) {
+static float *cpu_stage_grad_out(zb_stage *st, int chunk, int mb) {
     return slot_buffer(st, chunk, mb, true, false);
 }
 
@@ -493,7 +500,7 @@ static zb_status forward_input(zb_stage *st, int c, int mb, const int *tokens,
         zb_embed_add_pos(sv->resid, tensor(st, st->params, ck->pc.wpe), st->B,
                          st->T, st->C);
     } else if (ck->prev >= 0) {
-        const float *src = zb_stage_act_out(st, ck->prev, mb);
+        const float *src = cpu_stage_act_out(st, ck->prev, mb);
         int ps = st->chunks[ck->prev].slot_of[mb];
         if (!src || st->chunks[ck->prev].state[ps] < SLOT_FWD)
             return zb_fail(err, ZB_ERUNTIME, "F on chunk %d mb %d before F "
@@ -503,7 +510,7 @@ static zb_status forward_input(zb_stage *st, int c, int mb, const int *tokens,
     return ZB_OK;
 }
 
-zb_status zb_stage_forward(zb_stage *st, int c, int mb, const int *tokens,
+static zb_status cpu_stage_forward(zb_stage *st, int c, int mb, const int *tokens,
                            const int *targets, float loss_scale, zb_err *err) {
     if (bad_index(st, c, mb))
         return zb_fail(err, ZB_ERUNTIME, "F: chunk %d mb %d out of range "
@@ -538,7 +545,7 @@ zb_status zb_stage_forward(zb_stage *st, int c, int mb, const int *tokens,
     return ZB_OK;
 }
 
-zb_status zb_stage_backward_b(zb_stage *st, int c, int mb, zb_err *err) {
+static zb_status cpu_stage_backward_b(zb_stage *st, int c, int mb, zb_err *err) {
     int s;
     ZB_TRY(slot_expect(st, c, mb, SLOT_FWD, "B", &s, err));
     chunk *ck = &st->chunks[c];
@@ -555,7 +562,7 @@ zb_status zb_stage_backward_b(zb_stage *st, int c, int mb, zb_err *err) {
                                 resid_at(st, sv.dresid, l), err));
     }
     if (ck->prev >= 0) { /* hand grad_out to the chunk before, on this rank */
-        float *dst = zb_stage_grad_in(st, ck->prev, mb);
+        float *dst = cpu_stage_grad_in(st, ck->prev, mb);
         if (!dst)
             return zb_fail(err, ZB_ERUNTIME, "B on chunk %d mb %d: chunk %d "
                            "holds no activations for it", c, mb, ck->prev);
@@ -565,7 +572,7 @@ zb_status zb_stage_backward_b(zb_stage *st, int c, int mb, zb_err *err) {
     return ZB_OK;
 }
 
-zb_status zb_stage_backward_w(zb_stage *st, int c, int mb, zb_err *err) {
+static zb_status cpu_stage_backward_w(zb_stage *st, int c, int mb, zb_err *err) {
     int s;
     ZB_TRY(slot_expect(st, c, mb, SLOT_BWD, "W", &s, err));
     chunk *ck = &st->chunks[c];
@@ -591,12 +598,12 @@ zb_status zb_stage_backward_w(zb_stage *st, int c, int mb, zb_err *err) {
     return ZB_OK;
 }
 
-zb_status zb_stage_backward_bw(zb_stage *st, int c, int mb, zb_err *err) {
-    ZB_TRY(zb_stage_backward_b(st, c, mb, err));
-    return zb_stage_backward_w(st, c, mb, err);
+static zb_status cpu_stage_backward_bw(zb_stage *st, int c, int mb, zb_err *err) {
+    ZB_TRY(cpu_stage_backward_b(st, c, mb, err));
+    return cpu_stage_backward_w(st, c, mb, err);
 }
 
-void zb_stage_drop(zb_stage *st, int c, int mb) {
+static void cpu_stage_drop(zb_stage *st, int c, int mb) {
     if (bad_index(st, c, mb)) return;
     int s = st->chunks[c].slot_of[mb];
     if (s >= 0 && st->chunks[c].state[s] != SLOT_FREE) slot_release(st, c, s);
@@ -728,7 +735,9 @@ static zb_status alloc_buffers(zb_stage *st, zb_err *err) {
     return ZB_OK;
 }
 
-zb_status zb_stage_new(const zb_stage_cfg *cfg, zb_stage **out, zb_err *err) {
+static void cpu_stage_free(zb_stage *st);
+
+static zb_status cpu_stage_new(const zb_stage_cfg *cfg, zb_stage **out, zb_err *err) {
     *out = NULL;
     ZB_TRY(check_plan(cfg, err));
     zb_stage *st = zb_calloc(1, sizeof *st, err);
@@ -745,7 +754,7 @@ zb_status zb_stage_new(const zb_stage_cfg *cfg, zb_stage **out, zb_err *err) {
     }
     for (int c = 0; rc == ZB_OK && c < st->v; c++) rc = chunk_init(st, c, err);
     if (rc != ZB_OK) {
-        zb_stage_free(st);
+        cpu_stage_free(st);
         return rc;
     }
     zb_ptable_init(&st->pt, st->params, cfg->plan->model.train.seed);
@@ -753,7 +762,7 @@ zb_status zb_stage_new(const zb_stage_cfg *cfg, zb_stage **out, zb_err *err) {
     return ZB_OK;
 }
 
-void zb_stage_free(zb_stage *st) {
+static void cpu_stage_free(zb_stage *st) {
     if (!st) return;
     if (st->chunks)
         for (int c = 0; c < st->v; c++) {
@@ -777,24 +786,24 @@ void zb_stage_free(zb_stage *st) {
 
 /* ---- gradients, optimizer, accounting ---- */
 
-double zb_stage_loss_sum(const zb_stage *st) { return st->loss_sum; }
+static double cpu_stage_loss_sum(const zb_stage *st) { return st->loss_sum; }
 
-void zb_stage_zero_grads(zb_stage *st) {
+static void cpu_stage_zero_grads(zb_stage *st) {
     zero(st->grads, st->pt.floats);
     st->loss_sum = 0.0;
 }
 
-float *zb_stage_params(zb_stage *st, size_t *n) {
+static float *cpu_stage_params(zb_stage *st, size_t *n) {
     *n = st->pt.floats;
     return st->params;
 }
 
-float *zb_stage_grads(zb_stage *st, size_t *n) {
+static float *cpu_stage_grads(zb_stage *st, size_t *n) {
     *n = st->pt.floats;
     return st->grads;
 }
 
-float *zb_stage_tied_grad(zb_stage *st, size_t *n) {
+static float *cpu_stage_tied_grad(zb_stage *st, size_t *n) {
     if (st->pt.tied < 0) {
         *n = 0;
         return NULL;
@@ -804,7 +813,7 @@ float *zb_stage_tied_grad(zb_stage *st, size_t *n) {
     return st->grads + t->off;
 }
 
-double zb_stage_grad_sumsq(const zb_stage *st) {
+static double cpu_stage_grad_sumsq(const zb_stage *st) {
     if (st->cfg.dp_rank != 0) return 0.0;
     double s = 0.0;
     for (int j = 0; j < st->pt.n; j++) {
@@ -814,7 +823,7 @@ double zb_stage_grad_sumsq(const zb_stage *st) {
     return s;
 }
 
-zb_status zb_stage_adamw(zb_stage *st, float lr, float grad_scale, int t,
+static zb_status cpu_stage_adamw(zb_stage *st, float lr, float grad_scale, int t,
                          zb_err *err) {
     if (t < 1) return zb_fail(err, ZB_ERUNTIME, "AdamW step %d < 1", t);
     const zb_optim *o = &st->plan->model.train.opt;
@@ -829,11 +838,11 @@ zb_status zb_stage_adamw(zb_stage *st, float lr, float grad_scale, int t,
     return ZB_OK;
 }
 
-double zb_stage_static_bytes(const zb_stage *st) {
+static double cpu_stage_static_bytes(const zb_stage *st) {
     return 4.0 * (double)st->pt.floats * sizeof(float);
 }
 
-double zb_stage_act_peak_bytes(const zb_stage *st) {
+static double cpu_stage_act_peak_bytes(const zb_stage *st) {
     return st->act_peak_bytes;
 }
 
@@ -849,7 +858,7 @@ typedef struct {
     uint64_t n;         /* floats in each of the three arrays */
 } ckpt_header;
 
-zb_status zb_stage_save(const zb_stage *st, FILE *f, zb_err *err) {
+static zb_status cpu_stage_save(const zb_stage *st, FILE *f, zb_err *err) {
     ckpt_header h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, ZB_CKPT_MAGIC, sizeof ZB_CKPT_MAGIC);
@@ -865,7 +874,7 @@ zb_status zb_stage_save(const zb_stage *st, FILE *f, zb_err *err) {
     return ZB_OK;
 }
 
-zb_status zb_stage_load(zb_stage *st, FILE *f, zb_err *err) {
+static zb_status cpu_stage_load(zb_stage *st, FILE *f, zb_err *err) {
     ckpt_header h;
     if (fread(&h, sizeof h, 1, f) != 1)
         return zb_fail(err, ZB_EIO, "checkpoint: truncated header");
@@ -887,3 +896,88 @@ zb_status zb_stage_load(zb_stage *st, FILE *f, zb_err *err) {
         return zb_fail(err, ZB_EIO, "checkpoint: truncated data");
     return ZB_OK;
 }
+
+/* ---- the backend table (stage_backend.h): void * state to this file's ---- */
+
+static zb_status op_create(const zb_stage_cfg *cfg, void **out, zb_err *err) {
+    zb_stage *st;
+    zb_status s = cpu_stage_new(cfg, &st, err);
+    *out = st;
+    return s;
+}
+static void op_destroy(void *s) { cpu_stage_free(s); }
+static size_t op_msg_floats(const void *s) { return cpu_stage_msg_floats(s); }
+static float *op_act_in(void *s, int c, int mb) { return cpu_stage_act_in(s, c, mb); }
+static float *op_act_out(void *s, int c, int mb) { return cpu_stage_act_out(s, c, mb); }
+static float *op_grad_in(void *s, int c, int mb) { return cpu_stage_grad_in(s, c, mb); }
+static float *op_grad_out(void *s, int c, int mb) { return cpu_stage_grad_out(s, c, mb); }
+static zb_status op_forward(void *s, int c, int mb, const int *tokens,
+                            const int *targets, float loss_scale, zb_err *err) {
+    return cpu_stage_forward(s, c, mb, tokens, targets, loss_scale, err);
+}
+static zb_status op_backward_b(void *s, int c, int mb, zb_err *err) {
+    return cpu_stage_backward_b(s, c, mb, err);
+}
+static zb_status op_backward_w(void *s, int c, int mb, zb_err *err) {
+    return cpu_stage_backward_w(s, c, mb, err);
+}
+static zb_status op_backward_bw(void *s, int c, int mb, zb_err *err) {
+    return cpu_stage_backward_bw(s, c, mb, err);
+}
+static double op_loss_sum(const void *s) { return cpu_stage_loss_sum(s); }
+static void op_zero_grads(void *s) { cpu_stage_zero_grads(s); }
+static float *op_params(void *s, size_t *n) { return cpu_stage_params(s, n); }
+static float *op_grads(void *s, size_t *n) { return cpu_stage_grads(s, n); }
+static zb_status op_params_to_host(void *s, float *dst, size_t n, zb_err *err) {
+    size_t have;
+    const float *p = cpu_stage_params(s, &have);
+    if (n != have)
+        return zb_fail(err, ZB_ERUNTIME, "params_to_host: %zu floats asked, "
+                       "the stage has %zu", n, have);
+    memcpy(dst, p, n * sizeof *dst);
+    return ZB_OK;
+}
+static zb_status op_params_from_host(void *s, const float *src, size_t n,
+                                     zb_err *err) {
+    size_t have;
+    float *p = cpu_stage_params(s, &have);
+    if (n != have)
+        return zb_fail(err, ZB_ERUNTIME, "params_from_host: %zu floats given, "
+                       "the stage has %zu", n, have);
+    memcpy(p, src, n * sizeof *p);
+    return ZB_OK;
+}
+static void op_drop(void *s, int c, int mb) { cpu_stage_drop(s, c, mb); }
+static float *op_tied_grad(void *s, size_t *n) { return cpu_stage_tied_grad(s, n); }
+static double op_grad_sumsq(const void *s) { return cpu_stage_grad_sumsq(s); }
+static zb_status op_adamw(void *s, float lr, float grad_scale, int t,
+                          zb_err *err) {
+    return cpu_stage_adamw(s, lr, grad_scale, t, err);
+}
+static double op_static_bytes(const void *s) { return cpu_stage_static_bytes(s); }
+static double op_act_peak_bytes(const void *s) { return cpu_stage_act_peak_bytes(s); }
+/* The host clock of the caller already times the (synchronous) passes. */
+static bool op_pass_times(void *s, double *t_start, double *t_end, int n,
+                          double t0) {
+    return false;
+}
+static zb_status op_save(const void *s, FILE *f, zb_err *err) {
+    return cpu_stage_save(s, f, err);
+}
+static zb_status op_load(void *s, FILE *f, zb_err *err) {
+    return cpu_stage_load(s, f, err);
+}
+
+const zb_stage_ops zb_stage_cpu_ops = {
+    .name = "cpu", .create = op_create, .destroy = op_destroy,
+    .msg_floats = op_msg_floats, .act_in = op_act_in, .act_out = op_act_out,
+    .grad_in = op_grad_in, .grad_out = op_grad_out, .forward = op_forward,
+    .backward_b = op_backward_b, .backward_w = op_backward_w,
+    .backward_bw = op_backward_bw, .loss_sum = op_loss_sum,
+    .zero_grads = op_zero_grads, .params = op_params, .grads = op_grads,
+    .params_to_host = op_params_to_host, .params_from_host = op_params_from_host,
+    .drop = op_drop, .tied_grad = op_tied_grad,
+    .grad_sumsq = op_grad_sumsq, .adamw = op_adamw,
+    .static_bytes = op_static_bytes, .act_peak_bytes = op_act_peak_bytes,
+    .pass_times = op_pass_times, .save = op_save, .load = op_load,
+};

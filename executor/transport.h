@@ -2,8 +2,19 @@
  * ranks and sum all-reduces inside groups (TP, DP, tied embeddings, world).
  *
  * One zb_transport per rank. Implementations: local (threads of one
- * process, transport_local.c) and, later, NCCL. Buffers are in the memory
- * of the rank's backend (host for cpu, device for cuda).
+ * process, host buffers, transport_local.c), device-local (threads of one
+ * process whose ranks share one CUDA device, transport_cuda.cu) and NCCL
+ * (one rank per device, transport_nccl.cu). Buffers of send, recv and
+ * allreduce are in the memory of the rank's backend (host for cpu, device
+ * for cuda); allreduce_f64 and barrier always work on host memory.
+ *
+ * CUDA transports are stream ordered: `stream` is the rank's compute
+ * stream (a cudaStream_t, set by the CUDA stage when it is built). A send
+ * reads buf after the work enqueued on it so far, and later work on it
+ * may overwrite buf; a recv or allreduce leaves its result for the work
+ * enqueued on the stream after the call. The host never waits for the
+ * device inside these calls (except allreduce_f64, whose buffer is host
+ * memory).
  *
  * Contract:
  *  - send is buffered: it returns once buf may be reused, never waiting for
@@ -46,6 +57,7 @@ struct zb_transport {
     zb_status (*barrier)(zb_transport *t, const zb_group *g, zb_err *err);
     void (*abort)(zb_transport *t);
     void *impl;
+    void *stream;             /* cuda: the rank's compute stream; else NULL */
 };
 
 /* ---- local transport: all ranks are threads of this process ---- */
@@ -60,5 +72,47 @@ zb_status zb_local_world_new(int world, int max_msgs_per_rank,
 void zb_local_world_free(zb_local_world *w);
 /* The endpoint of one rank (owned by the world). */
 zb_transport *zb_local_transport(zb_local_world *w, int rank);
+
+/* ---- device-local transport (CUDA builds): all ranks are threads of this
+ * process on one CUDA device. Messages go through a device pool of
+ * max_msgs_per_rank x max_msg_floats floats per rank (allocated here,
+ * once); copies and reductions are ordered by CUDA events, reductions sum
+ * members in group order (bitwise identical on every member). */
+typedef struct zb_cuda_world zb_cuda_world;
+zb_status zb_cuda_world_new(int world, int device, int max_msgs_per_rank,
+                            size_t max_msg_floats, zb_cuda_world **out,
+                            zb_err *err);
+void zb_cuda_world_free(zb_cuda_world *w);
+zb_transport *zb_cuda_transport(zb_cuda_world *w, int rank);
+
+/* ---- NCCL transport (CUDA builds): one rank per device, in this process
+ * (threads) or across processes. Communicators: the world, two copies of
+ * it for pipeline messages (one per direction, each on its own transfer
+ * stream: a rank's pending sends never hold up its receives), and one per
+ * group announced at creation (ng groups per rank, the same kinds in the
+ * same order on every rank; n = 0 where a rank is in no group of that
+ * kind), split from the world with ncclCommSplit. NCCL matches messages
+ * between two ranks in posting order (it has no tags): both ends must post
+ * them in the same order, which the lowered programs do. allreduce uses
+ * ncclAllReduce (NCCL's fixed ring/tree order, identical on all members).
+ * abort calls ncclCommAbort on every communicator of the world's ranks
+ * in this process, so a rank waiting on the device is released. */
+#define ZB_NCCL_ID_BYTES 128     /* sizeof(ncclUniqueId) */
+#define ZB_NCCL_MAX_GROUPS 8
+/* A new unique id (ncclGetUniqueId), made by one rank and given to all. */
+zb_status zb_nccl_unique_id(unsigned char id[ZB_NCCL_ID_BYTES], zb_err *err);
+/* One rank of a multi-process world (every rank calls it at the same
+ * time, on its own device); groups: this rank's ng groups. */
+zb_status zb_nccl_new(int rank, int world, int device,
+                      const unsigned char id[ZB_NCCL_ID_BYTES], int ng,
+                      const zb_group *groups, zb_transport **out, zb_err *err);
+/* All ranks of a world as threads of this process: rank r on devices[r],
+ * groups[r * ng + k] its k-th group; ends[r] its endpoint. */
+zb_status zb_nccl_threads_new(int world, const int *devices, int ng,
+                              const zb_group *groups, zb_transport **ends,
+                              zb_err *err);
+/* Frees the endpoint of zb_nccl_new, or given ends[0] every endpoint of
+ * a zb_nccl_threads_new world (other ends: no-op; call after all use). */
+void zb_nccl_free(zb_transport *t);
 
 #endif

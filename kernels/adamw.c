@@ -11,42 +11,31 @@
 
 #include <math.h>
 
+#include "kernels/adamw_math.h"
 #include "kernels/parallel.h"
 
 /* zb_sumsq splits x into this many fixed chunks whatever the thread count,
  * then adds the chunk sums in order, so the result is reproducible. */
 #define ZB_SUMSQ_CHUNKS 64
 
-typedef struct {
-    float lr, beta1, beta2, eps, wd, grad_scale, bc1, bc2;
-} adamw_k;
-
 /* Elements [i0, i1), vectorised (ZB_SIMD_CLONES, parallel.h): divisions
  * and square roots 4-16 at a time, each lane the scalar loop's IEEE
- * operations, so the results are equal. */
+ * operations (adamw_math.h, shared with the CUDA twin), so the results
+ * are equal. */
 ZB_SIMD_CLONES
 static void adamw_range(float *params, const float *grads, float *m, float *v,
-                        const adamw_k *k, size_t i0, size_t i1) {
-    float lr = k->lr, b1 = k->beta1, b2 = k->beta2, eps = k->eps, wd = k->wd;
-    float gs = k->grad_scale, bc1 = k->bc1, bc2 = k->bc2;
+                        const zb_adamw_k *k, size_t i0, size_t i1) {
 #pragma omp simd
-    for (size_t i = i0; i < i1; i++) {
-        float g = grads[i] * gs;
-        float mi = b1 * m[i] + (1.0f - b1) * g;
-        float vi = b2 * v[i] + (1.0f - b2) * g * g;
-        m[i] = mi;
-        v[i] = vi;
-        float mhat = mi / bc1, vhat = vi / bc2;
-        params[i] -= lr * (mhat / (sqrtf(vhat) + eps) + wd * params[i]);
-    }
+    for (size_t i = i0; i < i1; i++)
+        zb_adamw_elem(&params[i], &m[i], &v[i], grads[i], k);
 }
 
 void zb_adamw_update(float *params, const float *grads, float *m, float *v,
                      size_t n, float lr, float beta1, float beta2, float eps,
                      float weight_decay, float grad_scale, int t) {
-    adamw_k k = {lr, beta1, beta2, eps, weight_decay, grad_scale,
-                 (float)(1.0 - pow(beta1, t)),   /* bias corrections */
-                 (float)(1.0 - pow(beta2, t))};
+    zb_adamw_k k = {lr, beta1, beta2, eps, weight_decay, grad_scale,
+                    (float)(1.0 - pow(beta1, t)),   /* bias corrections */
+                    (float)(1.0 - pow(beta2, t))};
     size_t nb = (n + ZB_SIMD_BLOCK - 1) / ZB_SIMD_BLOCK;
 #pragma omp parallel for schedule(static) if (ZB_OMP_WORTH(n))
     for (size_t b = 0; b < nb; b++)

@@ -12,6 +12,7 @@
  * ~ 1.6e-38, e^88 ~ 1.7e38; +-inf give those too); callers only use it
  * where that is harmless. NaN gives NaN.
  * Relative error about 2e-7 (a few ulp) against exp in double.
+ * ZB_HD: the CUDA kernels run the same arithmetic (gelu_math.h).
  */
 #ifndef ZB_KERNELS_FASTEXP_H
 #define ZB_KERNELS_FASTEXP_H
@@ -19,7 +20,9 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline float zb_fast_expf(float x_in) {
+#include "kernels/zb_hd.h"
+
+ZB_HD float zb_fast_expf(float x_in) {
     /* NaN computes as 0 (no out-of-range int conversion) and is returned
      * as itself at the end, so a NaN loss still shows as NaN */
     float x = x_in == x_in ? x_in : 0.0f;

@@ -9,9 +9,8 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "kernels/layernorm_math.h"
 #include "kernels/parallel.h"
-
-#define ZB_LN_EPS 1e-5
 /* Columns per thread-owned block in the W pass. */
 #define ZB_LN_COLS_PER_BLOCK 64
 
@@ -30,7 +29,7 @@ void zb_layernorm_forward(float *out, float *mean, float *rstd,
         float s = (float)(1.0 / sqrt(var / C + ZB_LN_EPS));
         float mf = (float)m;
         for (int c = 0; c < C; c++)
-            y[c] = (x[c] - mf) * s * weight[c] + bias[c];
+            y[c] = zb_ln_out(x[c], mf, s, weight[c], bias[c]);
         mean[n] = mf;
         rstd[n] = s;
     }
@@ -56,9 +55,8 @@ void zb_layernorm_backward_input(float *dinp, const float *dout,
         }
         float g_mean = (float)(g_sum / C), gx_mean = (float)(gx_sum / C);
         for (int c = 0; c < C; c++) {
-            float xhat = (x[c] - m) * s;
-            float g = dy[c] * weight[c];
-            dx[c] += s * (g - g_mean - xhat * gx_mean);
+            dx[c] += zb_ln_dx(dy[c] * weight[c], g_mean, zb_ln_xhat(x[c], m, s),
+                              gx_mean, s);
         }
     }
 }
@@ -81,7 +79,7 @@ void zb_layernorm_backward_weight(float *dweight, float *dbias,
             const float *dy = dout + (size_t)n * C; /* [C] */
             float m = mean[n], s = rstd[n];
             for (int c = c0; c < c1; c++) {
-                dw[c - c0] += dy[c] * ((x[c] - m) * s);
+                dw[c - c0] += dy[c] * zb_ln_xhat(x[c], m, s);
                 db[c - c0] += dy[c];
             }
         }

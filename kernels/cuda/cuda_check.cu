@@ -13,3 +13,9 @@ extern "C" void zb_cuda_note_error(cudaError_t e, const char *call,
 }
 
 extern "C" const char *zb_cuda_error_msg(void) { return zb_cuda_msg; }
+
+extern "C" void zb_cuda_note_text(const char *call, const char *status,
+                                  const char *file, int line) {
+    snprintf(zb_cuda_msg, sizeof zb_cuda_msg, "%s: %s (%s:%d)", call, status,
+             file, line);
+}

@@ -1,19 +1,17 @@
 /* gelu.cu - GELU (tanh approximation) on the GPU, twin of kernels/gelu.c.
- *   inp, out, dout, dinp [N]; one thread per element, grid-stride.
+ *   inp, out, dout, dinp [N]; one thread per element, grid-stride; the
+ *   arithmetic is kernels/gelu_math.h, the CPU's.
  */
 #include "kernels/cuda/kernels_cuda.h"
+#include "kernels/gelu_math.h"
 
-#define ZB_GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
-#define ZB_GELU_A 0.044715f
 #define ZB_GELU_THREADS 256
 #define ZB_GELU_MAX_BLOCKS 4096
 
 __global__ static void gelu_forward(float *out, const float *inp, size_t N) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < N;
          i += (size_t)gridDim.x * blockDim.x) {
-        float x = inp[i];
-        float u = ZB_GELU_K * (x + ZB_GELU_A * x * x * x);
-        out[i] = 0.5f * x * (1.0f + tanhf(u));
+        out[i] = zb_gelu_value(inp[i]);
     }
 }
 
@@ -21,12 +19,7 @@ __global__ static void gelu_backward(float *dinp, const float *inp,
                                      const float *dout, size_t N) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < N;
          i += (size_t)gridDim.x * blockDim.x) {
-        float x = inp[i];
-        float u = ZB_GELU_K * (x + ZB_GELU_A * x * x * x);
-        float th = tanhf(u);
-        float du = ZB_GELU_K * (1.0f + 3.0f * ZB_GELU_A * x * x);
-        float local = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
-        dinp[i] += local * dout[i];
+        dinp[i] += zb_gelu_slope(inp[i]) * dout[i];
     }
 }
 

@@ -6,8 +6,7 @@
  */
 #include "kernels/cuda/kernels_cuda.h"
 #include "kernels/cuda/reduce.cuh"
-
-#define ZB_LN_EPS 1e-5f
+#include "kernels/layernorm_math.h"
 #define ZB_LN_WARPS 4 /* rows per block in F and B */
 
 __global__ static void ln_forward(float *out, float *mean, float *rstd,
@@ -23,8 +22,8 @@ __global__ static void ln_forward(float *out, float *mean, float *rstd,
     float m = zb_warp_sum(s) / C;
     float var = 0.0f;
     for (int c = lane; c < C; c += 32) var += (x[c] - m) * (x[c] - m);
-    float r = rsqrtf(zb_warp_sum(var) / C + ZB_LN_EPS);
-    for (int c = lane; c < C; c += 32) y[c] = (x[c] - m) * r * weight[c] + bias[c];
+    float r = rsqrtf(zb_warp_sum(var) / C + (float)ZB_LN_EPS);
+    for (int c = lane; c < C; c += 32) y[c] = zb_ln_out(x[c], m, r, weight[c], bias[c]);
     if (lane == 0) {
         mean[row] = m;
         rstd[row] = r;
@@ -51,8 +50,8 @@ __global__ static void ln_backward_input(float *dinp, const float *dout,
     }
     float g_mean = zb_warp_sum(g_sum) / C, gx_mean = zb_warp_sum(gx_sum) / C;
     for (int c = lane; c < C; c += 32) {
-        float g = dy[c] * weight[c];
-        dx[c] += r * (g - g_mean - (x[c] - m) * r * gx_mean);
+        dx[c] += zb_ln_dx(dy[c] * weight[c], g_mean, zb_ln_xhat(x[c], m, r),
+                          gx_mean, r);
     }
 }
 
@@ -65,7 +64,7 @@ __global__ static void ln_backward_weight(float *dweight, float *dbias,
     float dw = 0.0f, db = 0.0f;
     for (int n = 0; n < N; n++) {
         float dy = dout[(size_t)n * C + c];
-        dw += dy * (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
+        dw += dy * zb_ln_xhat(inp[(size_t)n * C + c], mean[n], rstd[n]);
         db += dy;
     }
     dweight[c] += dw;

@@ -4,12 +4,7 @@
  * NaN garbage). Exit 0: all pass; 1: a mismatch or CUDA error; 77: no CUDA
  * device, skipped (the Automake convention).
  *
- * Build from the repository root (no GPU needed to build):
- *   mkdir -p /tmp/zbcu && for k in layernorm gelu crossentropy adamw embed; do
- *     gcc -std=c11 -O2 -fopenmp -I. -c kernels/$k.c -o /tmp/zbcu/$k.o; done
- *   nvcc -std=c++17 -O2 -I. tests/cuda/test_kernels_cuda.cu \
- *     $(find kernels/cuda -name "*.cu") /tmp/zbcu/[a-z]*.o \
- *     -o /tmp/zbcu/test_kernels_cuda -lgomp
+ * Build: `make cuda` (no GPU needed to build); run: `make cuda-test`.
  */
 #include <cmath>
 #include <cstdio>
@@ -19,10 +14,12 @@
 
 extern "C" {
 #include "kernels/adamw.h"
+#include "kernels/attention.h"
 #include "kernels/crossentropy.h"
 #include "kernels/embed.h"
 #include "kernels/gelu.h"
 #include "kernels/layernorm.h"
+#include "kernels/matmul.h"
 }
 #include "kernels/cuda/kernels_cuda.h"
 
@@ -194,11 +191,117 @@ static void test_embed(int B, int T, int C, int V) {
     compare("embed dwpe +=", dwpe, d_dwpe, 1e-5, 1e-5);
 }
 
+/* Fused attention (online softmax) against the CPU's explicit [T, T]
+ * softmax: outputs, and B's dqkv (written whole: poisoned first). */
+static void test_attention(int B, int T, int C, int NH) {
+    size_t n3 = (size_t)B * T * 3 * C, n1 = (size_t)B * T * C;
+    auto qkv = rand_vec(n3, 1.5f), dy = rand_vec(n1, 1.0f);
+    std::vector<float> y(n1), att((size_t)B * NH * T * T), datt(att.size());
+    std::vector<float> dqkv(n3, 0.0f);
+    zb_attention_forward(y.data(), att.data(), qkv.data(), B, T, C, NH);
+    zb_attention_backward(dqkv.data(), datt.data(), dy.data(), qkv.data(),
+                          att.data(), B, T, C, NH);
+    float *d_qkv = to_device(qkv), *d_dy = to_device(dy);
+    float *d_y = nan_device(n1), *d_lse = nan_device((size_t)B * NH * T);
+    float *d_dsum = nan_device((size_t)B * NH * T), *d_dqkv = nan_device(n3);
+    EXPECT_CUDA(zb_cuda_attention_forward(d_y, d_lse, d_qkv, B, T, C, NH, 0));
+    EXPECT_CUDA(zb_cuda_attention_backward(d_dqkv, d_dsum, d_dy, d_qkv, d_y,
+                                           d_lse, B, T, C, NH, 0));
+    char what[64];
+    snprintf(what, sizeof what, "attention out T=%d hs=%d", T, C / NH);
+    compare(what, y, d_y, 1e-4, 1e-5);
+    snprintf(what, sizeof what, "attention dqkv T=%d hs=%d", T, C / NH);
+    compare(what, dqkv, d_dqkv, 1e-3, 1e-5);
+}
+
+/* cuBLAS linear layer against OpenBLAS: forward (=, with and without
+ * bias), B and W (+= onto nonzero buffers). */
+static void test_matmul(int N, int C, int OC, cublasHandle_t h) {
+    auto x = rand_vec((size_t)N * C, 1.0f), w = rand_vec((size_t)OC * C, 0.5f);
+    auto b = rand_vec(OC, 1.0f), dy = rand_vec((size_t)N * OC, 1.0f);
+    auto dx = rand_vec((size_t)N * C, 1.0f), dw = rand_vec((size_t)OC * C, 1.0f);
+    auto db = rand_vec(OC, 1.0f);
+    std::vector<float> y((size_t)N * OC), y0((size_t)N * OC);
+    float *d_x = to_device(x), *d_w = to_device(w), *d_b = to_device(b);
+    float *d_dy = to_device(dy), *d_dx = to_device(dx), *d_dw = to_device(dw);
+    float *d_db = to_device(db);
+    float *d_y = nan_device(y.size()), *d_y0 = nan_device(y.size());
+    zb_matmul_forward(y.data(), x.data(), w.data(), b.data(), N, C, OC);
+    zb_matmul_forward(y0.data(), x.data(), w.data(), NULL, N, C, OC);
+    zb_matmul_backward_input(dx.data(), dy.data(), w.data(), N, C, OC);
+    zb_matmul_backward_weight(dw.data(), db.data(), dy.data(), x.data(), N, C, OC);
+    EXPECT_CUDA(zb_cuda_matmul_forward(h, d_y, d_x, d_w, d_b, N, C, OC, false, 0));
+    EXPECT_CUDA(zb_cuda_matmul_forward(h, d_y0, d_x, d_w, NULL, N, C, OC, false, 0));
+    EXPECT_CUDA(zb_cuda_matmul_backward_input(h, d_dx, d_dy, d_w, N, C, OC, false, 0));
+    EXPECT_CUDA(zb_cuda_matmul_backward_weight(h, d_dw, d_db, d_dy, d_x, N, C,
+                                               OC, false, 0));
+    compare("matmul out (bias)", y, d_y, 1e-4, 1e-4);
+    compare("matmul out (no bias)", y0, d_y0, 1e-4, 1e-4);
+    compare("matmul dinp +=", dx, d_dx, 1e-4, 1e-4);
+    compare("matmul dweight +=", dw, d_dw, 1e-4, 1e-4);
+    compare("matmul dbias +=", db, d_db, 1e-4, 1e-4);
+}
+
+/* bf16 tensor-core GEMMs (fp32 buffers): the CPU fp32 result within bf16
+ * rounding (operands rounded to 8 bits of mantissa, fp32 sums). */
+static void test_matmul_bf16(int N, int C, int OC, cublasHandle_t h) {
+    auto x = rand_vec((size_t)N * C, 1.0f), w = rand_vec((size_t)OC * C, 0.5f);
+    auto dy = rand_vec((size_t)N * OC, 1.0f);
+    std::vector<float> y((size_t)N * OC), dx((size_t)N * C, 0.0f),
+        dw((size_t)OC * C, 0.0f);
+    float *d_x = to_device(x), *d_w = to_device(w), *d_dy = to_device(dy);
+    float *d_dx = to_device(dx), *d_dw = to_device(dw), *d_y = nan_device(y.size());
+    zb_matmul_forward(y.data(), x.data(), w.data(), NULL, N, C, OC);
+    zb_matmul_backward_input(dx.data(), dy.data(), w.data(), N, C, OC);
+    zb_matmul_backward_weight(dw.data(), NULL, dy.data(), x.data(), N, C, OC);
+    EXPECT_CUDA(zb_cuda_matmul_forward(h, d_y, d_x, d_w, NULL, N, C, OC, true, 0));
+    EXPECT_CUDA(zb_cuda_matmul_backward_input(h, d_dx, d_dy, d_w, N, C, OC, true, 0));
+    EXPECT_CUDA(zb_cuda_matmul_backward_weight(h, d_dw, NULL, d_dy, d_x, N, C,
+                                               OC, true, 0));
+    /* |error| ~ 2^-8 |a||b| sqrt(K): allow 4x that */
+    compare("matmul bf16 out", y, d_y, 0, 4.0 * 0.5 * std::sqrt((double)C) / 256);
+    compare("matmul bf16 dinp", dx, d_dx, 0, 4.0 * 0.5 * std::sqrt((double)OC) / 256);
+    compare("matmul bf16 dweight", dw, d_dw, 0, 4.0 * std::sqrt((double)N) / 256);
+}
+
+/* The stage's residual add and the fixed-order sums. */
+static void test_stage_ops(int N, int C) {
+    size_t n = (size_t)N * C;
+    auto x = rand_vec(n, 1.0f), part = rand_vec(n, 1.0f), b = rand_vec(C, 1.0f);
+    std::vector<float> y(n);
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < C; c++) {
+            size_t k = (size_t)i * C + c;
+            y[k] = x[k] + (part[k] + b[c]);
+        }
+    float *d_x = to_device(x), *d_p = to_device(part), *d_b = to_device(b);
+    float *d_y = nan_device(n);
+    EXPECT_CUDA(zb_cuda_residual_add(d_y, d_x, d_p, d_b, N, C, 0));
+    compare("residual add", y, d_y, 0, 0);
+    double *d_acc = nullptr, *d_scr = nullptr, acc[2] = {0.5, -0.25};
+    EXPECT_CUDA(cudaMalloc(&d_acc, 2 * sizeof(double)));
+    EXPECT_CUDA(cudaMalloc(&d_scr, zb_cuda_sum_scratch_doubles() * sizeof(double)));
+    device_allocs.push_back(d_acc);
+    device_allocs.push_back(d_scr);
+    EXPECT_CUDA(cudaMemcpy(d_acc, acc, sizeof acc, cudaMemcpyHostToDevice));
+    EXPECT_CUDA(zb_cuda_sumsq_add(&d_acc[0], d_scr, d_x, n, 0));
+    EXPECT_CUDA(zb_cuda_sum_add(&d_acc[1], d_scr, d_x, n, 0));
+    EXPECT_CUDA(cudaMemcpy(acc, d_acc, sizeof acc, cudaMemcpyDeviceToHost));
+    double want_sq = 0.5 + zb_sumsq(x.data(), n), want_s = -0.25;
+    for (size_t i = 0; i < n; i++) want_s += x[i];
+    bool ok = std::fabs(acc[0] - want_sq) <= 1e-9 * std::fabs(want_sq) &&
+              std::fabs(acc[1] - want_s) <= 1e-9 * (1.0 + std::fabs(want_s));
+    printf("%-28s n=%-8zu sumsq %.12g (cpu %.12g) sum %.12g (cpu %.12g)  %s\n",
+           "sums (+= onto 0.5, -0.25)", n, acc[0], want_sq, acc[1], want_s,
+           ok ? "ok" : "FAIL");
+    if (!ok) failures++;
+}
+
 int main(void) {
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
     if (e != cudaSuccess || ndev == 0) {
-        printf("no CUDA device: skipped (%s)\n",
+        printf("skipped: no CUDA device (%s)\n",
                e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
         return 77;
     }
@@ -209,6 +312,25 @@ int main(void) {
     test_crossentropy(5, 50257);
     test_adamw(100003);
     test_embed(3, 16, 96, 11);
+    /* odd T (partial tiles), every supported head size, T past a tile */
+    test_attention(2, 7, 32, 2);
+    test_attention(1, 131, 64, 2);
+    test_attention(2, 65, 128, 2);
+    test_attention(1, 200, 256, 2);
+    test_attention(1, 300, 768, 12);
+    cublasHandle_t h;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "cublasCreate failed\n");
+        return 1;
+    }
+    cublasSetMathMode(h, CUBLAS_DEFAULT_MATH); /* no TF32: fp32 as the CPU */
+    test_matmul(37, 45, 29, h);
+    test_matmul(128, 768, 2304, h);
+    test_matmul(5, 3, 1, h);
+    test_matmul_bf16(64, 256, 96, h);
+    cublasDestroy(h);
+    test_stage_ops(37, 53);
+    test_stage_ops(1024, 768);
     for (void *p : device_allocs) cudaFree(p);
     printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;
