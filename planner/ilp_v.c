@@ -400,52 +400,59 @@ static zb_status give_warm(const vinst *I, const zb_schedule *warm, double span,
     return ZB_OK;
 }
 
-static zb_status run_v(vinst *I, const zb_schedule *warm, double deadline,
-                       double mip_gap, zb_schedule *out, zb_sched_report *rep,
-                       zb_err *err) {
-    graph(I);
-    double *x = NULL;
-    int *pos = zb_calloc((size_t)I->npass, sizeof(int), err);
-    bool in_space = false;
-    double span = 0;
-    zb_status st = pos ? ZB_OK : ZB_ENOMEM;
-    /* the warm vector needs the pairs, the pairs the horizon: two steps */
-    if (st == ZB_OK) {
-        zb_sim_result res;
-        st = zb_simulate(warm, I->c, &res, err);
-        if (st == ZB_OK) span = res.max_span;
-        else if (st != ZB_ENOMEM)
-            st = zb_fail(err, ZB_EINPUT, "ilp: the warm schedule is invalid: %s", err->msg);
-        zb_sim_result_free(&res);
-    }
-    if (st == ZB_OK && (I->npass > MAX_V_PASSES || span <= I->lb + tol_of(I))) {
-        free(pos);
-        return give_warm(I, warm, span, mip_gap, out, rep, err);
-    }
-    if (st == ZB_OK) {
-        I->H = maxd(span, 0);
-        windows(I);
-        if (!make_pairs(I)) st = zb_fail(err, ZB_ERUNTIME, "ilp: internal error: "
-                                         "empty time windows below %g", I->H);
-    }
-    if (st == ZB_OK) {
-        x = zb_calloc((size_t)ncols(I) + 1, sizeof(double), err);
-        if (!x) st = ZB_ENOMEM;
-    }
-    if (st == ZB_OK) st = warm_vector(I, warm, x, pos, &in_space, &span, err);
-    if (st == ZB_OK && !in_space) { /* horizon of a schedule in the model */
-        I->H = maxd(span, serial_horizon(I));
-        windows(I);
-        if (!make_pairs(I)) st = zb_fail(err, ZB_ERUNTIME, "ilp: internal error: "
-                                         "empty time windows below %g", I->H);
-    }
+/* The warm schedule's longest span; it must be valid and within the limit. */
+static zb_status warm_span(const vinst *I, const zb_schedule *warm,
+                           double *span, zb_err *err) {
+    zb_sim_result res;
+    zb_status st = zb_simulate(warm, I->c, &res, err);
+    double peak = 0;
+    for (int r = 0; st == ZB_OK && r < res.p; r++) peak = maxd(peak, res.peak_mem[r]);
+    if (st == ZB_OK) *span = res.max_span;
+    zb_sim_result_free(&res);
+    if (st != ZB_OK)
+        return st == ZB_ENOMEM ? st : zb_fail(err, ZB_EINPUT, "ilp: the warm "
+                                              "schedule is invalid: %s", err->msg);
+    if (peak > I->limit + zb_greedy_mem_tol(I->limit))
+        return zb_fail(err, ZB_EINPUT, "ilp: the warm schedule peaks at %g, "
+                       "over the memory limit %g", peak, I->limit);
+    return ZB_OK;
+}
+
+/* Windows and pairs for horizon H. */
+static zb_status horizon(vinst *I, double H, zb_err *err) {
+    I->H = H;
+    windows(I);
+    if (!make_pairs(I))
+        return zb_fail(err, ZB_ERUNTIME, "ilp: internal error: empty time "
+                       "windows below %g", I->H);
+    return ZB_OK;
+}
+
+/* Model set-up: windows, pairs, the warm vector *x (offered only when
+ * *in_space; otherwise the horizon becomes the serial schedule's). */
+static zb_status prepare(vinst *I, const zb_schedule *warm, double span,
+                         double **x, int *pos, bool *in_space, zb_err *err) {
+    ZB_TRY(horizon(I, span, err));
+    *x = zb_calloc((size_t)ncols(I) + 1, sizeof(double), err);
+    if (!*x) return ZB_ENOMEM;
+    ZB_TRY(warm_vector(I, warm, *x, pos, in_space, &span, err));
+    if (!*in_space) ZB_TRY(horizon(I, maxd(span, serial_horizon(I)), err));
+    return ZB_OK;
+}
+
+/* Rows, GLPK, and the answer: the MIP's schedule if it simulates valid and
+ * no worse than the warm one, else the warm one. */
+static zb_status solve_v(vinst *I, const zb_schedule *warm, double span,
+                         const double *x, bool in_space, double deadline,
+                         double mip_gap, zb_schedule *out,
+                         zb_sched_report *rep, zb_err *err) {
     zb_rows R = {0};
-    bool rows_ok = st == ZB_OK && zb_rows_init(&R, I->per + 4);
-    if (st == ZB_OK && !rows_ok) st = zb_fail(err, ZB_ENOMEM, "ilp: out of memory");
-    if (st == ZB_OK) {
-        add_rows(I, &R);
-        if (R.oom) st = zb_fail(err, ZB_ENOMEM, "ilp: out of memory building rows");
+    if (!zb_rows_init(&R, I->per + 4)) {
+        zb_rows_free(&R);
+        return zb_fail(err, ZB_ENOMEM, "ilp: out of memory");
     }
+    add_rows(I, &R);
+    zb_status st = R.oom ? zb_fail(err, ZB_ENOMEM, "ilp: out of memory building rows") : ZB_OK;
     glp_prob *P = NULL;
     zb_ilp_solve_out o;
     if (st == ZB_OK) {
@@ -460,25 +467,36 @@ static zb_status run_v(vinst *I, const zb_schedule *warm, double deadline,
             st = zb_fail(err, ZB_ERUNTIME, "ilp: glp_intopt failed (code %d)", o.mip_ret);
     }
     bool own = false;
-    double mk = span;
-    if (st == ZB_OK && (o.status == GLP_OPT || o.status == GLP_FEAS)) {
-        st = extract(I, P, warm->name, out, err);
-        if (st == ZB_OK) {
-            double peak;
-            zb_err ignored;
-            own = zb_simulate_fast(out, I->c, NULL, &mk, &peak, &ignored) == ZB_OK &&
-                  peak <= I->limit + zb_greedy_mem_tol(I->limit) &&
-                  mk <= span + 1e-9 * maxd(1, span);
-            if (!own) {
-                zb_schedule_free(out);
-                mk = span;
-            }
-        }
+    double mk = span, peak;
+    zb_err ignored;
+    if (st == ZB_OK && (o.status == GLP_OPT || o.status == GLP_FEAS) &&
+        (st = extract(I, P, warm->name, out, err)) == ZB_OK) {
+        own = zb_simulate_fast(out, I->c, NULL, &mk, &peak, &ignored) == ZB_OK &&
+              peak <= I->limit + zb_greedy_mem_tol(I->limit) &&
+              mk <= span + 1e-9 * maxd(1, span);
+        if (!own) zb_schedule_free(out);
     }
+    if (!own) mk = span;
     if (st == ZB_OK && !own) st = zb_schedule_copy(out, warm, err);
     if (st == ZB_OK && rep) zb_ilp_fill_report(&o, mk, own, mip_gap, I->lb, rep);
     if (P) glp_delete_prob(P);
-    if (rows_ok) zb_rows_free(&R);
+    zb_rows_free(&R);
+    return st;
+}
+
+static zb_status run_v(vinst *I, const zb_schedule *warm, double deadline,
+                       double mip_gap, zb_schedule *out, zb_sched_report *rep,
+                       zb_err *err) {
+    graph(I);
+    double span = 0, *x = NULL;
+    ZB_TRY(warm_span(I, warm, &span, err));
+    if (I->npass > MAX_V_PASSES || span <= I->lb + tol_of(I))
+        return give_warm(I, warm, span, mip_gap, out, rep, err);
+    int *pos = zb_calloc((size_t)I->npass, sizeof(int), err);
+    bool in_space = false;
+    zb_status st = pos ? prepare(I, warm, span, &x, pos, &in_space, err) : ZB_ENOMEM;
+    if (st == ZB_OK)
+        st = solve_v(I, warm, span, x, in_space, deadline, mip_gap, out, rep, err);
     free(x);
     free(pos);
     return st;
