@@ -21,6 +21,15 @@ zb_status zb_ilp_schedule(int p, int m, const zb_costs *c, double mem_limit,
                           double mip_gap, zb_schedule *out,
                           zb_sched_report *rep, zb_err *err);
 
+/* The same for the V placement (v = 2, planner/ilp_v.c): warm must be a
+ * valid V schedule of the same shape. Weaker relaxation than the LOOP
+ * model; above 576 passes (6pm) the warm schedule comes back with the
+ * work bound. */
+zb_status zb_ilp_v_schedule(int p, int m, const zb_costs *c, double mem_limit,
+                            const zb_schedule *warm, double time_limit_s,
+                            double mip_gap, zb_schedule *out,
+                            zb_sched_report *rep, zb_err *err);
+
 /* Largest pass count (3*p*m) for which ZB_SOLVER_AUTO picks the ILP. */
 #define ZB_ILP_AUTO_MAX_PASSES 96
 

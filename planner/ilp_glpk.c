@@ -194,6 +194,7 @@ void zb_ilp_fill_report(const zb_ilp_solve_out *o, double mk, bool own,
     if (bound > mk) bound = mk; /* C >= simulated span; rounding only */
     rep->bound = bound;
     rep->gap = mk > 0 ? maxd(0, (mk - bound) / mk) : 0;
+    if (rep->gap < 1e-12) rep->gap = 0; /* rounding of an exact bound */
     rep->optimal = (done || o->mip_ret == GLP_EMIPGAP ||
                     mk - bound <= 1e-9 * maxd(1, mk)) &&
                    rep->gap <= mip_gap + 1e-9;

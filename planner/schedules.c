@@ -99,10 +99,10 @@ static zb_status auto_limit(int k, const zb_sched_params *prm, double *lim,
     return ZB_OK;
 }
 
-static bool wants_ilp(const zb_sched_params *prm) {
+static bool wants_ilp(const zb_sched_params *prm, int v) {
     if (prm->solver == ZB_SOLVER_ILP) return true;
     return prm->solver == ZB_SOLVER_AUTO &&
-           3LL * prm->p * prm->m <= ZB_ILP_AUTO_MAX_PASSES;
+           3LL * v * prm->p * prm->m <= ZB_ILP_AUTO_MAX_PASSES;
 }
 
 /* Heuristic, then (if chosen) the ILP warm-started from it. rep is filled
@@ -112,16 +112,17 @@ static zb_status make_auto(int k, const zb_sched_params *prm, zb_schedule *out,
     double lim = 0;
     ZB_TRY(auto_limit(k, prm, &lim, err));
     *used_ilp = false;
-    if (k == S_AUTO_V)
-        return zb_auto_v(prm->p, prm->m, prm->costs, lim, out, err);
-    if (!wants_ilp(prm))
-        return zb_auto_heuristic(prm->p, prm->m, prm->costs, lim, out, err);
+    bool v = k == S_AUTO_V;
+    if (!wants_ilp(prm, v ? 2 : 1))
+        return v ? zb_auto_v(prm->p, prm->m, prm->costs, lim, out, err)
+                 : zb_auto_heuristic(prm->p, prm->m, prm->costs, lim, out, err);
     zb_schedule warm;
-    ZB_TRY(zb_auto_heuristic(prm->p, prm->m, prm->costs, lim, &warm, err));
+    ZB_TRY(v ? zb_auto_v(prm->p, prm->m, prm->costs, lim, &warm, err)
+             : zb_auto_heuristic(prm->p, prm->m, prm->costs, lim, &warm, err));
     zb_sched_report local;
-    zb_status st = zb_ilp_schedule(prm->p, prm->m, prm->costs, lim, &warm,
-                                   prm->time_limit_s, prm->mip_gap, out,
-                                   rep ? rep : &local, err);
+    zb_status st = (v ? zb_ilp_v_schedule : zb_ilp_schedule)(
+        prm->p, prm->m, prm->costs, lim, &warm, prm->time_limit_s,
+        prm->mip_gap, out, rep ? rep : &local, err);
     zb_schedule_free(&warm);
     *used_ilp = true;
     return st;

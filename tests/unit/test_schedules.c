@@ -443,7 +443,10 @@ static void check_auto(const char *name, int p, int m, zb_solver solver,
     zb_status st = zb_schedule_make(name, &prm, &s, &rep, &err);
     ck_assert_msg(st == ZB_OK, "%s: %s", name, err.msg);
     ck_assert_str_eq(s.name, name);
-    ck_assert_str_eq(rep.solver, want_solver);
+    if (strcmp(want_solver, "ilp*") == 0) /* the MIP's or its warm start */
+        ck_assert_msg(strncmp(rep.solver, "ilp", 3) == 0, "%s", rep.solver);
+    else
+        ck_assert_str_eq(rep.solver, want_solver);
     ck_assert_int_eq(s.v, chunks);
     count_passes(&s, true);
     zb_sim_result res;
@@ -463,7 +466,7 @@ START_TEST(make_dispatches_auto) {
     check_auto("zb-auto", 4, 8, ZB_SOLVER_HEURISTIC, 15, 15, "heuristic");
     check_auto("zb-auto", 4, 12, ZB_SOLVER_AUTO, 15, 15, "heuristic"); /* 144 passes */
     check_auto("zb-auto-v", 3, 6, ZB_SOLVER_HEURISTIC, 0, 6 * 3.0, "heuristic");
-    check_auto("zb-auto-v", 3, 6, ZB_SOLVER_ILP, 0, 6 * 3.0, "heuristic");
+    check_auto("zb-auto-v", 3, 6, ZB_SOLVER_ILP, 0, 6 * 3.0, "ilp*"); /* V ILP */
     check_auto("zb-1p", 2, 3, ZB_SOLVER_AUTO, 0, 2 * 3.0, "ilp"); /* 18 passes */
 }
 END_TEST
