@@ -212,6 +212,7 @@ asan:
 valgrind: $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== valgrind $$t"; \
 	  CK_FORK=no valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    --suppressions=tests/valgrind.supp \
 	    --error-exitcode=1 $$t; done
 
 bench: all $(BENCHES)

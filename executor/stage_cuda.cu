@@ -607,7 +607,7 @@ static zb_status cu_backward_w(cu_stage *st, int c, int mb, zb_err *err) {
         ZB_KERNEL(zb_cuda_embed_backward(tensor(st, st->grads, ck->pc.wte),
                                          tensor(st, st->grads, ck->pc.wpe),
                                          sv.dresid, sv.tokens, st->B, st->T,
-                                         st->C, st->stream));
+                                         st->C, st->V, st->stream));
     slot_release(st, c, s);
     return ZB_OK;
 }

@@ -87,9 +87,10 @@ cudaError_t zb_cuda_adamw_update(float *params, const float *grads, float *m,
 cudaError_t zb_cuda_embed_forward(float *out, const int *tokens,
                                   const float *wte, const float *wpe, int B,
                                   int T, int C, cudaStream_t stream);
+/* V: vocabulary rows of dwte (every token must be < V) */
 cudaError_t zb_cuda_embed_backward(float *dwte, float *dwpe, const float *dout,
                                    const int *tokens, int B, int T, int C,
-                                   cudaStream_t stream);
+                                   int V, cudaStream_t stream);
 
 /* ---- matmul.cu: cuBLAS linear layer, twin of kernels/matmul.h ----
  * inp [N, C], weight [OC, C], bias [OC] (may be NULL), out/dout [N, OC].

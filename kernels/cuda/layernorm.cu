@@ -1,8 +1,9 @@
 /* layernorm.cu - LayerNorm on the GPU, twin of kernels/layernorm.c.
  *   inp, out, dout, dinp [N, C]; weight, bias, dweight, dbias [C];
  *   mean, rstd [N]; eps = 1e-5
- * F and B: one warp per row. W: one thread per column, walking the rows
- * in order (coalesced across the warp, and deterministic).
+ * F and B: one warp per row. W: a block per 32 columns, 32 row groups
+ * each summing its rows in order, then the groups in order (coalesced
+ * across the warp, and deterministic).
  */
 #include "kernels/cuda/kernels_cuda.h"
 #include "kernels/cuda/reduce.cuh"
@@ -55,20 +56,36 @@ __global__ static void ln_backward_input(float *dinp, const float *dout,
     }
 }
 
+/* W: column c of dweight/dbias is owned by thread x of one block; the
+ * block's ZB_LN_WROWS thread rows each sum rows y, y + ZB_LN_WROWS, ... in
+ * order, then row 0 adds the partial sums in y order (fixed order: the
+ * result repeats bit for bit). */
+#define ZB_LN_WCOLS 32
+#define ZB_LN_WROWS 32
 __global__ static void ln_backward_weight(float *dweight, float *dbias,
                                           const float *dout, const float *inp,
                                           const float *mean, const float *rstd,
                                           int N, int C) {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C) return;
+    __shared__ float pw[ZB_LN_WROWS][ZB_LN_WCOLS], pb[ZB_LN_WROWS][ZB_LN_WCOLS];
+    int c = blockIdx.x * ZB_LN_WCOLS + threadIdx.x, y = threadIdx.y;
     float dw = 0.0f, db = 0.0f;
-    for (int n = 0; n < N; n++) {
-        float dy = dout[(size_t)n * C + c];
-        dw += dy * zb_ln_xhat(inp[(size_t)n * C + c], mean[n], rstd[n]);
-        db += dy;
+    if (c < C)
+        for (int n = y; n < N; n += ZB_LN_WROWS) {
+            float dy = dout[(size_t)n * C + c];
+            dw += dy * zb_ln_xhat(inp[(size_t)n * C + c], mean[n], rstd[n]);
+            db += dy;
+        }
+    pw[y][threadIdx.x] = dw;
+    pb[y][threadIdx.x] = db;
+    __syncthreads();
+    if (y != 0 || c >= C) return;
+    float sw = 0.0f, sb = 0.0f;
+    for (int r = 0; r < ZB_LN_WROWS; r++) {
+        sw += pw[r][threadIdx.x];
+        sb += pb[r][threadIdx.x];
     }
-    dweight[c] += dw;
-    dbias[c] += db;
+    dweight[c] += sw;
+    dbias[c] += sb;
 }
 
 static int row_blocks(int N) { return (N + ZB_LN_WARPS - 1) / ZB_LN_WARPS; }
@@ -99,7 +116,8 @@ extern "C" cudaError_t zb_cuda_layernorm_backward_weight(
     float *dweight, float *dbias, const float *dout, const float *inp,
     const float *mean, const float *rstd, int N, int C, cudaStream_t stream) {
     if (C <= 0) return cudaSuccess;
-    ln_backward_weight<<<(C + 127) / 128, 128, 0, stream>>>(
+    dim3 block(ZB_LN_WCOLS, ZB_LN_WROWS);
+    ln_backward_weight<<<(C + ZB_LN_WCOLS - 1) / ZB_LN_WCOLS, block, 0, stream>>>(
         dweight, dbias, dout, inp, mean, rstd, N, C);
     CUDA_CHECK(cudaGetLastError());
     return cudaSuccess;

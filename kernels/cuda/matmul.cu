@@ -15,7 +15,7 @@
 #include "kernels/cuda/kernels_cuda.h"
 
 #define ZB_BIAS_COLS 32   /* columns per block in the bias gradient */
-#define ZB_BIAS_ROWS 8    /* row groups per block in the bias gradient */
+#define ZB_BIAS_ROWS 32   /* row groups per block in the bias gradient */
 
 extern "C" const char *zb_cublas_status_name(cublasStatus_t s) {
     switch (s) {

@@ -136,6 +136,10 @@ grep -Eq 'built without CUDA|no CUDA device visible' "$tmp/err" ||
     bad "--backend cuda message: $(cat "$tmp/err")"
 run "$good" --backend auto --steps 1 --threads 1 -q
 [ "$rc" -eq 0 ] && [ ! -s "$tmp/out" ] || bad "--backend auto -q: rc $rc, output: $(cat "$tmp/out")"
+# auto says what it chose (cpu here: no CUDA device, or no CUDA in the build)
+run "$good" --backend auto --steps 1 --threads 1
+[ "$rc" -eq 0 ] && grep -Eq '^backend auto: (cpu|cuda) \(' "$tmp/out" ||
+    bad "--backend auto did not print its choice: $(head -3 "$tmp/out")"
 run --help
 [ "$rc" -eq 0 ] && grep -q '^usage: zbrun PLAN' "$tmp/out" || bad "--help: rc $rc"
 
