@@ -152,6 +152,20 @@ $(CU_TEST): tests/cuda/test_kernels_cuda.cu $(CU_OBJ) $(LIB_EXEC) $(LIB_COMMON)
 cuda:
 	@if [ -x "$(NVCC)" ]; then $(MAKE) --no-print-directory $(CU_TEST); \
 	else echo "cuda: nvcc not found, CUDA sources not compiled"; fi
+# NCCL across processes through zbrun's bootstrap (tests/cuda/nccl_procs.c):
+# compiled and linked by `make cuda` wherever the CUDA toolkit has NCCL; run
+# on a GPU machine by tests/cuda/nccl_procs.sh.
+CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+NCCL_PROCS  := $(BUILD)/cuda/nccl_procs
+$(NCCL_PROCS): tests/cuda/nccl_procs.c $(LIB_EXEC) $(LIB_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $< $(LDFLAGS) $(LIB_EXEC) $(LIB_COMMON) \
+	  -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcudart $(MPI_LIBS) -lpthread -lm
+.PHONY: nccl-procs
+nccl-procs:
+	@if [ -f "$(CUDA_HOME)/include/nccl.h" ]; then $(MAKE) --no-print-directory $(NCCL_PROCS); \
+	else echo "nccl-procs: no nccl.h under $(CUDA_HOME), not built"; fi
+cuda: nccl-procs
 cuda-test: cuda
 	@$(CU_TEST); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
 
