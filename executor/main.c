@@ -192,17 +192,20 @@ static zb_status print_summary(const zb_plan *plan, const zb_run_result *res,
     return ZB_OK;
 }
 
-static void print_header(const args *a, const zb_plan *plan, int threads) {
+/* here: ranks on this host (all, or this host's processes under a
+ * launcher, which may bind each to fewer cores than the host has). */
+static void print_header(const args *a, const zb_plan *plan, int threads,
+                         int here, bool launched) {
     int steps = a->steps ? a->steps : plan->model.train.steps;
     printf("zbrun %s: %s, %s dp %d tp %d pp %d v %d, %d microbatches of %d, "
            "%d ranks x %d threads, %s backend, %d steps\n", a->plan_path,
            plan->model.name, plan->sched.name, plan->dp, plan->tp, plan->pp,
            plan->v, plan->m, plan->micro_batch, zb_plan_world(plan), threads,
            a->backend, steps);
-    int cores = omp_get_num_procs();
-    if (zb_plan_world(plan) > cores)
+    int cores = launched ? (int)sysconf(_SC_NPROCESSORS_ONLN) : omp_get_num_procs();
+    if (here > cores)
         printf("note: %d ranks share %d cores; measured spans and bubbles "
-               "include the time-sharing\n", zb_plan_world(plan), cores);
+               "include the time-sharing\n", here, cores);
     const zb_training *t = &plan->model.train;
     /* say what the CPU stage does not do, rather than let numbers mislead */
     if (t->precision != ZB_PREC_FP32 || t->recompute != ZB_RECOMPUTE_NONE ||
@@ -245,6 +248,13 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     int here = proc.tr ? (l->local_size ? l->local_size : l->world) : zb_plan_world(&plan);
     int threads = a->threads ? a->threads
                              : zb_threads_per_rank(omp_get_num_procs(), here);
+    /* launched: the host's cores over its processes, within this one's
+     * binding (omp_get_num_procs counts the cores it may use) */
+    if (proc.tr && !a->threads) {
+        int share = zb_threads_per_rank((int)sysconf(_SC_NPROCESSORS_ONLN), here);
+        threads = share < omp_get_num_procs() ? share : omp_get_num_procs();
+        if (threads < 1) threads = 1;
+    }
     /* launchers hand their processes a pseudo-terminal even when the
      * job's output goes to a file: plain lines there */
     printer pr = {.tty = isatty(STDOUT_FILENO) && !proc.tr, .quiet = a->quiet,
@@ -255,7 +265,7 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                      .checkpoint_every = a->ckpt_every, .checkpoint_dir = a->ckpt_dir,
                      .resume = a->resume, .on_step = on_step, .on_step_ctx = &pr,
                      .proc = proc};
-    if (!a->quiet) print_header(a, &plan, threads);
+    if (!a->quiet) print_header(a, &plan, threads, here, proc.tr != NULL);
     if (!a->quiet && proc.tr)
         printf("launch: %s, %d processes, one rank each, MPI transport\n",
                zb_launcher_name(l->kind), l->world);
