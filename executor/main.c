@@ -245,16 +245,9 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     args me = *a;   /* ranks other than 0 print only errors */
     me.quiet = a->quiet || l->rank != 0;
     a = &me;
-    int here = proc.tr ? (l->local_size ? l->local_size : l->world) : zb_plan_world(&plan);
-    int threads = a->threads ? a->threads
+    int here = proc.tr ? zb_procs_here(l) : zb_plan_world(&plan);
+    int threads = a->threads ? a->threads : proc.tr ? zb_procs_threads(l)
                              : zb_threads_per_rank(omp_get_num_procs(), here);
-    /* launched: the host's cores over its processes, within this one's
-     * binding (omp_get_num_procs counts the cores it may use) */
-    if (proc.tr && !a->threads) {
-        int share = zb_threads_per_rank((int)sysconf(_SC_NPROCESSORS_ONLN), here);
-        threads = share < omp_get_num_procs() ? share : omp_get_num_procs();
-        if (threads < 1) threads = 1;
-    }
     /* launchers hand their processes a pseudo-terminal even when the
      * job's output goes to a file: plain lines there */
     printer pr = {.tty = isatty(STDOUT_FILENO) && !proc.tr, .quiet = a->quiet,
