@@ -8,7 +8,7 @@
  *  - the gathered measurements (per-rank spans, busy times, memory, the
  *    timeline of every rank) are complete and identical on every caller;
  *  - a process count that is not the plan's is refused (ZB_EINPUT).
- * The plan is plans/tiny.yaml (pp 4) with smaller shapes, 3 steps.
+ * The plan is plans/tiny.yaml (pp 4) with smaller shapes, 2 steps.
  */
 #include <check.h>
 #include <pthread.h>
@@ -17,14 +17,14 @@
 #include "common/zb_plan.h"
 #include "executor/runtime.h"
 
-#define STEPS 3
+#define STEPS 2
 
 static void load_plan(zb_plan *p) {
     zb_err err;
     ck_assert_msg(zb_plan_read("plans/tiny.yaml", p, &err) == ZB_OK, "%s", err.msg);
-    p->model.arch.hidden = 32;
-    p->model.arch.ffn_hidden = 128;
-    p->model.arch.seq_len = 32;
+    p->model.arch.hidden = 16;
+    p->model.arch.ffn_hidden = 64;
+    p->model.arch.seq_len = 16;
 }
 
 typedef struct {
