@@ -285,13 +285,19 @@ static void prefer_passive_openmp(char **argv) {
 }
 
 /* One process per rank: input errors found before MPI is up are the same on
- * every process, so only rank 0 prints them; later errors are printed by
- * the rank that has them ("rank N:" in front) and end the whole job. */
+ * every process, so only rank 0 prints them; so are the step verdicts every
+ * rank reaches together ("step N rank R: loss is nan"): the others give
+ * rank 0 a few seconds to report and end the job first. Other errors are
+ * printed by the rank that has them ("rank N:" in front) and end the job. */
 static int fail_procs(const zb_launch *l, const zb_procs *procs, zb_status st,
                       const zb_err *err) {
     char mine[16];
     snprintf(mine, sizeof mine, "rank %d:", l->rank);
     bool named = !strncmp(err->msg, mine, strlen(mine));
+    if (l->rank != 0 && procs->started && !strncmp(err->msg, "step ", 5)) {
+        sleep(5);   /* normally ended by rank 0's MPI_Abort before this */
+        zb_mpi_abort(zb_exit_code(st));
+    }
     if (l->rank == 0 || named) fprintf(stderr, "zbrun: %s\n", err->msg);
     else if (procs->started || st != ZB_EINPUT)
         fprintf(stderr, "zbrun: rank %d: %s\n", l->rank, err->msg);
