@@ -318,7 +318,7 @@ int main(int argc, char **argv) {
     }
     st = parse_args(argc, argv, &a, &err);
     if (st == ZB_OK && a.help) {
-        fputs(usage, stdout);
+        if (launch.rank == 0) fputs(usage, stdout);
         return 0;
     }
     if (st != ZB_OK) {
