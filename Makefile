@@ -253,6 +253,21 @@ ifneq ($(HAVE_CUDA),)
 else
 	@echo "cuda: nvcc, cuBLAS or NCCL not found (or CUDA=0): CUDA backend not built"
 endif
+# NCCL across processes through zbrun's bootstrap (tests/cuda/nccl_procs.c):
+# compiled and linked by `make cuda` wherever the CUDA backend is built; run
+# on a GPU machine by tests/cuda/nccl_procs.sh.
+NCCL_PROCS  := $(BUILD)/cuda/nccl_procs
+$(NCCL_PROCS): tests/cuda/nccl_procs.c $(LIBS_ALL)
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
+.PHONY: nccl-procs
+nccl-procs:
+ifneq ($(HAVE_CUDA),)
+	@$(MAKE) --no-print-directory $(NCCL_PROCS)
+else
+	@echo "nccl-procs: CUDA backend not built, not built"
+endif
+cuda: nccl-procs
 cuda-test: cuda
 	@set -e; [ -n "$(HAVE_CUDA)" ] || { echo "cuda-test: skipped: CUDA backend not built"; exit 0; }; \
 	for t in $(CU_TESTS); do echo "== $$t"; rc=0; $$t || rc=$$?; \

@@ -332,7 +332,10 @@ static void print_placement(const zb_plan *plan) {
     }
 }
 
-static void print_header(const args *a, const zb_plan *plan, int threads) {
+/* here: ranks on this host (all, or this host's processes under a
+ * launcher, which may bind each to fewer cores than the host has). */
+static void print_header(const args *a, const zb_plan *plan, int threads,
+                         int here, bool launched) {
     int steps = a->steps ? a->steps : plan->model.train.steps;
     printf("zbrun %s: %s, %s dp %d tp %d pp %d v %d, %d microbatches of %d, "
            "%d ranks x %d threads, %s backend, %d steps\n", a->plan_path,
@@ -344,10 +347,10 @@ static void print_header(const args *a, const zb_plan *plan, int threads) {
     printf("blas: %s\n", blas);
     if (a->backend_note[0]) printf("%s\n", a->backend_note);
     if (!strcmp(a->backend, "cuda")) print_placement(plan);
-    int cores = omp_get_num_procs();
-    if (strcmp(a->backend, "cpu") == 0 && zb_plan_world(plan) > cores)
+    int cores = launched ? (int)sysconf(_SC_NPROCESSORS_ONLN) : omp_get_num_procs();
+    if (strcmp(a->backend, "cpu") == 0 && here > cores)
         printf("note: %d ranks share %d cores; measured spans and bubbles "
-               "include the time-sharing\n", zb_plan_world(plan), cores);
+               "include the time-sharing\n", here, cores);
     const zb_training *t = &plan->model.train;
     /* say what the stage does not do, rather than let numbers mislead */
     if (!strcmp(a->backend, "cpu") &&
@@ -418,8 +421,8 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     args me = *a;   /* ranks other than 0 print only errors */
     me.quiet = a->quiet || l->rank != 0;
     a = &me;
-    int here = proc.tr ? (l->local_size ? l->local_size : l->world) : zb_plan_world(&plan);
-    int threads = a->threads ? a->threads
+    int here = proc.tr ? zb_procs_here(l) : zb_plan_world(&plan);
+    int threads = a->threads ? a->threads : proc.tr ? zb_procs_threads(l)
                              : zb_threads_per_rank(omp_get_num_procs(), here);
     /* rank 0 writes the outputs and holds the checkpoint folder's lock */
     bool writer = l->rank == 0;
@@ -446,7 +449,7 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                      .keep_params = a->export_path != NULL,
                      .backend = strcmp(a->backend, "cuda") ? ZB_BACKEND_CPU
                                                            : ZB_BACKEND_CUDA};
-    if (!a->quiet) print_header(a, &plan, threads);
+    if (!a->quiet) print_header(a, &plan, threads, here, proc.tr != NULL);
     if (!a->quiet && proc.tr)
         printf("launch: %s, %d processes, one rank each, MPI transport\n",
                zb_launcher_name(l->kind), l->world);
@@ -481,13 +484,19 @@ static void prefer_passive_openmp(char **argv) {
 }
 
 /* One process per rank: input errors found before MPI is up are the same on
- * every process, so only rank 0 prints them; later errors are printed by
- * the rank that has them ("rank N:" in front) and end the whole job. */
+ * every process, so only rank 0 prints them; so are the step verdicts every
+ * rank reaches together ("step N rank R: loss is nan"): the others give
+ * rank 0 a few seconds to report and end the job first. Other errors are
+ * printed by the rank that has them ("rank N:" in front) and end the job. */
 static int fail_procs(const zb_launch *l, const zb_procs *procs, zb_status st,
                       const zb_err *err) {
     char mine[16];
     snprintf(mine, sizeof mine, "rank %d:", l->rank);
     bool named = !strncmp(err->msg, mine, strlen(mine));
+    if (l->rank != 0 && procs->started && !strncmp(err->msg, "step ", 5)) {
+        sleep(5);   /* normally ended by rank 0's MPI_Abort before this */
+        zb_mpi_abort(zb_exit_code(st));
+    }
     if (l->rank == 0 || named) fprintf(stderr, "zbrun: %s\n", err->msg);
     else if (procs->started || st != ZB_EINPUT)
         fprintf(stderr, "zbrun: rank %d: %s\n", l->rank, err->msg);
@@ -508,7 +517,7 @@ int main(int argc, char **argv) {
     }
     st = parse_args(argc, argv, &a, &err);
     if (st == ZB_OK && a.help) {
-        fputs(usage, stdout);
+        if (launch.rank == 0) fputs(usage, stdout);
         return 0;
     }
     if (st == ZB_OK && a.version) {

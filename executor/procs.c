@@ -1,7 +1,9 @@
 /* procs.c - see procs.h. */
 #include "executor/procs.h"
 
+#include <omp.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "executor/checkpoint.h"
 #include "executor/watchdog.h"
@@ -65,6 +67,17 @@ zb_status zb_procs_start(zb_procs *p, const zb_launch *launch,
                          .world = launch->world,
                          .local_rank = launch->local_rank};
     return ZB_OK;
+}
+
+int zb_procs_here(const zb_launch *l) {
+    return l->local_size > 0 ? l->local_size : l->world;
+}
+
+int zb_procs_threads(const zb_launch *l) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int share = zb_threads_per_rank(cores > 0 ? (int)cores : 1, zb_procs_here(l));
+    int bound = omp_get_num_procs();
+    return share < bound ? share : bound > 0 ? bound : 1;
 }
 
 void zb_procs_finish(zb_procs *p) {

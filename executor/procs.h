@@ -40,6 +40,14 @@ zb_status zb_procs_start(zb_procs *p, const zb_launch *launch,
                          const zb_plan *plan, const char *resume_dir,
                          zb_run_proc *out, zb_err *err);
 
+/* Processes of the job on this host: local_size, else the world size. */
+int zb_procs_here(const zb_launch *l);
+
+/* OpenMP threads of a launched process by default: the host's cores over
+ * zb_procs_here, at most the cores this process is bound to (the launcher
+ * may bind it), at least 1. */
+int zb_procs_threads(const zb_launch *l);
+
 /* Free the transport, MPI_Finalize (guarded by the watchdog), stop the
  * watchdog. Nothing when not started. */
 void zb_procs_finish(zb_procs *p);

@@ -86,9 +86,10 @@ typedef struct {
     int trace_steps;        /* steps kept in the timeline; 0: 2 */
     bool keep_params;       /* copy each rank's final parameters into res */
     zb_backend backend;     /* cpu (0) or cuda: every rank's stage */
-    zb_step_fn on_step;     /* may be NULL; called on global rank 0 only */
+    zb_step_fn on_step;     /* may be NULL */
     void *on_step_ctx;
-    zb_run_proc proc;       /* one process per rank; zero: threads */
+    zb_run_proc proc;       /* one process per rank; zero: threads
+                               (on_step: only in rank 0's process) */
 } zb_run_opts;
 
 typedef struct {

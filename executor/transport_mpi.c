@@ -86,8 +86,10 @@ static zb_status wait_req(MPI_Request *req, MPI_Status *st, double timeout_s,
     for (int spins = 0;; spins++) {
         int done = 0, rc = MPI_Test(req, &done, st);
         if (rc != MPI_SUCCESS) {
+            char call[160];
+            snprintf(call, sizeof call, "MPI_Test (waiting for %s rank %d)", what, peer);
             last_rc = rc;
-            return mpi_fail(err, rank, what, rc);
+            return mpi_fail(err, rank, call, rc);
         }
         if (done) return ZB_OK;
         if (aborted && *aborted)
@@ -128,6 +130,7 @@ zb_status zb_mpi_bcast(void *blob, size_t n, double timeout_s, zb_err *err) {
 typedef struct {
     MPI_Request req;      /* MPI_REQUEST_NULL when the slot is free */
     unsigned long seq;    /* send order, to wait for the oldest */
+    int peer;             /* where it goes */
     float *data;
 } zb_mpi_slot;
 
@@ -177,7 +180,8 @@ static zb_status free_slot(zb_mpi_world *w, zb_mpi_slot **out, zb_err *err) {
         if (!oldest || s->seq < oldest->seq) oldest = s;
     }
     ZB_TRY(wait_req(&oldest->req, MPI_STATUS_IGNORE, w->timeout_s, &w->aborted,
-                    w->ep.rank, "an earlier send to be received by", -1, err));
+                    w->ep.rank, "an earlier send to be received by",
+                    oldest->peer, err));
     *out = oldest;
     return ZB_OK;
 }
@@ -197,6 +201,7 @@ static zb_status mpi_send(zb_transport *t, int peer, int tag, const float *buf,
     ZB_TRY(free_slot(w, &s, err));
     memcpy(s->data, buf, n * sizeof *buf);
     s->seq = w->seq++;
+    s->peer = peer;
     int rc = MPI_Isend(s->data, (int)n, MPI_FLOAT, peer, tag, w->p2p, &s->req);
     return rc == MPI_SUCCESS ? ZB_OK : mpi_fail(err, t->rank, "MPI_Isend", rc);
 }
@@ -435,7 +440,8 @@ void zb_mpi_world_free(zb_mpi_world *w) {
     for (int i = 0; w->slots && i < w->max_sends; i++)
         if (w->slots[i].req != MPI_REQUEST_NULL && !w->aborted)
             wait_req(&w->slots[i].req, MPI_STATUS_IGNORE, w->timeout_s, NULL,
-                     w->ep.rank, "a send to be received by", -1, NULL);
+                     w->ep.rank, "a send to be received by", w->slots[i].peer,
+                     NULL);
     if (w->p2p != MPI_COMM_NULL) MPI_Comm_free(&w->p2p);
     if (w->coll != MPI_COMM_NULL) MPI_Comm_free(&w->coll);
     free(w->stage);

@@ -21,7 +21,9 @@
 #   3b. the same under `mpirun --enable-recovery` (the launcher leaves the
 #      survivors running): rank 0's transport gives up after
 #      ZB_COMM_TIMEOUT_S=3 naming rank 1, well within 30 s;
-#   4. a checkpoint of another layout is refused on resume: exit 2.
+#   4. a checkpoint of another layout is refused on resume: exit 2;
+#   5. a NaN loss (every rank reaches the verdict): the job exits non-zero
+#      and one line names the step and the rank.
 # Skipped (exit 0, "skipped: ...") when zbrun was built without MPI or
 # mpirun is missing.
 # Usage (from anywhere): BIN=bin bash tests/e2e/zbrun_mpi.sh
@@ -263,6 +265,20 @@ for r in 0 1 2 3; do
 done
 [ "$(grep -c . "$tmp/layout.err")" -eq 1 ] && grep -q "does not match the plan" "$tmp/layout.err" ||
     bad "resume with another layout: want one line, got: $(cat "$tmp/layout.err")"
+
+# ---- 5. a NaN loss: every rank stops, one line ----------------------------
+python3 - "$tmp/model.yaml" "$tmp/nan-model.yaml" <<'PY'
+import sys, yaml
+m = yaml.safe_load(open(sys.argv[1]))
+m["training"]["optimizer"].update(lr=1e30, grad_clip=0, warmup_steps=0)
+yaml.safe_dump(m, open(sys.argv[2], "w"))
+PY
+"$BIN/zbplan" "$tmp/nan-model.yaml" -o "$tmp/nan.yaml" -q --pp 2 --dp 2 --tp 1 --schedule 1f1b
+status=0
+"${MPIRUN[@]}" -np 4 "$BIN/zbrun" "$tmp/nan.yaml" --steps 6 --threads 1 -q >/dev/null 2>"$tmp/nan.err" || status=$?
+[ "$status" -ne 0 ] || bad "a NaN loss under mpirun exited 0"
+[ "$(grep -c '^zbrun:' "$tmp/nan.err")" -eq 1 ] && grep -q "^zbrun: step [0-9]* rank [0-3]: loss is \(nan\|inf\)" "$tmp/nan.err" ||
+    bad "a NaN loss under mpirun: want one 'step N rank R: loss is nan' line, got: $(grep zbrun "$tmp/nan.err")"
 
 if [ "$fails" -ne 0 ]; then
     echo "zbrun_mpi.sh: $fails check(s) failed"
