@@ -9,6 +9,8 @@
 #   make plans      regenerate plans/ from models/
 #   make cuda       compile the CUDA sources with nvcc (when present)
 #   make cuda-test  run the CUDA kernels against the CPU ones (needs a GPU)
+#   make fuzz       libFuzzer on the model, plan, data and checkpoint readers
+#                   (FUZZ_SECONDS each, default 60; clang)
 
 CC      ?= cc
 BUILD   ?= build
@@ -50,7 +52,7 @@ EXT_LIBS    := $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
 TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps run test unit e2e asan valgrind bench plans cuda cuda-test clean
+.PHONY: all deps run test unit e2e asan valgrind bench plans cuda cuda-test clean fuzz
 all: $(BIN)/zbplan $(BIN)/zbrun
 
 deps:
@@ -138,7 +140,29 @@ cuda:
 cuda-test: cuda
 	@$(CU_TEST); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
 
+# Fuzzing (tests/fuzz/run.sh): clang's libFuzzer with ASan + UBSan. New
+# inputs go to build-fuzz/corpus/T; the seeds in the repository stay as
+# they are. A crash leaves build-fuzz/crash-* and fails the target.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := build-fuzz
+FUZZ_NAMES   := model plan data checkpoint
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS  := -std=c11 -O1 -g -D_GNU_SOURCE -I. -fopenmp $(PKG_CFLAGS) $(FUZZ_SAN)
+FUZZ_OBJ     := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(COMMON_SRC) $(EXEC_SRC) $(KERNEL_SRC))
+
+.SECONDARY: $(FUZZ_OBJ)
+$(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) \
+	  $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
+
+fuzz: $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_NAMES))
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh
+
 clean:
-	rm -rf build build-asan bin
+	rm -rf build build-asan build-fuzz bin
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
