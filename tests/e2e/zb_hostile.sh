@@ -48,6 +48,10 @@ for o in m.yaml mlink.yaml; do
     expect 2 "would overwrite the model" "-o $o over the model"
     cmp -s models/tiny.yaml "$tmp/m.yaml" && ok || bad "-o $o changed the model"
 done
+# a multi-line value quoted in a message still makes one line (found by fuzz_model)
+printf 'Story 1.\n\nLate at night,\nJack lived near the forest.\n' >"$tmp/story.yaml"
+run "$BIN/zbplan" "$tmp/story.yaml" -q -o "$tmp/p.yaml"
+expect 2 "^$tmp/story.yaml:1:1: the top level must be a mapping" "a text file as the model"
 # a symbolic link is followed: the link stays, its target gets the plan
 ln -s target.yaml "$tmp/link.yaml"
 run "$BIN/zbplan" models/tiny.yaml -q -o "$tmp/link.yaml"
