@@ -150,9 +150,12 @@ run "$BIN/zbrun" "$tmp/lr50.yaml" --steps 30 --threads 1 -q
 # ---- Ctrl-C and kill: stop after the step, checkpoint, say how to resume ------
 for sig in INT TERM; do
     rm -rf "$tmp/sck"
+    # job control on: a background job of a script would ignore SIGINT
+    set -m
     "$BIN/zbrun" "$plan" --steps 400 --threads 1 --checkpoint-every 1000 \
         --checkpoint-dir "$tmp/sck" --report "$tmp/sig.yaml" >"$tmp/out" 2>"$tmp/err" &
     pid=$!
+    set +m
     for _ in $(seq 400); do grep -q '^step 3/' "$tmp/out" && break; sleep 0.05; done
     kill -s "$sig" "$pid"
     rc=0; wait "$pid" || rc=$?
