@@ -14,6 +14,8 @@
 #   make cuda       compile the CUDA sources and CUDA tests with nvcc
 #   make cuda-test  run the CUDA tests (kernels, stage vs cpu; needs a GPU,
 #                   prints "skipped: no CUDA device" and passes without one)
+#   make fuzz       libFuzzer on the model, plan, data and checkpoint readers
+#                   (FUZZ_SECONDS each, default 60; clang)
 # `make` links the CUDA backend into bin/zbrun whenever nvcc, cuBLAS and
 # NCCL are found (CUDA=0 forces the CPU-only build; see the CUDA section).
 
@@ -106,7 +108,7 @@ TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 MPI_TESTS := $(patsubst tests/mpi/%.c,$(BUILD)/mpi/%,$(wildcard tests/mpi/*.c))
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps run compare test unit e2e asan valgrind bench plans validate cuda cuda-test clean
+.PHONY: all deps run compare test unit e2e asan valgrind bench plans validate cuda cuda-test clean fuzz
 all: $(BIN)/zbplan $(BIN)/zbrun $(BIN)/zbreport
 
 deps:
@@ -273,7 +275,29 @@ cuda-test: cuda
 	for t in $(CU_TESTS); do echo "== $$t"; rc=0; $$t || rc=$$?; \
 	  if [ $$rc -eq 77 ]; then echo "   (skipped)"; elif [ $$rc -ne 0 ]; then exit $$rc; fi; done
 
+# Fuzzing (tests/fuzz/run.sh): clang's libFuzzer with ASan + UBSan. New
+# inputs go to build-fuzz/corpus/T; the seeds in the repository stay as
+# they are. A crash leaves build-fuzz/crash-* and fails the target.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := build-fuzz
+FUZZ_NAMES   := model plan data checkpoint
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS  := -std=c11 -O1 -g -D_GNU_SOURCE -I. -fopenmp $(PKG_CFLAGS) $(FUZZ_SAN)
+FUZZ_OBJ     := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(COMMON_SRC) $(EXEC_SRC) $(KERNEL_SRC))
+
+.SECONDARY: $(FUZZ_OBJ)
+$(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) \
+	  $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
+
+fuzz: $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_NAMES))
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh
+
 clean:
-	rm -rf build build-asan bin
+	rm -rf build build-asan build-fuzz bin
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

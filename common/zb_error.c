@@ -5,12 +5,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* A message is one line: control characters (a newline inside a quoted
+ * YAML value, a tab in a file name) become spaces. */
+static void one_line(char *msg) {
+    for (unsigned char *c = (unsigned char *)msg; *c; c++)
+        if (*c < 0x20 || *c == 0x7f) *c = ' ';
+}
+
 zb_status zb_fail(zb_err *err, zb_status s, const char *fmt, ...) {
     if (err) {
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        one_line(err->msg);
     }
     return s;
 }
@@ -32,6 +40,7 @@ zb_status zb_fail_at(zb_err *err, const char *file, int line, int col,
         vsnprintf(err->msg + n, sizeof err->msg - (size_t)n, fmt, ap);
         va_end(ap);
     }
+    one_line(err->msg);
     return ZB_EINPUT;
 }
 

@@ -23,7 +23,8 @@ typedef struct {
     char msg[512];
 } zb_err;
 
-/* Fill err->msg (printf style) and return s. err may be NULL. */
+/* Fill err->msg (printf style; control characters become spaces, so the
+ * message is one line) and return s. err may be NULL. */
 zb_status zb_fail(zb_err *err, zb_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

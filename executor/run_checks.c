@@ -23,6 +23,19 @@ zb_status zb_parse_ratio(const char *name, const char *text, double *out, zb_err
     return ZB_OK;
 }
 
+/* Under a launcher (mpirun, srun, torchrun) every process of the run
+ * shares the checkpoint folder: only the process of rank 0 holds the
+ * lock. Not under one: this process is rank 0. */
+static bool lock_holder(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                       "PMIX_RANK", "SLURM_PROCID", "RANK", NULL};
+    for (int i = 0; vars[i]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return atoi(v) == 0;
+    }
+    return true;
+}
+
 zb_status zb_run_preflight(const char *report, const char *trace, const char *svg,
                            const char *ckpt_dir, int world, int threads,
                            int *lock_fd, zb_err *err) {
@@ -35,7 +48,7 @@ zb_status zb_run_preflight(const char *report, const char *trace, const char *sv
                        ZB_MAX_THREADS_PER_RANK, ZB_MAX_THREADS_TOTAL, world);
     ZB_TRY(zb_memlimit_prepare(world, threads, err));
     ZB_TRY(zb_preflight_outputs(names, paths, 3, err));
-    if (ckpt_dir) ZB_TRY(zb_preflight_checkpoints(ckpt_dir, lock_fd, err));
+    if (ckpt_dir && lock_holder()) ZB_TRY(zb_preflight_checkpoints(ckpt_dir, lock_fd, err));
     return ZB_OK;
 }
 

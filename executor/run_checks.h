@@ -21,7 +21,9 @@ zb_status zb_parse_ratio(const char *name, const char *text, double *out, zb_err
 /* Before the first step: threads per rank within the limits above, room
  * under a memory limit (memlimit.h), the output paths (NULL: not asked
  * for), and when ckpt_dir is not NULL the checkpoint folder, locked into
- * *lock_fd. Bad options and paths are ZB_EINPUT naming the option. */
+ * *lock_fd (under a launcher, by the process of rank 0 only: the
+ * launcher's OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID or
+ * RANK). Bad options and paths are ZB_EINPUT naming the option. */
 zb_status zb_run_preflight(const char *report, const char *trace, const char *svg,
                            const char *ckpt_dir, int world, int threads,
                            int *lock_fd, zb_err *err);

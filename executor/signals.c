@@ -15,6 +15,14 @@ int zb_signals_install(void) {
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESETHAND | SA_RESTART;   /* a second signal kills */
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGINT, &sa, NULL) != 0) return -1;
-    return sigaction(SIGTERM, &sa, NULL);
+    for (int i = 0; i < 2; i++) {
+        int sig = i == 0 ? SIGINT : SIGTERM;
+        struct sigaction old;
+        /* a signal ignored by whoever started us (a shell's background
+         * job ignores SIGINT) stays ignored */
+        if (sigaction(sig, NULL, &old) != 0) return -1;
+        if (old.sa_handler == SIG_IGN) continue;
+        if (sigaction(sig, &sa, NULL) != 0) return -1;
+    }
+    return 0;
 }

@@ -2,7 +2,9 @@
  * sets a flag that the runtime polls between steps (zb_run_opts.stop); the
  * run then ends after the step in progress, saves a checkpoint when they
  * are on, and zbrun writes its outputs and exits 128 + the signal. A
- * second signal has its default effect (the handler resets itself). */
+ * second signal has its default effect (the handler resets itself). A
+ * signal that was ignored when zbrun started (SIGINT in a shell's
+ * background job) stays ignored. */
 #ifndef ZB_SIGNALS_H
 #define ZB_SIGNALS_H
 

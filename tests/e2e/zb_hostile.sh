@@ -48,6 +48,10 @@ for o in m.yaml mlink.yaml; do
     expect 2 "would overwrite the model" "-o $o over the model"
     cmp -s models/tiny.yaml "$tmp/m.yaml" && ok || bad "-o $o changed the model"
 done
+# a multi-line value quoted in a message still makes one line (found by fuzz_model)
+printf 'Story 1.\n\nLate at night,\nJack lived near the forest.\n' >"$tmp/story.yaml"
+run "$BIN/zbplan" "$tmp/story.yaml" -q -o "$tmp/p.yaml"
+expect 2 "^$tmp/story.yaml:1:1: the top level must be a mapping" "a text file as the model"
 # a symbolic link is followed: the link stays, its target gets the plan
 ln -s target.yaml "$tmp/link.yaml"
 run "$BIN/zbplan" models/tiny.yaml -q -o "$tmp/link.yaml"
@@ -146,9 +150,12 @@ run "$BIN/zbrun" "$tmp/lr50.yaml" --steps 30 --threads 1 -q
 # ---- Ctrl-C and kill: stop after the step, checkpoint, say how to resume ------
 for sig in INT TERM; do
     rm -rf "$tmp/sck"
+    # job control on: a background job of a script would ignore SIGINT
+    set -m
     "$BIN/zbrun" "$plan" --steps 400 --threads 1 --checkpoint-every 1000 \
         --checkpoint-dir "$tmp/sck" --report "$tmp/sig.yaml" >"$tmp/out" 2>"$tmp/err" &
     pid=$!
+    set +m
     # a loaded machine can take long to reach step 3: wait up to 120 s for it
     for _ in $(seq 2400); do grep -q '^step 3/' "$tmp/out" && break; sleep 0.05; done
     grep -q '^step 3/' "$tmp/out" || bad "SIG$sig: step 3 never printed"
