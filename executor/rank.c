@@ -226,6 +226,7 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
     zb_stage_zero_grads(rk->st);
     rk->stall = 0;
     ZB_TRY(run_program(rk, err));
+    double tail = zb_now_s();
     ZB_TRY(sync_grads(rk, err));
     double norm, loss;
     ZB_TRY(global_stats(rk, step, &norm, &loss, err));
@@ -233,6 +234,8 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
                       ? (float)(o->grad_clip / norm) : 1.0f;
     double lr = zb_lr_at(o, step, c->total_steps);
     ZB_TRY(zb_stage_adamw(rk->st, (float)lr, scale, step, err));
+    res->tail_start[rk->rank][slot] = tail - c->t0;
+    res->tail_end[rk->rank][slot] = zb_now_s() - c->t0;
     record_times(rk, k);
     if (rk->rank == 0) report_step(rk, k, loss, lr, norm, zb_now_s() - t_begin);
     if (c->opts->checkpoint_every > 0 && step % c->opts->checkpoint_every == 0)

@@ -102,6 +102,9 @@ typedef struct {
      * message: a bubble, predicted or not. */
     int *n_ops;             /* [world] */
     double **x_start, **x_end;  /* [world][trace_n * n_ops[r]] */
+    /* the end of each kept step on rank r: gradient all-reduces, norm and
+     * optimizer, from tail_start[r][k] to tail_end[r][k] */
+    double **tail_start, **tail_end;   /* [world][trace_n] */
     /* per global rank, mean over the steps after the first (as span_s):
      * seconds blocked in RECVs within the pipeline part of a step */
     double *recv_s;         /* [world] */
