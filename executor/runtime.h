@@ -110,9 +110,10 @@ typedef struct {
     double *recv_s;         /* [world] */
     /* same basis: seconds inside compute actions when the rank's thread was
      * not running (wall minus the thread's CPU time): waiting for a core
-     * that other processes, or more ranks than cores, held. Exact with one
-     * thread per rank; with more it also counts the rank thread's waits at
-     * OpenMP barriers for its workers. */
+     * that other processes, or more ranks than cores, held. Meaningful with
+     * one thread per rank only: with more it also counts the rank thread's
+     * sleeps at OpenMP barriers while its workers finish (the table then
+     * prints "-"). */
     double *stall_s;        /* [world] */
 
     /* opts->keep_params: rank r's flat parameter buffer after the run */
