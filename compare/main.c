@@ -35,14 +35,15 @@ static void print_table(const zb_cmp_report *r, int n) {
            "dp/tp/pp/v", "bubble % (pred)", "replayed %", "step ms", "tokens/s",
            "MFU %", "peak MiB (pred)", "stalled %", "load");
     for (int i = 0; i < n; i++) {
-        char layout[32], rep[16] = "-";
+        char layout[32], rep[16] = "-", stall[16] = "-";
+        if (r[i].stalled >= 0) snprintf(stall, sizeof stall, "%.0f", 100 * r[i].stalled);
         snprintf(layout, sizeof layout, "%d/%d/%d/%d", r[i].dp, r[i].tp, r[i].pp, r[i].v);
         if (r[i].replayed >= 0) snprintf(rep, sizeof rep, "%.1f", 100 * r[i].replayed);
-        printf("%-12s %-14s %6.1f (%6.1f) %10s %11.2f %9.0f %8.2f%s %7.1f (%7.1f) %9.0f %5.1f\n",
+        printf("%-12s %-14s %6.1f (%6.1f) %10s %11.2f %9.0f %8.2f%s %7.1f (%7.1f) %9s %5.1f\n",
                r[i].schedule, layout, 100 * r[i].bubble, 100 * r[i].pred_bubble, rep,
                r[i].step_s * 1e3, r[i].tokens_per_s, 100 * r[i].mfu,
                r[i].mfu_guessed ? "*" : " ", r[i].mem_bytes / MIB,
-               r[i].pred_mem_bytes / MIB, 100 * r[i].stalled, r[i].load);
+               r[i].pred_mem_bytes / MIB, stall, r[i].load);
         guessed = guessed || r[i].mfu_guessed;
     }
     printf("replayed: the plan's schedule simulated with the run's measured pass "
