@@ -2,7 +2,7 @@
 #   make deps       install missing Debian packages (.ci/install-deps)
 #   make run        plan and train the default model (models/tiny.yaml)
 #   make compare    train it with six schedules and compare them (out/compare/)
-#   make            build bin/zbplan and bin/zbrun
+#   make            build bin/zbplan, bin/zbrun and bin/zbreport
 #   make test       unit tests (Check) + end-to-end scripts
 #   make asan       the same tests built with AddressSanitizer + UBSan
 #   make valgrind   unit tests under valgrind --leak-check=full
@@ -18,6 +18,8 @@
 #                   (FUZZ_SECONDS each, default 60; clang)
 # `make` links the CUDA backend into bin/zbrun whenever nvcc, cuBLAS and
 # NCCL are found (CUDA=0 forces the CPU-only build; see the CUDA section).
+# Builds run in parallel and print one line per file: V=1 prints the full
+# commands, JOBS=N sets the number of jobs.
 
 CC      ?= cc
 # Quiet by default ("  CC  file.c"); V=1 prints every command in full.

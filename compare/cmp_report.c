@@ -60,6 +60,33 @@ static zb_status read_summary(const zb_ydoc *d, zb_cmp_report *r, zb_err *err) {
     return ZB_OK;
 }
 
+/* Optional: stalls over pass time (ranks[].stall_s / busy_s) and the load
+ * (run.machine.load_start); reports from older zbruns lack them. */
+static zb_status read_conditions(const zb_ydoc *d, zb_cmp_report *r, zb_err *err) {
+    const zb_ynode *ranks = zb_ymap_get(d->root, "ranks");
+    double busy = 0, stall = 0;
+    for (int i = 0; ranks && ranks->type == ZB_Y_SEQ && i < ranks->n; i++) {
+        const zb_ynode *e = ranks->items[i];
+        double b = 0, s = 0;
+        ZB_TRY(zb_ynode_expect(d, e, ZB_Y_MAP, "a ranks entry", err));
+        ZB_TRY(zb_yget_double(d, e, "busy_s", false, 0, DBL_MAX, &b, err));
+        ZB_TRY(zb_yget_double(d, e, "stall_s", false, 0, DBL_MAX, &s, err));
+        busy += b;
+        stall += s;
+    }
+    r->stalled = busy > 0 ? stall / busy : 0;
+    r->load = -1;
+    const zb_ynode *run = zb_ymap_get(d->root, "run");
+    long long threads = 1;
+    if (run && run->type == ZB_Y_MAP)
+        ZB_TRY(zb_yget_int(d, run, "threads_per_rank", false, 1, 1 << 20, &threads, err));
+    if (threads != 1) r->stalled = -1;   /* not meaningful (executor/runtime.h) */
+    const zb_ynode *mach = run ? zb_ymap_get(run, "machine") : NULL;
+    if (mach && mach->type == ZB_Y_MAP)
+        ZB_TRY(zb_yget_double(d, mach, "load_start", false, -1, DBL_MAX, &r->load, err));
+    return ZB_OK;
+}
+
 static zb_status read_memory(const zb_ydoc *d, zb_cmp_report *r, zb_err *err) {
     const zb_ynode *ranks = zb_ymap_get(d->root, "pipeline_ranks");
     if (!ranks)
@@ -134,6 +161,7 @@ zb_status zb_cmp_report_read(const char *path, zb_cmp_report *out, zb_err *err) 
     if (s == ZB_OK) s = read_plan(&d, out, err);
     if (s == ZB_OK) s = read_summary(&d, out, err);
     if (s == ZB_OK) s = read_memory(&d, out, err);
+    if (s == ZB_OK) s = read_conditions(&d, out, err);
     if (s == ZB_OK) s = read_timeline(&d, out, err);
     zb_ydoc_free(&d);
     if (s != ZB_OK) zb_cmp_report_free(out);

@@ -30,6 +30,9 @@ typedef struct {
     double step_s, pred_step_s, tokens_per_s, mfu, pred_mfu;
     bool mfu_guessed;       /* MFU against a guessed (cpu) peak */
     double mem_bytes, pred_mem_bytes;
+    double stalled;         /* share of pass time off-core (0 if absent,
+                               -1 with several threads per rank) */
+    double load;            /* 1-minute load average at the start, -1 unknown */
     int step;               /* step of the timeline, 0 if none */
     zb_cmp_row *rows;       /* [pp], NULL when the report has no timeline */
 } zb_cmp_report;

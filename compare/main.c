@@ -31,23 +31,26 @@ static const char usage[] =
 
 static void print_table(const zb_cmp_report *r, int n) {
     bool guessed = false;
-    printf("%-12s %-14s %15s %10s %11s %9s %9s %17s\n", "schedule",
+    printf("%-12s %-14s %15s %10s %11s %9s %9s %17s %9s %5s\n", "schedule",
            "dp/tp/pp/v", "bubble % (pred)", "replayed %", "step ms", "tokens/s",
-           "MFU %", "peak MiB (pred)");
+           "MFU %", "peak MiB (pred)", "stalled %", "load");
     for (int i = 0; i < n; i++) {
-        char layout[32], rep[16] = "-";
+        char layout[32], rep[16] = "-", stall[16] = "-";
+        if (r[i].stalled >= 0) snprintf(stall, sizeof stall, "%.0f", 100 * r[i].stalled);
         snprintf(layout, sizeof layout, "%d/%d/%d/%d", r[i].dp, r[i].tp, r[i].pp, r[i].v);
         if (r[i].replayed >= 0) snprintf(rep, sizeof rep, "%.1f", 100 * r[i].replayed);
-        printf("%-12s %-14s %6.1f (%6.1f) %10s %11.2f %9.0f %8.2f%s %7.1f (%7.1f)\n",
+        printf("%-12s %-14s %6.1f (%6.1f) %10s %11.2f %9.0f %8.2f%s %7.1f (%7.1f) %9s %5.1f\n",
                r[i].schedule, layout, 100 * r[i].bubble, 100 * r[i].pred_bubble, rep,
                r[i].step_s * 1e3, r[i].tokens_per_s, 100 * r[i].mfu,
                r[i].mfu_guessed ? "*" : " ", r[i].mem_bytes / MIB,
-               r[i].pred_mem_bytes / MIB);
+               r[i].pred_mem_bytes / MIB, stall, r[i].load);
         guessed = guessed || r[i].mfu_guessed;
     }
     printf("replayed: the plan's schedule simulated with the run's measured pass "
            "times\npeak MiB: largest pipeline rank; predicted without the "
-           "planner's workspace margin\n");
+           "planner's workspace margin\nstalled: share of pass time the "
+           "rank threads were off their cores (busy machine: the bubbles "
+           "include it); load: at the run's start\n");
     if (guessed) printf("*: MFU against a guessed CPU peak, not a measured one\n");
 }
 

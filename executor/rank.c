@@ -301,7 +301,7 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
      * communication means when later steps exist */
     rk->count_comm = k > 0 || c->total_steps == c->first_step;
     ZB_TRY(run_program(rk, err));
-    double t_post = zb_now_s();
+    double t_post = zb_now_s();   /* the step's tail: sync, norm, AdamW */
     ZB_TRY(sync_grads(rk, err));
     double norm, loss;
     ZB_TRY(global_stats(rk, step, &norm, &loss, err));
@@ -314,6 +314,8 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
      * device's own; the cpu keeps what run_action measured */
     zb_stage_pass_times(rk->st, rk->t_start, rk->t_end, rk->n_acts,
                         rk->ctx->t0);
+    res->tail_start[rk->rank][slot] = t_post - c->t0;
+    res->tail_end[rk->rank][slot] = zb_now_s() - c->t0;
     record_times(rk, k);
     if (rk->count_comm) {
         rk->post_s += zb_now_s() - t_post;

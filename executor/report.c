@@ -343,10 +343,12 @@ void zb_report_table(FILE *out, const zb_plan *plan, const zb_run_result *res,
         }
         stall_all += stall;
         busy_all += res->pp_busy_s[r];
-        fprintf(out, "%7d  %9.3f (%9.3f)  %9.1f (%9.1f)  %12.3f  %10.3f  %11.1f (%11.1f)\n",
+        char st[16] = "-";   /* meaningful with one thread per rank only */
+        if (res->threads == 1) snprintf(st, sizeof st, "%.3f", stall * 1e3);
+        fprintf(out, "%7d  %9.3f (%9.3f)  %9.1f (%9.1f)  %12.3f  %10s  %11.1f (%11.1f)\n",
                 r, res->pp_busy_s[r] * 1e3, pred->busy_s[r] * 1e3,
                 100 * res->pp_bubble[r], 100 * plan->pred.bubble[r], wait * 1e3,
-                stall * 1e3, res->pp_mem_bytes[r] / MIB, zb_report_pred_mem(plan, r) / MIB);
+                st, res->pp_mem_bytes[r] / MIB, zb_report_pred_mem(plan, r) / MIB);
     }
     fprintf(out, "* what the stage allocates; the plan's peak less its %.0f MiB "
             "workspace margin\n", zb_report_margin_bytes(plan) / MIB);
@@ -367,7 +369,7 @@ void zb_report_table(FILE *out, const zb_plan *plan, const zb_run_result *res,
     fputc('\n', out);
     /* stalls stretch passes at random places: say so rather than let the
      * bubble be read as the schedule's */
-    if (busy_all > 0 && stall_all > ZB_STALL_NOTE * busy_all)
+    if (res->threads == 1 && busy_all > 0 && stall_all > ZB_STALL_NOTE * busy_all)
         fprintf(out, "note: the rank threads were off their cores for %.0f%% of "
                 "their pass time (other processes or more ranks than cores); the "
                 "measured times and bubble include that\n",

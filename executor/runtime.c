@@ -71,12 +71,16 @@ void zb_run_result_free(zb_run_result *res) {
         if (res->t_end) free(res->t_end[r]);
         if (res->x_start) free(res->x_start[r]);
         if (res->x_end) free(res->x_end[r]);
+        if (res->tail_start) free(res->tail_start[r]);
+        if (res->tail_end) free(res->tail_end[r]);
         if (res->params) free(res->params[r]);
     }
     free(res->t_start);
     free(res->t_end);
     free(res->x_start);
     free(res->x_end);
+    free(res->tail_start);
+    free(res->tail_end);
     free(res->n_ops);
     free(res->recv_s);
     free(res->stall_s);
@@ -143,7 +147,11 @@ static zb_status alloc_transfers(zb_run_result *res, const zb_plan *plan,
     res->n_ops = zb_calloc((size_t)w, sizeof(int), err);
     res->x_start = zb_calloc((size_t)w, sizeof(double *), err);
     res->x_end = zb_calloc((size_t)w, sizeof(double *), err);
-    if (!res->n_ops || !res->x_start || !res->x_end) return ZB_ENOMEM;
+    res->tail_start = zb_calloc((size_t)w, sizeof(double *), err);
+    res->tail_end = zb_calloc((size_t)w, sizeof(double *), err);
+    if (!res->n_ops || !res->x_start || !res->x_end || !res->tail_start ||
+        !res->tail_end)
+        return ZB_ENOMEM;
     for (int r = 0; r < w; r++) {
         int pr, dr, tr;
         zb_plan_coords(plan, r, &pr, &dr, &tr);
@@ -151,6 +159,8 @@ static zb_status alloc_transfers(zb_run_result *res, const zb_plan *plan,
         size_t n = (size_t)res->trace_n * (size_t)res->n_ops[r];
         ZB_TRY(alloc_doubles(&res->x_start[r], n, err));
         ZB_TRY(alloc_doubles(&res->x_end[r], n, err));
+        ZB_TRY(alloc_doubles(&res->tail_start[r], (size_t)res->trace_n, err));
+        ZB_TRY(alloc_doubles(&res->tail_end[r], (size_t)res->trace_n, err));
     }
     return ZB_OK;
 }
@@ -184,6 +194,9 @@ static void order_trace(zb_run_result *res) {
         rotate_d(res->t_start[r], na * (size_t)n, na * (size_t)oldest);
         rotate_d(res->t_end[r], na * (size_t)n, na * (size_t)oldest);
         size_t no = res->n_ops ? (size_t)res->n_ops[r] : 0;
+        if (!res->n_ops) continue;
+        rotate_d(res->tail_start[r], (size_t)n, (size_t)oldest);
+        rotate_d(res->tail_end[r], (size_t)n, (size_t)oldest);
         if (no == 0) continue;
         rotate_d(res->x_start[r], no * (size_t)n, no * (size_t)oldest);
         rotate_d(res->x_end[r], no * (size_t)n, no * (size_t)oldest);

@@ -144,14 +144,18 @@ typedef struct {
      * message: a bubble, predicted or not. */
     int *n_ops;             /* [world] */
     double **x_start, **x_end;  /* [world][trace_n * n_ops[r]] */
+    /* the end of each kept step on rank r: gradient all-reduces, norm and
+     * optimizer, from tail_start[r][k] to tail_end[r][k] */
+    double **tail_start, **tail_end;   /* [world][trace_n] */
     /* per global rank, mean over the steps after the first (as span_s):
      * seconds blocked in RECVs within the pipeline part of a step */
     double *recv_s;         /* [world] */
     /* same basis: seconds inside compute actions when the rank's thread was
      * not running (wall minus the thread's CPU time): waiting for a core
-     * that other processes, or more ranks than cores, held. Exact with one
-     * thread per rank; with more it also counts the rank thread's waits at
-     * OpenMP barriers for its workers. */
+     * that other processes, or more ranks than cores, held. Meaningful with
+     * one thread per rank only: with more it also counts the rank thread's
+     * sleeps at OpenMP barriers while its workers finish (the table then
+     * prints "-"). */
     double *stall_s;        /* [world] */
 
     /* validation (eval.h): loss after step val_step[i] (the first step - 1:

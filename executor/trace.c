@@ -76,6 +76,13 @@ static void write_transfers(FILE *f, const zb_plan *plan,
                         res->trace_step[k], ops[i].mb, ops[i].peer,
                         ops[i].vstage);
             }
+        for (int k = 0; k < res->trace_n; k++)
+            fprintf(f, ",\n{\"name\":\"sync+optimizer\",\"cat\":\"step\","
+                    "\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
+                    "\"dur\":%.3f,\"args\":{\"step\":%d}}", pr,
+                    dr * plan->tp + tr, (res->tail_start[g][k] - t0) * 1e6,
+                    (res->tail_end[g][k] - res->tail_start[g][k]) * 1e6,
+                    res->trace_step[k]);
     }
 }
 

@@ -10,7 +10,8 @@
  * events on the same rows, cat "send"/"recv", named "recv act3 from 0"
  * (message kind and microbatch, peer pipeline rank), args {step, mb, peer,
  * vstage}: a receive lasts from the request to the arrival, so its length
- * is time the rank waited. Written atomically.
+ * is time the rank waited. One "sync+optimizer" event (cat "step") per
+ * rank and kept step covers the gradient all-reduces, norm and AdamW. Written atomically.
  */
 #ifndef ZB_TRACE_H
 #define ZB_TRACE_H

@@ -37,6 +37,7 @@ static void causal_softmax_row(float *row, int t, int T) {
 
 void zb_attention_forward(float *out, float *att, const float *qkv, int B,
                           int T, int C, int NH) {
+    zb_blas_single_threaded();
     int hs = C / NH, ld = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
     size_t work = (size_t)B * T * T * C; /* multiply-adds */
@@ -65,6 +66,7 @@ void zb_attention_forward(float *out, float *att, const float *qkv, int B,
 void zb_attention_backward(float *dqkv, float *datt, const float *dout,
                            const float *qkv, const float *att, int B, int T,
                            int C, int NH) {
+    zb_blas_single_threaded();
     int hs = C / NH, ld = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
     size_t work = (size_t)B * T * T * C; /* multiply-adds */

@@ -3,7 +3,7 @@
  * All matrices are row-major:
  *   inp [N, C], weight [OC, C], bias [OC], out/dout [N, OC]
  * Threads: one pool, OpenMP's. OpenBLAS is kept single-threaded
- * (zb_blas_settle, executor/blas_env.h): its own pthread pool spun in
+ * (zb_blas_single_threaded, parallel.h): its own pthread pool spun in
  * sched_yield beside the OpenMP team and took over half the samples of a
  * 2-thread run (perf). Each GEMM is cut here into blocks of ZB_GEMM_ROWS
  * output rows, one single-threaded cblas_sgemm per block, the blocks spread
@@ -31,6 +31,16 @@
  * block stay in registers while the rows stream past. */
 #define ZB_COLS_PER_BLOCK 64
 
+/* openblas_set_num_threads is OpenBLAS's own entry point (not in every
+ * cblas.h); a second caller racing the first sets the same value. */
+void openblas_set_num_threads(int n);
+void zb_blas_single_threaded(void) {
+    static int done;
+    if (__atomic_load_n(&done, __ATOMIC_ACQUIRE)) return;
+    openblas_set_num_threads(1);
+    __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+}
+
 static int n_blocks(int rows) { return (rows + ZB_GEMM_ROWS - 1) / ZB_GEMM_ROWS; }
 static int block_rows(int blk, int rows) {
     int left = rows - blk * ZB_GEMM_ROWS;
@@ -41,6 +51,7 @@ static int block_rows(int blk, int rows) {
  * into every row first and the GEMM adds onto it (beta = 1). */
 void zb_matmul_forward(float *out, const float *inp, const float *weight,
                        const float *bias, int N, int C, int OC) {
+    zb_blas_single_threaded();
     int nb = n_blocks(N);
     size_t work = (size_t)N * C * OC;
 #pragma omp parallel for schedule(static) if (nb > 1 && ZB_OMP_WORTH(work))
@@ -61,6 +72,7 @@ void zb_matmul_forward(float *out, const float *inp, const float *weight,
 /* B: dinp[N, C] += dout[N, OC] @ weight[OC, C], by blocks of rows of N */
 void zb_matmul_backward_input(float *dinp, const float *dout,
                               const float *weight, int N, int C, int OC) {
+    zb_blas_single_threaded();
     int nb = n_blocks(N);
     size_t work = (size_t)N * C * OC;
 #pragma omp parallel for schedule(static) if (nb > 1 && ZB_OMP_WORTH(work))
@@ -90,6 +102,7 @@ static void bias_backward(float *dbias, const float *dout, int N, int OC,
  * by blocks of rows of dweight (columns of dout) */
 void zb_matmul_backward_weight(float *dweight, float *dbias, const float *dout,
                                const float *inp, int N, int C, int OC) {
+    zb_blas_single_threaded();
     int nb = n_blocks(OC);
     size_t work = (size_t)N * C * OC;
 #pragma omp parallel for schedule(static) if (nb > 1 && ZB_OMP_WORTH(work))

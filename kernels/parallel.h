@@ -28,4 +28,10 @@
 #endif
 #define ZB_SIMD_BLOCK 4096
 
+/* OpenBLAS kept single-threaded, once per process (matmul.c): the GEMMs
+ * of matmul.c and attention.c run inside OpenMP teams, and OpenBLAS's own
+ * pthread pool beside OpenMP's only spins. Every kernel that calls
+ * cblas_sgemm calls this first (cheap after the first time). */
+void zb_blas_single_threaded(void);
+
 #endif

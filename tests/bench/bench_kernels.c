@@ -4,8 +4,8 @@
  * in GFLOP/s, 2*N*C*OC flops each, for the tiny model's shapes (N = 2*64
  * tokens, C = 64) and one GPT-2 small MLP shape; attention forward and
  * backward time for the tiny model's layer, and the forward of one whole
- * tiny transformer layer, where OpenMP teams and OpenBLAS threads take
- * turns on the same cores. Each number is the median of
+ * tiny transformer layer, where OpenMP teams run everything (OpenBLAS is
+ * single-threaded: kernels/parallel.h). Each number is the median of
  * ZB_BENCH_REPEATS timings, each timing long enough to read the clock.
  */
 #include <cblas.h>

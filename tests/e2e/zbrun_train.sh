@@ -75,8 +75,11 @@ for r in rep["pipeline_ranks"]:
     assert 0 <= r["bubble"] < 1 and r["busy_s"] > 0 and r["peak_mem_bytes"] > 0
 assert rep["summary"]["tokens_per_s"] > 0 and rep["summary"]["mfu"] > 0
 tr = json.load(open(sys.argv[3]))
-ev = [e for e in tr["traceEvents"] if e["ph"] == "X"]
+allx = [e for e in tr["traceEvents"] if e["ph"] == "X"]
+ev = [e for e in allx if e["cat"] in ("F", "B", "W", "BW")]
 assert len(ev) == 2 * actions, (len(ev), actions)   # the last 2 steps are kept
+tails = [e for e in allx if e["cat"] == "step"]     # one step end per rank and step
+assert len(tails) == 2 * world and all(e["dur"] >= 0 for e in tails), len(tails)
 assert {e["args"]["step"] for e in ev} == {19, 20}
 assert all(e["dur"] >= 0 and e["ts"] >= 0 and 0 <= e["pid"] < pp for e in ev)
 assert all(e["name"][0] in "FBW" for e in ev)
