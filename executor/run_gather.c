@@ -10,9 +10,9 @@
  * and act_peak_bytes [world], then per rank r t_start[r] and t_end[r]
  * [trace_n * n_acts[r]].
  *
- * With opts->keep_params (--export), rank 0 then receives every other
- * rank's parameter buffer, in messages no longer than the pipeline's (the
- * size the transport was built for), one rank after another.
+ * With opts->keep_params (--export), rank 0 then gets every other rank's
+ * parameter buffer, one rank after another, by the same all-reduce trick
+ * in bounded chunks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -67,30 +67,40 @@ static zb_status params_of(const zb_plan *p, int r, size_t *n, zb_err *err) {
     return ZB_OK;
 }
 
+/* Rank r's parameters onto rank 0, ZB_GATHER_CHUNK at a time: a world
+ * all-reduce of doubles where only rank r writes (x + 0 is x exactly, and
+ * every float is exact as a double). Collectives need no message pool, so
+ * this works on every transport whatever the parameter count. */
+#define ZB_GATHER_CHUNK ((size_t)1 << 20)
+
 static zb_status gather_params(zb_run_ctx *c, zb_err *err) {
     zb_run_result *res = c->res;
     zb_rank *rk = &c->ranks[c->lead];
-    size_t chunk = rk->msg_floats;
-    for (int r = 1; r < c->world; r++) {
-        if (c->lead != 0 && c->lead != r) continue;
+    double *buf = zb_calloc(ZB_GATHER_CHUNK, sizeof *buf, err);
+    if (!buf) return ZB_ENOMEM;
+    zb_status s = ZB_OK;
+    for (int r = 1; r < c->world && s == ZB_OK; r++) {
         size_t n;
-        ZB_TRY(params_of(c->plan, r, &n, err));
-        if (c->lead == 0) {
+        s = params_of(c->plan, r, &n, err);
+        if (s == ZB_OK && c->lead == r && res->n_params[r] != n)
+            s = zb_fail(err, ZB_ERUNTIME, "rank %d: %zu parameters, its "
+                        "table says %zu", r, res->n_params[r], n);
+        if (s == ZB_OK && c->lead == 0) {
             res->params[r] = zb_calloc(n ? n : 1, sizeof(float), err);
-            if (!res->params[r]) return ZB_ENOMEM;
             res->n_params[r] = n;
-        } else if (res->n_params[r] != n) {
-            return zb_fail(err, ZB_ERUNTIME, "rank %d: %zu parameters, its "
-                           "table says %zu", r, res->n_params[r], n);
+            if (!res->params[r]) s = ZB_ENOMEM;
         }
-        for (size_t at = 0; at < n; at += chunk) {
-            size_t k = n - at < chunk ? n - at : chunk;
-            ZB_TRY(c->lead == 0
-                   ? rk->tr->recv(rk->tr, r, 0, res->params[r] + at, k, err)
-                   : rk->tr->send(rk->tr, 0, 0, res->params[r] + at, k, err));
+        for (size_t at = 0; s == ZB_OK && at < n; at += ZB_GATHER_CHUNK) {
+            size_t k = n - at < ZB_GATHER_CHUNK ? n - at : ZB_GATHER_CHUNK;
+            for (size_t i = 0; i < k; i++)
+                buf[i] = c->lead == r ? (double)res->params[r][at + i] : 0.0;
+            s = rk->tr->allreduce_f64(rk->tr, &rk->world_g, buf, k, err);
+            for (size_t i = 0; s == ZB_OK && c->lead == 0 && i < k; i++)
+                res->params[r][at + i] = (float)buf[i];
         }
     }
-    return ZB_OK;
+    free(buf);
+    return s;
 }
 
 zb_status zb_run_gather(zb_run_ctx *c, zb_err *err) {
