@@ -6,9 +6,11 @@
  * Each process writes its own rank's values into zeroed world-sized arrays
  * packed into one buffer, and a world all-reduce (a sum: every cell has one
  * non-zero writer, and x + 0 is x exactly) gives everyone all of them.
- * Packed, in order: step_span and step_busy [steps * world], static_bytes
- * and act_peak_bytes [world], then per rank r t_start[r] and t_end[r]
- * [trace_n * n_acts[r]].
+ * Packed, in order (walk): the per-step per-rank times (span, busy, recv
+ * wait, stall: [steps][world] each), the per-rank numbers (memory, send
+ * and all-reduce times: [world] each), then per rank r its timelines:
+ * passes [trace_n * n_acts[r]], transfers [trace_n * n_ops[r]] and step
+ * tails [trace_n], starts and ends.
  *
  * With opts->keep_params (--export), rank 0 then gets every other rank's
  * parameter buffer, one rank after another, by the same all-reduce trick
@@ -20,40 +22,41 @@
 #include "executor/run_ctx.h"
 #include "executor/stage_params.h"
 
-/* n doubles between cells and buf+at: into buf (out false) or back. */
-static void move(double *buf, size_t at, double *cells, size_t n, bool out) {
-    if (out) memcpy(cells, buf + at, n * sizeof *cells);
-    else memcpy(buf + at, cells, n * sizeof *cells);
+/* One array in the packed buffer at *at: `total` doubles, of which this
+ * rank owns [mine, mine + n). out false: put its own cells into buf; true:
+ * take every rank's cells from buf; buf NULL: only count. */
+static void cells(double *buf, size_t *at, double *a, size_t total,
+                  size_t mine, size_t n, bool out) {
+    if (buf && out) memcpy(a, buf + *at, total * sizeof *a);
+    else if (buf && n) memcpy(buf + *at + mine, a + mine, n * sizeof *a);
+    *at += total;
 }
 
-/* Walk the packed layout. out false: put this rank's cells into buf;
- * true: every rank's cells from buf. */
-static void walk(zb_run_ctx *c, double *buf, int steps, bool out) {
+/* Walk the packed layout (see the top); returns the doubles it spans. */
+static size_t walk(zb_run_ctx *c, double *buf, int steps, bool out) {
     zb_run_result *res = c->res;
-    size_t w = (size_t)c->world, me = (size_t)c->lead;
-    size_t sc = (size_t)steps * w, at = 2 * sc;
-    for (size_t k = 0; k < (size_t)steps && !out; k++) {
-        buf[k * w + me] = c->step_span[k * w + me];
-        buf[sc + k * w + me] = c->step_busy[k * w + me];
-    }
-    if (out) {
-        move(buf, 0, c->step_span, sc, true);
-        move(buf, sc, c->step_busy, sc, true);
-        move(buf, at, res->static_bytes, w, true);
-        move(buf, at + w, res->act_peak_bytes, w, true);
-    } else {
-        buf[at + me] = res->static_bytes[me];
-        buf[at + w + me] = res->act_peak_bytes[me];
-    }
-    at += 2 * w;
+    size_t w = (size_t)c->world, me = (size_t)c->lead, at = 0;
+    double *per_step[] = {c->step_span, c->step_busy, c->step_recv, c->step_stall};
+    double *per_rank[] = {res->static_bytes, res->act_peak_bytes, res->send_s,
+                          res->dp_ar_s, res->emb_ar_s, res->post_s};
+    for (size_t i = 0; i < sizeof per_step / sizeof *per_step; i++)
+        for (size_t k = 0; k < (size_t)steps; k++)   /* [steps][world] */
+            cells(buf, &at, per_step[i] + k * w, w, me, 1, out);
+    for (size_t i = 0; i < sizeof per_rank / sizeof *per_rank; i++)
+        cells(buf, &at, per_rank[i], w, me, 1, out);
     for (size_t r = 0; r < w; r++) {
-        size_t n = (size_t)res->trace_n * (size_t)res->n_acts[r];
-        if (out || r == me) {
-            move(buf, at, res->t_start[r], n, out);
-            move(buf, at + n, res->t_end[r], n, out);
-        }
-        at += 2 * n;
+        size_t na = (size_t)res->trace_n * (size_t)res->n_acts[r];
+        size_t no = (size_t)res->trace_n * (size_t)res->n_ops[r];
+        size_t nt = (size_t)res->trace_n;
+        bool mine = r == me;   /* other ranks' rows: only read back */
+        cells(buf, &at, res->t_start[r], na, 0, mine ? na : 0, out);
+        cells(buf, &at, res->t_end[r], na, 0, mine ? na : 0, out);
+        cells(buf, &at, res->x_start[r], no, 0, mine ? no : 0, out);
+        cells(buf, &at, res->x_end[r], no, 0, mine ? no : 0, out);
+        cells(buf, &at, res->tail_start[r], nt, 0, mine ? nt : 0, out);
+        cells(buf, &at, res->tail_end[r], nt, 0, mine ? nt : 0, out);
     }
+    return at;
 }
 
 /* Floats in rank r's parameter buffer (its stage's parameter table). */
@@ -106,10 +109,8 @@ static zb_status gather_params(zb_run_ctx *c, zb_err *err) {
 zb_status zb_run_gather(zb_run_ctx *c, zb_err *err) {
     zb_run_result *res = c->res;
     zb_rank *rk = &c->ranks[c->lead];
-    int steps = res->n_steps, w = c->world;
-    size_t n = 2 * (size_t)steps * (size_t)w + 2 * (size_t)w;
-    for (int r = 0; r < w; r++)
-        n += 2 * (size_t)res->trace_n * (size_t)res->n_acts[r];
+    int steps = res->n_steps;
+    size_t n = walk(c, NULL, steps, true);   /* NULL: only count */
     double *buf = zb_calloc(n, sizeof *buf, err);
     if (!buf) return ZB_ENOMEM;
     walk(c, buf, steps, false);

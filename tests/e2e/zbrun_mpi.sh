@@ -148,7 +148,8 @@ import json, sys, yaml
 rep = yaml.safe_load(open(sys.argv[1]))
 assert rep["run"]["ranks"] == 4 and len(rep["ranks"]) == 4
 assert all(r["busy_s"] > 0 and r["static_bytes"] > 0 and r["act_peak_bytes"] > 0 for r in rep["ranks"])
-ev = [e for e in json.load(open(sys.argv[2]))["traceEvents"] if e["ph"] == "X"]
+ev = [e for e in json.load(open(sys.argv[2]))["traceEvents"]
+      if e["ph"] == "X" and e.get("cat") in ("F", "B", "W", "BW")]   # the passes
 assert {e["args"]["rank"] for e in ev} == {0, 1, 2, 3}, {e["args"]["rank"] for e in ev}
 PY
 [ -s "$tmp/dp2xtp2/mpi/timeline.svg" ] || bad "no SVG from the mpirun run"

@@ -11,6 +11,7 @@
  * The plan is plans/tiny.yaml (pp 4) with smaller shapes, 2 steps.
  */
 #include <check.h>
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -98,6 +99,15 @@ START_TEST(test_procs_equal_threads) {
         ck_assert(same(res->busy_s, z->busy_s, (size_t)world));
         ck_assert(same(res->static_bytes, z->static_bytes, (size_t)world));
         ck_assert(same(res->act_peak_bytes, z->act_peak_bytes, (size_t)world));
+        ck_assert(same(res->recv_s, z->recv_s, (size_t)world));
+        ck_assert(same(res->send_s, z->send_s, (size_t)world));
+        for (int q = 0; q < world; q++) {   /* transfer timelines too */
+            size_t no = (size_t)res->trace_n * (size_t)res->n_ops[q];
+            ck_assert(same(res->x_end[q], z->x_end[q], no));
+            double last = 0;
+            for (size_t i = 0; i < no; i++) last = fmax(last, res->x_end[q][i]);
+            ck_assert_msg(last > 0, "rank %d: no transfer times gathered", q);
+        }
         ck_assert(same(res->pp_bubble, z->pp_bubble, (size_t)p.pp));
         ck_assert(res->bubble_rate == z->bubble_rate);
         for (int q = 0; q < world; q++) {
