@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "executor/affinity.h"
 #include "executor/checkpoint.h"
 #include "executor/run_ctx.h"
 
@@ -296,6 +297,7 @@ static zb_status rank_finish(zb_rank *rk, zb_err *err) {
 
 static zb_status rank_run(zb_rank *rk, zb_err *err) {
     zb_run_ctx *c = rk->ctx;
+    zb_pin_rank(rk->rank, c->world, c->res->threads);   /* affinity.h */
     omp_set_num_threads(c->res->threads);
     ZB_TRY(rank_setup(rk, err));
     for (int step = c->first_step; step <= c->total_steps; step++)
