@@ -45,7 +45,8 @@ static const char usage[] =
     "  -h, --help            this text\n"
     "  --version             zbrun's version (git describe at build time)\n"
     "Environment: OMP_WAIT_POLICY (default passive), OPENBLAS_CORETYPE (default:\n"
-    "  the best kernel this CPU runs; a value you set is kept).\n"
+    "  the best kernel this CPU runs; a value you set is kept), ZB_PIN=0 (do not\n"
+    "  bind ranks to cores; default: bound when ranks x threads fit the cores).\n"
     "Exit status: 0 done; 2 bad usage, bad plan or missing data (nothing run);\n"
     "  1 failure while running (I/O, non-finite loss).\n"
     "Docs: docs/zbrun.md (options, output, report), docs/plan-format.md.\n";
