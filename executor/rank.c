@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "executor/affinity.h"
 #include "executor/checkpoint.h"
 #include "executor/eval.h"
 #include "executor/llmc.h"
@@ -407,6 +408,9 @@ static zb_status rank_finish(zb_rank *rk, zb_err *err) {
 
 static zb_status rank_run(zb_rank *rk, zb_err *err) {
     zb_run_ctx *c = rk->ctx;
+    /* threads of one process: each rank on cores of its own (affinity.h);
+     * processes under a launcher are placed by the launcher's binding */
+    if (!c->opts->proc.tr) zb_pin_rank(rk->rank, c->world, c->res->threads);
     omp_set_num_threads(c->res->threads);
     ZB_TRY(rank_setup(rk, err));
     ZB_TRY(initial_eval(rk, err));
