@@ -366,10 +366,12 @@ static zb_status setup_rank(zb_run_ctx *c, int r, zb_err *err) {
  * cpu: the local transport. cuda: with as many visible devices as ranks
  * (and more than one rank), rank r on device r and NCCL between them
  * (communicators for the TP, DP and embedding groups and the world);
- * otherwise every rank on device 0, sharing it through the device-local
- * transport. */
+ * otherwise (or with ZB_CUDA_SHARE=1) every rank on device 0, sharing it
+ * through the device-local transport. */
 
 int zb_run_cuda_device(int rank, int world, int devices) {
+    const char *share = getenv("ZB_CUDA_SHARE");
+    if (share && share[0] == '1') return 0;
     return world > 1 && world <= devices ? rank : 0;
 }
 
@@ -390,7 +392,7 @@ static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
         return zb_fail(err, ZB_EINPUT, "backend cuda: no CUDA device visible");
     for (int r = 0; r < world; r++)
         c->ranks[r].device = zb_run_cuda_device(r, world, ndev);
-    if (world == 1 || world > ndev) {
+    if (zb_run_cuda_device(world - 1, world, ndev) == 0) { /* all share 0 */
         ZB_TRY(zb_cuda_world_new(world, 0, max_recvs(&c->prog), msg, &c->cw, err));
         for (int r = 0; r < world; r++)
             c->ranks[r].tr = zb_cuda_transport(c->cw, r);
@@ -407,7 +409,8 @@ static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
         groups[3 * r + 2] = rk->emb_g;
         if (!rk->in_emb_group) groups[3 * r + 2].n = 0;
     }
-    ZB_TRY(zb_nccl_threads_new(world, devices, 3, groups, ends, err));
+    ZB_TRY(zb_nccl_threads_new(world, devices, 3, groups, max_recvs(&c->prog),
+                               msg, ends, err));
     c->nccl0 = ends[0];
     for (int r = 0; r < world; r++) c->ranks[r].tr = ends[r];
     return ZB_OK;

@@ -193,7 +193,8 @@ double zb_lr_at(const zb_optim *o, int step, int total);
 
 /* The CUDA device of rank `rank` in a threaded cuda run with `devices`
  * visible: one rank per device when they suffice (and world > 1), else
- * all ranks share device 0. */
+ * all ranks share device 0; ZB_CUDA_SHARE=1 in the environment makes them
+ * share device 0 always. */
 int zb_run_cuda_device(int rank, int world, int devices);
 
 /* Threads per rank for `world` ranks on `cores` cores: max(1, cores/world). */

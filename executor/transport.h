@@ -91,7 +91,10 @@ zb_transport *zb_cuda_transport(zb_cuda_world *w, int rank);
  * stream: a rank's pending sends never hold up its receives), and one per
  * group announced at creation (ng groups per rank, the same kinds in the
  * same order on every rank; n = 0 where a rank is in no group of that
- * kind), split from the world with ncclCommSplit. NCCL matches messages
+ * kind), split from the world with ncclCommSplit. Pipeline messages go
+ * through device staging rings (max_msgs slots of max_msg_floats per
+ * direction and kind) so that no compute stream waits for a peer to
+ * match a send. NCCL matches messages
  * between two ranks in posting order (it has no tags): both ends must post
  * them in the same order, which the lowered programs do. allreduce uses
  * ncclAllReduce (NCCL's fixed ring/tree order, identical on all members).
@@ -105,11 +108,13 @@ zb_status zb_nccl_unique_id(unsigned char id[ZB_NCCL_ID_BYTES], zb_err *err);
  * time, on its own device); groups: this rank's ng groups. */
 zb_status zb_nccl_new(int rank, int world, int device,
                       const unsigned char id[ZB_NCCL_ID_BYTES], int ng,
-                      const zb_group *groups, zb_transport **out, zb_err *err);
+                      const zb_group *groups, int max_msgs,
+                      size_t max_msg_floats, zb_transport **out, zb_err *err);
 /* All ranks of a world as threads of this process: rank r on devices[r],
  * groups[r * ng + k] its k-th group; ends[r] its endpoint. */
 zb_status zb_nccl_threads_new(int world, const int *devices, int ng,
-                              const zb_group *groups, zb_transport **ends,
+                              const zb_group *groups, int max_msgs,
+                              size_t max_msg_floats, zb_transport **ends,
                               zb_err *err);
 /* Frees the endpoint of zb_nccl_new, or given ends[0] every endpoint of
  * a zb_nccl_threads_new world (other ends: no-op; call after all use). */

@@ -5,9 +5,15 @@
  * Every NCCL, CUDA call is checked; the first failure is returned as
  * ZB_ERUNTIME naming the call, the NCCL error string, file and line.
  * Streams: sends and receives run on the transfer stream of their
- * direction (up: to a higher rank, down: to a lower one), ordered against
- * the rank's compute stream by events both ways; all-reduces run on the
- * compute stream itself. allreduce_f64 and barrier copy through a small
+ * direction (up: to a higher rank, down: to a lower one); all-reduces run
+ * on the compute stream itself. The compute stream never waits for a send
+ * to be matched (an NCCL send blocks its stream until the receiver's recv
+ * runs, and a compute stream waiting for that could wait on a peer that
+ * waits on us): send copies buf into a staging ring on the compute stream
+ * and NCCL sends from the ring on the transfer stream; recv receives into
+ * a ring on the transfer stream and the compute stream copies out after
+ * it. A ring slot is reused after its previous transfer (send ring) or
+ * copy-out (recv ring) finished (events); max_msgs slots per ring. allreduce_f64 and barrier copy through a small
  * device buffer and wait for the stream (they work on host memory).
  */
 extern "C" {
@@ -40,12 +46,23 @@ struct nccl_gcomm {
     ncclComm_t comm;        /* NULL: this rank is not a member */
 };
 
+/* Staging ring of one direction and kind (send or recv). */
+struct nccl_ring {
+    float *data;            /* device [n, max_msg_floats] */
+    cudaEvent_t *done;      /* [n] the slot's last use ended */
+    bool *recorded;         /* [n] done has been recorded */
+    int next;
+};
+
 struct nccl_ep {
     zb_transport t;         /* t.impl points back here */
     int device;
     ncclComm_t world, up, down;
     cudaStream_t up_s, down_s;
     cudaEvent_t ev_in, ev_out;
+    int ring_n;             /* slots per ring (max messages in flight) */
+    size_t max_msg_floats;
+    nccl_ring rings[2][2];  /* [up?][send?] */
     int ng;
     nccl_gcomm groups[ZB_NCCL_MAX_GROUPS];
     double *dbuf;           /* device [ZB_F64_CHUNK] */
@@ -107,17 +124,36 @@ static zb_status p2p(zb_transport *t, int peer, float *buf, size_t n,
         return zb_fail(err, ZB_ERUNTIME, "rank %d: %s rank %d out of range "
                        "0..%d (or itself)", t->rank, send ? "send to" : "recv from",
                        peer, t->world - 1);
+    if (n > e->max_msg_floats)
+        return zb_fail(err, ZB_ERUNTIME, "rank %d: message of %zu floats "
+                       "exceeds the %zu the transport was sized for", t->rank,
+                       n, e->max_msg_floats);
     ZB_TRY(ready(t, err));
     bool up = send ? peer > t->rank : peer < t->rank; /* message goes up */
     ncclComm_t comm = up ? e->up : e->down;
     cudaStream_t xs = up ? e->up_s : e->down_s,
                  compute = (cudaStream_t)t->stream;
-    ZB_CUDA(cudaEventRecord(e->ev_in, compute));
-    ZB_CUDA(cudaStreamWaitEvent(xs, e->ev_in, 0));
-    if (send) ZB_NCCL(ncclSend(buf, n, ncclFloat, peer, comm, xs));
-    else ZB_NCCL(ncclRecv(buf, n, ncclFloat, peer, comm, xs));
-    ZB_CUDA(cudaEventRecord(e->ev_out, xs));
-    ZB_CUDA(cudaStreamWaitEvent(compute, e->ev_out, 0));
+    nccl_ring *ring = &e->rings[up][send];
+    int k = ring->next;
+    ring->next = (k + 1) % e->ring_n;
+    float *stage = ring->data + (size_t)k * e->max_msg_floats;
+    size_t bytes = n * sizeof(float);
+    if (send) {
+        if (ring->recorded[k]) ZB_CUDA(cudaStreamWaitEvent(compute, ring->done[k], 0));
+        ZB_CUDA(cudaMemcpyAsync(stage, buf, bytes, cudaMemcpyDeviceToDevice, compute));
+        ZB_CUDA(cudaEventRecord(e->ev_in, compute));
+        ZB_CUDA(cudaStreamWaitEvent(xs, e->ev_in, 0));
+        ZB_NCCL(ncclSend(stage, n, ncclFloat, peer, comm, xs));
+        ZB_CUDA(cudaEventRecord(ring->done[k], xs));
+    } else {
+        if (ring->recorded[k]) ZB_CUDA(cudaStreamWaitEvent(xs, ring->done[k], 0));
+        ZB_NCCL(ncclRecv(stage, n, ncclFloat, peer, comm, xs));
+        ZB_CUDA(cudaEventRecord(e->ev_out, xs));
+        ZB_CUDA(cudaStreamWaitEvent(compute, e->ev_out, 0));
+        ZB_CUDA(cudaMemcpyAsync(buf, stage, bytes, cudaMemcpyDeviceToDevice, compute));
+        ZB_CUDA(cudaEventRecord(ring->done[k], compute));
+    }
+    ring->recorded[k] = true;
     return ZB_OK;
 }
 
@@ -205,6 +241,26 @@ static zb_status ep_device_init(nccl_ep *e, int rank, int world, zb_err *err) {
     ZB_CUDA(cudaEventCreateWithFlags(&e->ev_in, cudaEventDisableTiming));
     ZB_CUDA(cudaEventCreateWithFlags(&e->ev_out, cudaEventDisableTiming));
     ZB_CUDA(cudaMalloc((void **)&e->dbuf, ZB_F64_CHUNK * sizeof(double)));
+    size_t ring_bytes = (size_t)e->ring_n * e->max_msg_floats * sizeof(float);
+    for (int u = 0; u < 2; u++)
+        for (int k = 0; k < 2; k++) {
+            nccl_ring *r = &e->rings[u][k];
+            r->done = (cudaEvent_t *)zb_calloc((size_t)e->ring_n, sizeof(cudaEvent_t), err);
+            r->recorded = (bool *)zb_calloc((size_t)e->ring_n, sizeof(bool), err);
+            if (!r->done || !r->recorded) return ZB_ENOMEM;
+            cudaError_t ce = cudaMalloc((void **)&r->data, ring_bytes ? ring_bytes : 1);
+            if (ce != cudaSuccess) {
+                size_t free_b = 0, total_b = 0;
+                cudaMemGetInfo(&free_b, &total_b);
+                r->data = NULL;
+                return zb_fail(err, ZB_ERUNTIME, "rank %d on CUDA device %d: "
+                               "NCCL staging ring: %zu bytes asked, %zu free "
+                               "(%s)", rank, e->device, ring_bytes, free_b,
+                               cudaGetErrorString(ce));
+            }
+            for (int i = 0; i < e->ring_n; i++)
+                ZB_CUDA(cudaEventCreateWithFlags(&r->done[i], cudaEventDisableTiming));
+        }
     return ZB_OK;
 }
 
@@ -278,16 +334,28 @@ static void shared_free(nccl_shared *sh) {
         if (e->ev_in) cudaEventDestroy(e->ev_in);
         if (e->ev_out) cudaEventDestroy(e->ev_out);
         if (e->dbuf) cudaFree(e->dbuf);
+        for (int u = 0; u < 2; u++)
+            for (int k = 0; k < 2; k++) {
+                nccl_ring *r = &e->rings[u][k];
+                for (int i = 0; r->done && i < e->ring_n; i++)
+                    if (r->done[i]) cudaEventDestroy(r->done[i]);
+                free(r->done);
+                free(r->recorded);
+                if (r->data) cudaFree(r->data);
+            }
     }
     pthread_mutex_destroy(&sh->mu);
     free(sh->eps);
     free(sh);
 }
 
-static zb_status check_groups(int ng, zb_err *err) {
+static zb_status check_groups(int ng, int max_msgs, zb_err *err) {
     if (ng < 0 || ng > ZB_NCCL_MAX_GROUPS)
         return zb_fail(err, ZB_ERUNTIME, "NCCL transport: %d group kinds "
                        "(0..%d allowed)", ng, ZB_NCCL_MAX_GROUPS);
+    if (max_msgs < 1)
+        return zb_fail(err, ZB_ERUNTIME, "NCCL transport: %d messages in "
+                       "flight (>= 1 needed)", max_msgs);
     return ZB_OK;
 }
 
@@ -300,13 +368,16 @@ extern "C" zb_status zb_nccl_unique_id(unsigned char id[ZB_NCCL_ID_BYTES],
 }
 
 static zb_status make_threads(nccl_shared *sh, const int *devices, int ng,
-                              const zb_group *groups, zb_err *err) {
+                              const zb_group *groups, int max_msgs,
+                              size_t max_msg_floats, zb_err *err) {
     int world = sh->n;
     ncclUniqueId id;
     ZB_NCCL(ncclGetUniqueId(&id));
     for (int r = 0; r < world; r++) {
         sh->eps[r].device = devices[r];
         sh->eps[r].ng = ng;
+        sh->eps[r].ring_n = max_msgs;
+        sh->eps[r].max_msg_floats = max_msg_floats;
         sh->eps[r].shared = sh;
         ZB_TRY(ep_device_init(&sh->eps[r], r, world, err));
     }
@@ -329,12 +400,14 @@ static zb_status make_threads(nccl_shared *sh, const int *devices, int ng,
 }
 
 extern "C" zb_status zb_nccl_threads_new(int world, const int *devices, int ng,
-                                         const zb_group *groups,
+                                         const zb_group *groups, int max_msgs,
+                                         size_t max_msg_floats,
                                          zb_transport **ends, zb_err *err) {
-    ZB_TRY(check_groups(ng, err));
+    ZB_TRY(check_groups(ng, max_msgs, err));
     nccl_shared *sh;
     ZB_TRY(shared_new(world, &sh, err));
-    zb_status st = make_threads(sh, devices, ng, groups, err);
+    zb_status st = make_threads(sh, devices, ng, groups, max_msgs,
+                                max_msg_floats, err);
     if (st != ZB_OK) {
         shared_free(sh);
         return st;
@@ -345,10 +418,13 @@ extern "C" zb_status zb_nccl_threads_new(int world, const int *devices, int ng,
 
 static zb_status make_one(nccl_shared *sh, int rank, int world, int device,
                           const unsigned char *id, int ng,
-                          const zb_group *groups, zb_err *err) {
+                          const zb_group *groups, int max_msgs,
+                          size_t max_msg_floats, zb_err *err) {
     nccl_ep *e = &sh->eps[0];
     e->device = device;
     e->ng = ng;
+    e->ring_n = max_msgs;
+    e->max_msg_floats = max_msg_floats;
     e->shared = sh;
     ZB_TRY(ep_device_init(e, rank, world, err));
     ncclUniqueId u;
@@ -360,12 +436,14 @@ static zb_status make_one(nccl_shared *sh, int rank, int world, int device,
 extern "C" zb_status zb_nccl_new(int rank, int world, int device,
                                  const unsigned char id[ZB_NCCL_ID_BYTES],
                                  int ng, const zb_group *groups,
+                                 int max_msgs, size_t max_msg_floats,
                                  zb_transport **out, zb_err *err) {
     *out = NULL;
-    ZB_TRY(check_groups(ng, err));
+    ZB_TRY(check_groups(ng, max_msgs, err));
     nccl_shared *sh;
     ZB_TRY(shared_new(1, &sh, err));
-    zb_status st = make_one(sh, rank, world, device, id, ng, groups, err);
+    zb_status st = make_one(sh, rank, world, device, id, ng, groups, max_msgs,
+                            max_msg_floats, err);
     if (st != ZB_OK) {
         nc_abort(&sh->eps[0].t); /* peers blocked in init are released */
         shared_free(sh);

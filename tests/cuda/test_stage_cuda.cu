@@ -267,8 +267,10 @@ int main(void) {
     }
     check_split_equals_fused();
     check_layout("1f1b", 1, 1, 1, 1, 2);
+    setenv("ZB_CUDA_SHARE", "1", 1); /* the 4 ranks share device 0 */
     for (const char *const *s = zb_schedule_names(); *s; s++)
         check_layout(*s, 1, 1, 4, 2, 1);
+    unsetenv("ZB_CUDA_SHARE");
     if (ndev >= 2) {
         check_layout("1f1b", 1, 2, 1, 1, 2);
         check_layout("1f1b", 2, 1, 1, 1, 2);
