@@ -12,7 +12,11 @@
  *
  * With opts->keep_params (--export), rank 0 then receives every other
  * rank's parameter buffer, in messages no longer than the pipeline's (the
- * size the transport was built for), one rank after another.
+ * size the transport was built for), one rank after another. The cuda
+ * backend's transport (NCCL) sends device memory only, and these buffers
+ * are on the host: there each rank's buffer goes to rank 0 through a
+ * world all-reduce of doubles (host memory on every transport; only that
+ * rank's values are non-zero, and float -> double -> float is exact).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +97,40 @@ static zb_status gather_params(zb_run_ctx *c, zb_err *err) {
     return ZB_OK;
 }
 
+/* Rank r's n parameters onto rank 0 by a world all-reduce of doubles. */
+static zb_status gather_one_f64(zb_run_ctx *c, int r, size_t n, zb_err *err) {
+    zb_run_result *res = c->res;
+    zb_rank *rk = &c->ranks[c->lead];
+    double *d = zb_calloc(n ? n : 1, sizeof *d, err);
+    if (!d) return ZB_ENOMEM;
+    if (c->lead == r)
+        for (size_t i = 0; i < n; i++) d[i] = res->params[r][i];
+    zb_status s = rk->tr->allreduce_f64(rk->tr, &rk->world_g, d, n, err);
+    if (s == ZB_OK && c->lead == 0) {
+        res->params[r] = zb_calloc(n ? n : 1, sizeof(float), err);
+        if (res->params[r]) {
+            for (size_t i = 0; i < n; i++) res->params[r][i] = (float)d[i];
+            res->n_params[r] = n;
+        } else {
+            s = ZB_ENOMEM;
+        }
+    }
+    free(d);
+    return s;
+}
+
+static zb_status gather_params_f64(zb_run_ctx *c, zb_err *err) {
+    for (int r = 1; r < c->world; r++) {
+        size_t n;
+        ZB_TRY(params_of(c->plan, r, &n, err));
+        if (c->lead == r && c->res->n_params[r] != n)
+            return zb_fail(err, ZB_ERUNTIME, "rank %d: %zu parameters, its "
+                           "table says %zu", r, c->res->n_params[r], n);
+        ZB_TRY(gather_one_f64(c, r, n, err));
+    }
+    return ZB_OK;
+}
+
 zb_status zb_run_gather(zb_run_ctx *c, zb_err *err) {
     zb_run_result *res = c->res;
     zb_rank *rk = &c->ranks[c->lead];
@@ -106,6 +144,8 @@ zb_status zb_run_gather(zb_run_ctx *c, zb_err *err) {
     zb_status s = rk->tr->allreduce_f64(rk->tr, &rk->world_g, buf, n, err);
     if (s == ZB_OK) walk(c, buf, steps, true);
     free(buf);
-    if (s == ZB_OK && c->opts->keep_params) s = gather_params(c, err);
+    if (s == ZB_OK && c->opts->keep_params)
+        s = rk->backend == ZB_BACKEND_CUDA ? gather_params_f64(c, err)
+                                           : gather_params(c, err);
     return s;
 }
