@@ -11,11 +11,10 @@
  * [trace_n * n_acts[r]].
  *
  * With opts->keep_params (--export), rank 0 then receives every other
- * rank's parameter buffer, in messages no longer than the pipeline's (the
- * size the transport was built for), one rank after another. The cuda
- * backend's transport (NCCL) sends device memory only, and these buffers
- * are on the host: there each rank's buffer goes to rank 0 through a
- * world all-reduce of doubles (host memory on every transport; only that
+ * rank's parameter buffer, one rank after another, each through a world
+ * all-reduce of doubles: host memory on every transport (NCCL's sends
+ * take device memory only), collective (point-to-point messages would
+ * fill a bounded inbox such as the local transport's), exact (only that
  * rank's values are non-zero, and float -> double -> float is exact).
  */
 #include <stdlib.h>
@@ -71,32 +70,6 @@ static zb_status params_of(const zb_plan *p, int r, size_t *n, zb_err *err) {
     return ZB_OK;
 }
 
-static zb_status gather_params(zb_run_ctx *c, zb_err *err) {
-    zb_run_result *res = c->res;
-    zb_rank *rk = &c->ranks[c->lead];
-    size_t chunk = rk->msg_floats;
-    for (int r = 1; r < c->world; r++) {
-        if (c->lead != 0 && c->lead != r) continue;
-        size_t n;
-        ZB_TRY(params_of(c->plan, r, &n, err));
-        if (c->lead == 0) {
-            res->params[r] = zb_calloc(n ? n : 1, sizeof(float), err);
-            if (!res->params[r]) return ZB_ENOMEM;
-            res->n_params[r] = n;
-        } else if (res->n_params[r] != n) {
-            return zb_fail(err, ZB_ERUNTIME, "rank %d: %zu parameters, its "
-                           "table says %zu", r, res->n_params[r], n);
-        }
-        for (size_t at = 0; at < n; at += chunk) {
-            size_t k = n - at < chunk ? n - at : chunk;
-            ZB_TRY(c->lead == 0
-                   ? rk->tr->recv(rk->tr, r, 0, res->params[r] + at, k, err)
-                   : rk->tr->send(rk->tr, 0, 0, res->params[r] + at, k, err));
-        }
-    }
-    return ZB_OK;
-}
-
 /* Rank r's n parameters onto rank 0 by a world all-reduce of doubles. */
 static zb_status gather_one_f64(zb_run_ctx *c, int r, size_t n, zb_err *err) {
     zb_run_result *res = c->res;
@@ -119,7 +92,7 @@ static zb_status gather_one_f64(zb_run_ctx *c, int r, size_t n, zb_err *err) {
     return s;
 }
 
-static zb_status gather_params_f64(zb_run_ctx *c, zb_err *err) {
+static zb_status gather_params(zb_run_ctx *c, zb_err *err) {
     for (int r = 1; r < c->world; r++) {
         size_t n;
         ZB_TRY(params_of(c->plan, r, &n, err));
@@ -145,7 +118,6 @@ zb_status zb_run_gather(zb_run_ctx *c, zb_err *err) {
     if (s == ZB_OK) walk(c, buf, steps, true);
     free(buf);
     if (s == ZB_OK && c->opts->keep_params)
-        s = rk->backend == ZB_BACKEND_CUDA ? gather_params_f64(c, err)
-                                           : gather_params(c, err);
+        s = gather_params(c, err);
     return s;
 }

@@ -532,7 +532,9 @@ static void run_here(zb_run_ctx *c) {
     }
     c->t0 = zb_now_s();
     zb_rank_main(rk);
-    if (c->status == ZB_OK) c->status = zb_run_gather(c, &c->err);
+    if (c->status != ZB_OK) return;
+    c->status = zb_run_gather(c, &c->err);
+    if (c->status != ZB_OK) rk->tr->abort(rk->tr);   /* peers must not wait */
 }
 
 zb_status zb_run(const zb_plan *plan, const zb_run_opts *opts,
