@@ -6,9 +6,11 @@
  * Each process writes its own rank's values into zeroed world-sized arrays
  * packed into one buffer, and a world all-reduce (a sum: every cell has one
  * non-zero writer, and x + 0 is x exactly) gives everyone all of them.
- * Packed, in order: step_span and step_busy [steps * world], static_bytes
- * and act_peak_bytes [world], then per rank r t_start[r] and t_end[r]
- * [trace_n * n_acts[r]].
+ * Packed, in order: step_span, step_busy, step_recv, step_stall [steps *
+ * world]; static_bytes, act_peak_bytes, send_s, dp_ar_s, emb_ar_s, post_s
+ * [world]; then per rank r the timeline of the kept steps: t_start[r] and
+ * t_end[r] [trace_n * n_acts[r]], x_start[r] and x_end[r] [trace_n *
+ * n_ops[r]], tail_start[r] and tail_end[r] [trace_n].
  *
  * With opts->keep_params (--export), rank 0 then receives every other
  * rank's parameter buffer, one rank after another, each through a world
@@ -23,40 +25,37 @@
 #include "executor/run_ctx.h"
 #include "executor/stage_params.h"
 
-/* n doubles between cells and buf+at: into buf (out false) or back. */
-static void move(double *buf, size_t at, double *cells, size_t n, bool out) {
-    if (out) memcpy(cells, buf + at, n * sizeof *cells);
-    else memcpy(buf + at, cells, n * sizeof *cells);
-}
-
-/* Walk the packed layout. out false: put this rank's cells into buf;
- * true: every rank's cells from buf. */
-static void walk(zb_run_ctx *c, double *buf, int steps, bool out) {
+/* Walk the packed layout; returns its length in doubles. buf NULL: only
+ * the length; out false: put this rank's cells into buf; true: every
+ * rank's cells from buf (a cell of rank r is at the same place in both). */
+static size_t walk(zb_run_ctx *c, double *buf, int steps, bool out) {
     zb_run_result *res = c->res;
-    size_t w = (size_t)c->world, me = (size_t)c->lead;
-    size_t sc = (size_t)steps * w, at = 2 * sc;
-    for (size_t k = 0; k < (size_t)steps && !out; k++) {
-        buf[k * w + me] = c->step_span[k * w + me];
-        buf[sc + k * w + me] = c->step_busy[k * w + me];
-    }
-    if (out) {
-        move(buf, 0, c->step_span, sc, true);
-        move(buf, sc, c->step_busy, sc, true);
-        move(buf, at, res->static_bytes, w, true);
-        move(buf, at + w, res->act_peak_bytes, w, true);
-    } else {
-        buf[at + me] = res->static_bytes[me];
-        buf[at + w + me] = res->act_peak_bytes[me];
-    }
-    at += 2 * w;
-    for (size_t r = 0; r < w; r++) {
-        size_t n = (size_t)res->trace_n * (size_t)res->n_acts[r];
-        if (out || r == me) {
-            move(buf, at, res->t_start[r], n, out);
-            move(buf, at + n, res->t_end[r], n, out);
+    size_t w = (size_t)c->world, me = (size_t)c->lead, at = 0;
+    double *per_step[] = {c->step_span, c->step_busy, c->step_recv, c->step_stall};
+    double *per_rank[] = {res->static_bytes, res->act_peak_bytes, res->send_s,
+                          res->dp_ar_s, res->emb_ar_s, res->post_s};
+    for (size_t i = 0; i < sizeof per_step / sizeof *per_step; i++, at += (size_t)steps * w)
+        for (size_t k = 0; buf && k < (size_t)steps; k++) {
+            double *cell = &per_step[i][k * w], *b = buf + at + k * w;
+            if (out) memcpy(cell, b, w * sizeof *b);
+            else b[me] = cell[me];
         }
-        at += 2 * n;
+    for (size_t i = 0; i < sizeof per_rank / sizeof *per_rank; i++, at += w)
+        if (buf && out) memcpy(per_rank[i], buf + at, w * sizeof *buf);
+        else if (buf) buf[at + me] = per_rank[i][me];
+    for (size_t r = 0; r < w; r++) {
+        size_t tn = (size_t)res->trace_n;
+        size_t len[] = {tn * (size_t)res->n_acts[r], tn * (size_t)res->n_acts[r],
+                        tn * (size_t)res->n_ops[r], tn * (size_t)res->n_ops[r], tn, tn};
+        double *arr[] = {res->t_start[r], res->t_end[r], res->x_start[r],
+                         res->x_end[r], res->tail_start[r], res->tail_end[r]};
+        for (size_t i = 0; i < 6; at += len[i], i++) {
+            if (!buf || !(out || r == me)) continue;
+            if (out) memcpy(arr[i], buf + at, len[i] * sizeof *buf);
+            else memcpy(buf + at, arr[i], len[i] * sizeof *buf);
+        }
     }
+    return at;
 }
 
 /* Floats in rank r's parameter buffer (its stage's parameter table). */
@@ -107,10 +106,8 @@ static zb_status gather_params(zb_run_ctx *c, zb_err *err) {
 zb_status zb_run_gather(zb_run_ctx *c, zb_err *err) {
     zb_run_result *res = c->res;
     zb_rank *rk = &c->ranks[c->lead];
-    int steps = res->n_steps, w = c->world;
-    size_t n = 2 * (size_t)steps * (size_t)w + 2 * (size_t)w;
-    for (int r = 0; r < w; r++)
-        n += 2 * (size_t)res->trace_n * (size_t)res->n_acts[r];
+    int steps = res->n_steps;
+    size_t n = walk(c, NULL, steps, false);
     double *buf = zb_calloc(n, sizeof *buf, err);
     if (!buf) return ZB_ENOMEM;
     walk(c, buf, steps, false);

@@ -7,7 +7,8 @@
  *    (and only rank r's are kept, except on rank 0, which gathers every
  *    rank's, bitwise too);
  *  - the gathered measurements (per-rank spans, busy times, memory, the
- *    timeline of every rank) are complete and identical on every caller;
+ *    timeline of every rank with its transfers and step tails) are
+ *    complete and identical on every caller;
  *  - a process count that is not the plan's is refused (ZB_EINPUT);
  *  - zb_run_groups (the groups a per-process NCCL endpoint is made with)
  *    holds, for every rank of a dp 2 x tp 2 x pp 4 layout, the ranks that
@@ -118,6 +119,18 @@ START_TEST(test_procs_equal_threads) {
             ck_assert(same(res->t_end[q], z->t_end[q], n));
             for (size_t i = 0; i < n; i++)
                 ck_assert(res->t_end[q][i] >= res->t_start[q][i] && res->t_start[q][i] > 0);
+            /* transfers and step tails of every rank, gathered too */
+            size_t no = (size_t)res->trace_n * (size_t)res->n_ops[q], tn = (size_t)res->trace_n;
+            ck_assert(same(res->x_start[q], z->x_start[q], no));
+            ck_assert(same(res->x_end[q], z->x_end[q], no));
+            ck_assert(same(res->tail_start[q], z->tail_start[q], tn));
+            ck_assert(same(res->tail_end[q], z->tail_end[q], tn));
+            for (size_t k = 0; k < tn; k++)
+                ck_assert_msg(res->tail_start[q][k] > 0 &&
+                              res->tail_end[q][k] >= res->tail_start[q][k],
+                              "rank %d's view of rank %d's step tail", r, q);
+            ck_assert(res->post_s[q] == z->post_s[q] && res->post_s[q] > 0);
+            ck_assert(res->recv_s[q] == z->recv_s[q]);
         }
         ck_assert_int_eq(res->trace_step[res->trace_n - 1], STEPS);
     }
