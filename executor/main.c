@@ -347,7 +347,7 @@ static void print_header(const args *a, const zb_plan *plan, int threads,
     zb_blas_describe(blas, sizeof blas);
     printf("blas: %s\n", blas);
     if (a->backend_note[0]) printf("%s\n", a->backend_note);
-    if (!strcmp(a->backend, "cuda")) print_placement(plan);
+    if (!strcmp(a->backend, "cuda") && !launched) print_placement(plan);
     int cores = launched ? (int)sysconf(_SC_NPROCESSORS_ONLN) : omp_get_num_procs();
     if (strcmp(a->backend, "cpu") == 0 && here > cores)
         printf("note: %d ranks share %d cores; measured spans and bubbles "
@@ -402,19 +402,11 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
         zb_plan_free(&plan);
         return ZB_EINPUT;
     }
-    if (l->kind != ZB_LAUNCH_NONE && !strcmp(a->backend, "cuda")) {
-        /* every process finds this before any communication: all exit 2 */
-        zb_fail(err, ZB_EINPUT, "--backend cuda with one process per rank "
-                "(%s) is not supported yet: run the CUDA backend as one "
-                "process (ranks as threads), or --backend cpu under the "
-                "launcher", zb_launcher_name(l->kind));
-        zb_plan_free(&plan);
-        return ZB_EINPUT;
-    }
     zb_run_proc proc = {0};
     const char *resume_dir = !a->resume ? NULL : a->ckpt_dir ? a->ckpt_dir : "checkpoints";
+    zb_backend backend = strcmp(a->backend, "cuda") ? ZB_BACKEND_CPU : ZB_BACKEND_CUDA;
     zb_status ps = l->kind == ZB_LAUNCH_NONE ? ZB_OK
-                   : zb_procs_start(procs, l, &plan, resume_dir, &proc, err);
+                   : zb_procs_start(procs, l, &plan, backend, resume_dir, &proc, err);
     if (ps != ZB_OK) {
         zb_plan_free(&plan);
         return ps;
@@ -448,12 +440,13 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                      .resume_changed = a->resume_changed, .stop = &zb_stop_signal,
                      .max_loss_ratio = a->max_loss_ratio, .proc = proc,
                      .keep_params = a->export_path != NULL,
-                     .backend = strcmp(a->backend, "cuda") ? ZB_BACKEND_CPU
-                                                           : ZB_BACKEND_CUDA};
+                     .backend = backend};
     if (!a->quiet) print_header(a, &plan, threads, here, proc.tr != NULL);
     if (!a->quiet && proc.tr)
-        printf("launch: %s, %d processes, one rank each, MPI transport\n",
-               zb_launcher_name(l->kind), l->world);
+        printf("launch: %s, %d processes, one rank each, %s\n",
+               zb_launcher_name(l->kind), l->world, backend == ZB_BACKEND_CUDA
+               ? "NCCL transport, the CUDA device of each process: its local "
+                 "rank modulo the devices it sees" : "MPI transport");
     fflush(stdout);
     zb_run_result res;
     zb_signals_install();

@@ -2,6 +2,7 @@
 #include "executor/procs.h"
 
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -53,14 +54,33 @@ static zb_status bring_up(zb_procs *p, const zb_plan *plan, zb_err *err) {
     return s;
 }
 
+/* The CUDA backend: a device per process, checked before any
+ * communication (every process of a host finds the same), then NCCL. */
+static zb_status start_cuda(zb_procs *p, const zb_plan *plan,
+                            zb_run_proc *out, zb_err *err) {
+    const zb_launch *l = &p->launch;
+    int device;
+    ZB_TRY(zb_procs_cuda_device(l->local_rank, l->local_size,
+                                zb_backend_cuda_devices(),
+                                getenv("CUDA_VISIBLE_DEVICES"), &device, err));
+    if (zb_launch_is_mpi(l) && !zb_mpi_built())
+        return zb_mpi_init(l->rank, l->world, err);   /* says why */
+    ZB_TRY(zb_procs_cuda_up(p, plan, device, err));
+    *out = (zb_run_proc){.tr = p->nccl, .rank = l->rank, .world = l->world,
+                         .local_rank = l->local_rank, .device = device};
+    return ZB_OK;
+}
+
 zb_status zb_procs_start(zb_procs *p, const zb_launch *launch,
-                         const zb_plan *plan, const char *resume_dir,
-                         zb_run_proc *out, zb_err *err) {
+                         const zb_plan *plan, zb_backend backend,
+                         const char *resume_dir, zb_run_proc *out,
+                         zb_err *err) {
     memset(p, 0, sizeof *p);
     memset(out, 0, sizeof *out);
     p->launch = *launch;
     ZB_TRY(check_world(launch, plan, err));
     ZB_TRY(check_resume(resume_dir, plan, err));
+    if (backend == ZB_BACKEND_CUDA) return start_cuda(p, plan, out, err);
     ZB_TRY(check_mpi(launch, err));
     ZB_TRY(bring_up(p, plan, err));
     *out = (zb_run_proc){.tr = zb_mpi_transport(p->mpi), .rank = launch->rank,
@@ -82,6 +102,7 @@ int zb_procs_threads(const zb_launch *l) {
 
 void zb_procs_finish(zb_procs *p) {
     if (!p->started) return;
+    if (p->nccl) zb_procs_cuda_free(p);
     zb_watchdog_arm("MPI_Finalize");
     zb_mpi_world_free(p->mpi);
     p->mpi = NULL;

@@ -22,6 +22,7 @@
 #include "executor/llmc.h"
 #include "executor/memlimit.h"
 #include "executor/run_ctx.h"
+#include "executor/watchdog.h"
 
 double zb_now_s(void) {
     struct timespec ts;
@@ -155,8 +156,12 @@ static zb_status global_stats(zb_rank *rk, int step, double *norm,
     int world = rk->ctx->world;
     double *red = rk->red;   /* [2 + 2*world] */
     memset(red, 0, (2 + 2 * (size_t)world) * sizeof *red);
+    /* cuda: these wait for the step's device work, NCCL transfers from
+     * peers included; one process per rank, a dead peer must not hang us */
+    zb_watchdog_arm("the step's device work (waiting for the loss)");
     double sq = rk->dp_rank == 0 ? zb_stage_grad_sumsq(rk->st) : 0.0;
     double ls = rk->tp_rank == 0 ? zb_stage_loss_sum(rk->st) : 0.0;
+    zb_watchdog_disarm();
     red[0] = sq;
     red[1] = ls;
     red[2 + rk->rank] = isfinite(ls) ? 0.0 : 1.0;

@@ -332,6 +332,16 @@ static void make_groups(zb_rank *rk, const zb_plan *p, int world) {
                            .ranks = {zb_plan_rank(p, a, dr, tr), zb_plan_rank(p, b, dr, tr)}};
 }
 
+void zb_run_groups(const zb_plan *p, int rank, zb_group g[3]) {
+    zb_rank rk = {.rank = rank};
+    zb_plan_coords(p, rank, &rk.pp_rank, &rk.dp_rank, &rk.tp_rank);
+    make_groups(&rk, p, zb_plan_world(p));
+    g[0] = rk.tp_g;
+    g[1] = rk.dp_g;
+    g[2] = rk.emb_g;
+    if (!rk.in_emb_group) g[2].n = 0;
+}
+
 /* Does any chunk of pipeline rank pr hold the embedding or the head? */
 static bool needs_data(const zb_plan *p, int pr) {
     for (int c = 0; c < p->v; c++) {
@@ -462,9 +472,10 @@ static zb_status setup(zb_run_ctx *c, zb_err *err) {
     ZB_TRY(alloc_doubles(&c->step_stall, cells, err));
     c->ranks = zb_calloc((size_t)c->world, sizeof *c->ranks, err);
     if (!c->ranks) return ZB_ENOMEM;
-    if (c->opts->proc.tr) {   /* one process per rank: the MPI transport */
+    if (c->opts->proc.tr) {   /* one process per rank: MPI or NCCL */
         ZB_TRY(setup_rank(c, c->lead, err));
         c->ranks[c->lead].backend = c->opts->backend;
+        c->ranks[c->lead].device = c->opts->proc.device;
         c->ranks[c->lead].tr = c->opts->proc.tr;
         return ZB_OK;
     }
@@ -524,7 +535,9 @@ static void run_here(zb_run_ctx *c) {
     }
     c->t0 = zb_now_s();
     zb_rank_main(rk);
-    if (c->status == ZB_OK) c->status = zb_run_gather(c, &c->err);
+    if (c->status != ZB_OK) return;
+    c->status = zb_run_gather(c, &c->err);
+    if (c->status != ZB_OK) rk->tr->abort(rk->tr);   /* peers must not wait */
 }
 
 zb_status zb_run(const zb_plan *plan, const zb_run_opts *opts,

@@ -67,7 +67,8 @@ typedef void (*zb_step_fn)(const zb_step_info *info, void *ctx);
 typedef struct {
     zb_transport *tr;       /* this rank's endpoint; NULL: ranks as threads */
     int rank, world;        /* world must equal the plan's dp*tp*pp */
-    int local_rank;         /* rank on this host (a GPU backend's device) */
+    int local_rank;         /* rank on this host */
+    int device;             /* cuda: this rank's CUDA device (procs.h) */
 } zb_run_proc;
 
 typedef struct {
@@ -196,6 +197,13 @@ double zb_lr_at(const zb_optim *o, int step, int total);
  * all ranks share device 0; ZB_CUDA_SHARE=1 in the environment makes them
  * share device 0 always. */
 int zb_run_cuda_device(int rank, int world, int devices);
+
+/* The groups global rank `rank` of the plan's layout is in, as the
+ * runtime uses them: g[0] its TP group, g[1] its DP group, g[2] its tied
+ * embedding group (n = 0 when it holds no tied embedding half). A
+ * per-process transport that must know its groups up front (NCCL) is
+ * made with these. */
+void zb_run_groups(const zb_plan *plan, int rank, zb_group g[3]);
 
 /* Threads per rank for `world` ranks on `cores` cores: max(1, cores/world). */
 int zb_threads_per_rank(int cores, int world);

@@ -18,6 +18,7 @@
  */
 extern "C" {
 #include "executor/transport.h"
+#include "executor/watchdog.h"
 }
 #include "executor/cuda_util.h"
 
@@ -59,6 +60,7 @@ struct nccl_ep {
     int device;
     ncclComm_t world, up, down;
     cudaStream_t up_s, down_s;
+    cudaStream_t host_s;    /* allreduce_f64 before a compute stream exists */
     cudaEvent_t ev_in, ev_out;
     int ring_n;             /* slots per ring (max messages in flight) */
     size_t max_msg_floats;
@@ -197,14 +199,18 @@ static zb_status nc_allreduce(zb_transport *t, const zb_group *g, float *buf,
     return ZB_OK;
 }
 
+/* Host doubles: staged through the device in chunks, on the compute
+ * stream (after the work enqueued on it) or, before a stage exists, on
+ * the endpoint's own stream. */
 static zb_status nc_allreduce_f64(zb_transport *t, const zb_group *g,
                                   double *buf, size_t n, zb_err *err) {
     if (g->n == 1) return ZB_OK;
-    ZB_TRY(ready(t, err));
+    nccl_ep *e = EP(t);
+    if (is_aborted(e)) return aborted_err(t, err);
+    ZB_CUDA(cudaSetDevice(e->device));
     ncclComm_t comm;
     ZB_TRY(comm_of(t, g, &comm, err));
-    nccl_ep *e = EP(t);
-    cudaStream_t s = (cudaStream_t)t->stream;
+    cudaStream_t s = t->stream ? (cudaStream_t)t->stream : e->host_s;
     for (size_t lo = 0; lo < n; lo += ZB_F64_CHUNK) {
         size_t k = n - lo < ZB_F64_CHUNK ? n - lo : ZB_F64_CHUNK;
         ZB_CUDA(cudaMemcpyAsync(e->dbuf, buf + lo, k * sizeof(double),
@@ -212,7 +218,10 @@ static zb_status nc_allreduce_f64(zb_transport *t, const zb_group *g,
         ZB_NCCL(ncclAllReduce(e->dbuf, e->dbuf, k, ncclDouble, ncclSum, comm, s));
         ZB_CUDA(cudaMemcpyAsync(buf + lo, e->dbuf, k * sizeof(double),
                                 cudaMemcpyDeviceToHost, s));
-        ZB_CUDA(cudaStreamSynchronize(s));
+        zb_watchdog_arm("an NCCL all-reduce of host values");
+        cudaError_t ce = cudaStreamSynchronize(s);
+        zb_watchdog_disarm();
+        ZB_CUDA(ce);
     }
     return ZB_OK;
 }
@@ -238,6 +247,7 @@ static zb_status ep_device_init(nccl_ep *e, int rank, int world, zb_err *err) {
     ZB_CUDA(cudaSetDevice(e->device));
     ZB_CUDA(cudaStreamCreateWithFlags(&e->up_s, cudaStreamNonBlocking));
     ZB_CUDA(cudaStreamCreateWithFlags(&e->down_s, cudaStreamNonBlocking));
+    ZB_CUDA(cudaStreamCreateWithFlags(&e->host_s, cudaStreamNonBlocking));
     ZB_CUDA(cudaEventCreateWithFlags(&e->ev_in, cudaEventDisableTiming));
     ZB_CUDA(cudaEventCreateWithFlags(&e->ev_out, cudaEventDisableTiming));
     ZB_CUDA(cudaMalloc((void **)&e->dbuf, ZB_F64_CHUNK * sizeof(double)));
@@ -331,6 +341,7 @@ static void shared_free(nccl_shared *sh) {
         }
         if (e->up_s) cudaStreamDestroy(e->up_s);
         if (e->down_s) cudaStreamDestroy(e->down_s);
+        if (e->host_s) cudaStreamDestroy(e->host_s);
         if (e->ev_in) cudaEventDestroy(e->ev_in);
         if (e->ev_out) cudaEventDestroy(e->ev_out);
         if (e->dbuf) cudaFree(e->dbuf);

@@ -23,7 +23,9 @@
 #      ZB_COMM_TIMEOUT_S=3 naming rank 1, well within 30 s;
 #   4. a checkpoint of another layout is refused on resume: exit 2;
 #   5. a NaN loss (every rank reaches the verdict): the job exits non-zero
-#      and one line names the step and the rank.
+#      and one line names the step and the rank;
+#   6. --backend cuda under mpirun -np 2 (and torchrun-style) where no CUDA
+#      device is visible or CUDA is not built: every rank exits 2, one line.
 # Skipped (exit 0, "skipped: ...") when zbrun was built without MPI or
 # mpirun is missing.
 # Usage (from anywhere): BIN=bin bash tests/e2e/zbrun_mpi.sh
@@ -148,9 +150,13 @@ import json, sys, yaml
 rep = yaml.safe_load(open(sys.argv[1]))
 assert rep["run"]["ranks"] == 4 and len(rep["ranks"]) == 4
 assert all(r["busy_s"] > 0 and r["static_bytes"] > 0 and r["act_peak_bytes"] > 0 for r in rep["ranks"])
-ev = [e for e in json.load(open(sys.argv[2]))["traceEvents"]
-      if e["ph"] == "X" and e.get("cat") in ("F", "B", "W", "BW")]   # the passes
-assert {e["args"]["rank"] for e in ev} == {0, 1, 2, 3}, {e["args"]["rank"] for e in ev}
+ev = [e for e in json.load(open(sys.argv[2]))["traceEvents"] if e["ph"] == "X"]
+comp = [e for e in ev if "rank" in e["args"]]
+assert {e["args"]["rank"] for e in comp} == {0, 1, 2, 3}, {e["args"]["rank"] for e in comp}
+# transfers and step tails (no rank argument: their row is the rank's) of
+# every rank, gathered from the other processes
+tails = [e for e in ev if e.get("cat") == "step"]
+assert len({(e["pid"], e["tid"]) for e in tails}) == 4 and all(e["ts"] > 0 for e in tails), tails
 PY
 [ -s "$tmp/dp2xtp2/mpi/timeline.svg" ] || bad "no SVG from the mpirun run"
 
@@ -280,6 +286,33 @@ status=0
 [ "$status" -ne 0 ] || bad "a NaN loss under mpirun exited 0"
 [ "$(grep -c '^zbrun:' "$tmp/nan.err")" -eq 1 ] && grep -q "^zbrun: step [0-9]* rank [0-3]: loss is \(nan\|inf\)" "$tmp/nan.err" ||
     bad "a NaN loss under mpirun: want one 'step N rank R: loss is nan' line, got: $(grep zbrun "$tmp/nan.err")"
+
+# ---- 6. --backend cuda, one process per rank, where it cannot run ----------
+# Without a visible device (or in a CPU-only build) every rank exits 2 and
+# exactly one line says why, under mpirun and torchrun-style alike (on a
+# GPU machine tests/cuda/nccl_procs.sh runs the real thing).
+cuda_why='no CUDA device visible\|built without CUDA'
+"${MPIRUN[@]}" -np 2 bash -c '"$0" "$1" --steps 1 --backend cuda >/dev/null; echo $? >"$2.$OMPI_COMM_WORLD_RANK"' \
+    "$BIN/zbrun" "$tmp/kill.yaml" "$tmp/crc" 2>"$tmp/cuda.err" || true
+if grep -q "$cuda_why" "$tmp/cuda.err"; then
+    for r in 0 1; do
+        [ "$(cat "$tmp/crc.$r" 2>/dev/null)" = 2 ] || bad "cuda under mpirun without a device: rank $r exited $(cat "$tmp/crc.$r" 2>/dev/null || echo '?'), want 2"
+    done
+    [ "$(grep -c . "$tmp/cuda.err")" -eq 1 ] ||
+        bad "cuda under mpirun without a device: want one line, got: $(cat "$tmp/cuda.err")"
+    port=$((29500 + RANDOM % 1000))
+    tr_env=(WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port)
+    env "${tr_env[@]}" RANK=1 LOCAL_RANK=1 "$BIN/zbrun" "$tmp/kill.yaml" --backend cuda >/dev/null 2>"$tmp/tcuda1.err" &
+    other=$!
+    rc0=0; env "${tr_env[@]}" RANK=0 LOCAL_RANK=0 "$BIN/zbrun" "$tmp/kill.yaml" --backend cuda >/dev/null 2>"$tmp/tcuda0.err" || rc0=$?
+    rc1=0; wait "$other" || rc1=$?
+    [ "$rc0" = 2 ] && [ "$rc1" = 2 ] && [ "$(cat "$tmp/tcuda0.err" "$tmp/tcuda1.err" | grep -c .)" -eq 1 ] &&
+        grep -q "$cuda_why" "$tmp/tcuda0.err" ||
+        bad "cuda torchrun-style without a device: exits $rc0 $rc1, want 2 2 and one line, got: $(cat "$tmp/tcuda0.err" "$tmp/tcuda1.err")"
+    echo "  --backend cuda, 2 processes, no device: every rank exits 2, one line (mpirun, torchrun-style)"
+else
+    echo "  --backend cuda under mpirun: skipped: a CUDA device is visible (tests/cuda/nccl_procs.sh runs it)"
+fi
 
 if [ "$fails" -ne 0 ]; then
     echo "zbrun_mpi.sh: $fails check(s) failed"

@@ -4,18 +4,26 @@
  * with its MPI endpoint. Against the threaded run of the same plan:
  *  - every caller gets the same losses, bitwise (same fixed-order sums);
  *  - caller r's final parameters are, bitwise, rank r's of the threaded run
- *    (and only rank r's are kept);
+ *    (and only rank r's are kept, except on rank 0, which gathers every
+ *    rank's, bitwise too);
  *  - the gathered measurements (per-rank spans, busy times, memory, the
- *    timeline of every rank) are complete and identical on every caller;
- *  - a process count that is not the plan's is refused (ZB_EINPUT).
+ *    timeline of every rank with its transfers and step tails) are
+ *    complete and identical on every caller;
+ *  - a process count that is not the plan's is refused (ZB_EINPUT);
+ *  - zb_run_groups (the groups a per-process NCCL endpoint is made with)
+ *    holds, for every rank of a dp 2 x tp 2 x pp 4 layout, the ranks that
+ *    share its other coordinates, the tied embedding pair only at the
+ *    first and last pipeline rank;
+ *  - zb_procs_cuda_device: local rank to device, refusals when no device
+ *    is visible or two processes of a host would share one.
  * The plan is plans/tiny.yaml (pp 4) with smaller shapes, 2 steps.
  */
 #include <check.h>
-#include <math.h>
 #include <pthread.h>
 #include <string.h>
 
 #include "common/zb_plan.h"
+#include "executor/procs.h"
 #include "executor/runtime.h"
 
 #define STEPS 2
@@ -80,10 +88,8 @@ START_TEST(test_procs_equal_threads) {
         ck_assert_int_eq(res->n_steps, STEPS);
         ck_assert_msg(same(res->loss, ref.loss, STEPS), "rank %d: losses differ", r);
         ck_assert_msg(same(res->grad_norm, ref.grad_norm, STEPS), "rank %d: norms differ", r);
-        /* keep_params: own parameters everywhere, every rank's on rank 0
-         * (gathered for --export) */
         for (int q = 0; q < world; q++) {
-            if (q != r && r != 0) {
+            if (q != r && r != 0) {   /* rank 0 gathers every rank's */
                 ck_assert_ptr_null(res->params[q]);
                 continue;
             }
@@ -99,15 +105,6 @@ START_TEST(test_procs_equal_threads) {
         ck_assert(same(res->busy_s, z->busy_s, (size_t)world));
         ck_assert(same(res->static_bytes, z->static_bytes, (size_t)world));
         ck_assert(same(res->act_peak_bytes, z->act_peak_bytes, (size_t)world));
-        ck_assert(same(res->recv_s, z->recv_s, (size_t)world));
-        ck_assert(same(res->send_s, z->send_s, (size_t)world));
-        for (int q = 0; q < world; q++) {   /* transfer timelines too */
-            size_t no = (size_t)res->trace_n * (size_t)res->n_ops[q];
-            ck_assert(same(res->x_end[q], z->x_end[q], no));
-            double last = 0;
-            for (size_t i = 0; i < no; i++) last = fmax(last, res->x_end[q][i]);
-            ck_assert_msg(last > 0, "rank %d: no transfer times gathered", q);
-        }
         ck_assert(same(res->pp_bubble, z->pp_bubble, (size_t)p.pp));
         ck_assert(res->bubble_rate == z->bubble_rate);
         for (int q = 0; q < world; q++) {
@@ -122,6 +119,18 @@ START_TEST(test_procs_equal_threads) {
             ck_assert(same(res->t_end[q], z->t_end[q], n));
             for (size_t i = 0; i < n; i++)
                 ck_assert(res->t_end[q][i] >= res->t_start[q][i] && res->t_start[q][i] > 0);
+            /* transfers and step tails of every rank, gathered too */
+            size_t no = (size_t)res->trace_n * (size_t)res->n_ops[q], tn = (size_t)res->trace_n;
+            ck_assert(same(res->x_start[q], z->x_start[q], no));
+            ck_assert(same(res->x_end[q], z->x_end[q], no));
+            ck_assert(same(res->tail_start[q], z->tail_start[q], tn));
+            ck_assert(same(res->tail_end[q], z->tail_end[q], tn));
+            for (size_t k = 0; k < tn; k++)
+                ck_assert_msg(res->tail_start[q][k] > 0 &&
+                              res->tail_end[q][k] >= res->tail_start[q][k],
+                              "rank %d's view of rank %d's step tail", r, q);
+            ck_assert(res->post_s[q] == z->post_s[q] && res->post_s[q] > 0);
+            ck_assert(res->recv_s[q] == z->recv_s[q]);
         }
         ck_assert_int_eq(res->trace_step[res->trace_n - 1], STEPS);
     }
@@ -152,11 +161,88 @@ START_TEST(test_wrong_world) {
 }
 END_TEST
 
+/* Members of g: n ranks, each with coordinates equal to r's except the
+ * one the group spans (axis 0 tp, 1 dp), all distinct, r among them. */
+static void check_group(const zb_plan *p, const zb_group *g, int r, int axis,
+                        int n) {
+    int pr, dr, tr, has = 0;
+    zb_plan_coords(p, r, &pr, &dr, &tr);
+    ck_assert_int_eq(g->n, n);
+    for (int i = 0; i < g->n; i++) {
+        int q = g->ranks[i], qp, qd, qt;
+        zb_plan_coords(p, q, &qp, &qd, &qt);
+        ck_assert_int_eq(qp, pr);
+        ck_assert_int_eq(axis == 0 ? qd : qt, axis == 0 ? dr : tr);
+        ck_assert_int_eq(axis == 0 ? qt : qd, i);
+        has += q == r;
+    }
+    ck_assert_int_eq(has, 1);
+}
+
+START_TEST(test_run_groups) {
+    zb_plan p;
+    load_plan(&p);
+    p.dp = 2;   /* the groups need only the layout and the schedule */
+    p.tp = 2;
+    int world = zb_plan_world(&p), ids[3 * 64], n_ids = 0;
+    ck_assert_int_eq(world, 16);
+    for (int r = 0; r < world; r++) {
+        zb_group g[3];
+        int pr, dr, tr;
+        zb_run_groups(&p, r, g);
+        zb_plan_coords(&p, r, &pr, &dr, &tr);
+        check_group(&p, &g[0], r, 0, 2);
+        check_group(&p, &g[1], r, 1, 2);
+        bool ends = pr == 0 || pr == p.pp - 1;
+        ck_assert_int_eq(g[2].n, ends ? 2 : 0);
+        if (ends) {
+            ck_assert_int_eq(g[2].ranks[0], zb_plan_rank(&p, 0, dr, tr));
+            ck_assert_int_eq(g[2].ranks[1], zb_plan_rank(&p, p.pp - 1, dr, tr));
+        }
+        /* a group id names one member set: equal ids, equal groups */
+        for (int k = 0; k < 3; k++) {
+            if (g[k].n == 0) continue;
+            bool seen = false;
+            for (int i = 0; i < n_ids; i++) seen |= ids[i] == g[k].id;
+            if (!seen) ids[n_ids++] = g[k].id;
+        }
+    }
+    /* 8 TP groups, 8 DP groups, 4 embedding pairs */
+    ck_assert_int_eq(n_ids, 8 + 8 + 4);
+    zb_plan_free(&p);
+}
+END_TEST
+
+START_TEST(test_cuda_device) {
+    zb_err err = {{0}};
+    int d;
+    ck_assert_int_eq(zb_procs_cuda_device(0, 2, 0, NULL, &d, &err), ZB_EINPUT);
+    ck_assert_msg(strstr(err.msg, "no CUDA device visible"), "%s", err.msg);
+    ck_assert_int_eq(zb_procs_cuda_device(3, 4, 4, NULL, &d, &err), ZB_OK);
+    ck_assert_int_eq(d, 3);
+    ck_assert_int_eq(zb_procs_cuda_device(1, 2, 8, NULL, &d, &err), ZB_OK);
+    ck_assert_int_eq(d, 1);
+    /* 4 processes, 2 devices: two would share */
+    ck_assert_int_eq(zb_procs_cuda_device(1, 4, 2, "0,1", &d, &err), ZB_EINPUT);
+    ck_assert_msg(strstr(err.msg, "4 processes") && strstr(err.msg, "2 CUDA devices"),
+                  "%s", err.msg);
+    /* local size unknown: local rank 2 of 2 devices is a third process */
+    ck_assert_int_eq(zb_procs_cuda_device(2, 0, 2, NULL, &d, &err), ZB_EINPUT);
+    /* one device, no binding: shared */
+    ck_assert_int_eq(zb_procs_cuda_device(1, 2, 1, NULL, &d, &err), ZB_EINPUT);
+    /* one device each, bound by the launcher (CUDA_VISIBLE_DEVICES) */
+    ck_assert_int_eq(zb_procs_cuda_device(1, 2, 1, "1", &d, &err), ZB_OK);
+    ck_assert_int_eq(d, 0);
+}
+END_TEST
+
 static Suite *procs_suite(void) {
     Suite *s = suite_create("run_procs");
     TCase *tc = tcase_create("procs");
     tcase_add_test(tc, test_procs_equal_threads);
     tcase_add_test(tc, test_wrong_world);
+    tcase_add_test(tc, test_run_groups);
+    tcase_add_test(tc, test_cuda_device);
     tcase_set_timeout(tc, 600);
     suite_add_tcase(s, tc);
     return s;
