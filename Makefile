@@ -286,15 +286,19 @@ FUZZ_BUILD   := build-fuzz
 FUZZ_NAMES   := model plan data checkpoint
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  := -std=c11 -O1 -g -D_GNU_SOURCE -I. -fopenmp $(PKG_CFLAGS) $(FUZZ_SAN)
-FUZZ_OBJ     := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(COMMON_SRC) $(EXEC_SRC) $(KERNEL_SRC))
+FUZZ_OBJ     := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(COMMON_SRC) $(EXEC_SRC) $(KERNEL_SRC) $(PLANNER_SRC)) \
+                $(patsubst %.S,$(FUZZ_BUILD)/%.o,$(EXEC_ASM))
 
 .SECONDARY: $(FUZZ_OBJ)
 $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(call say,CC,$<)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+$(FUZZ_BUILD)/executor/corpus.o: executor/corpus.S models/data/corpus.txt
+	@mkdir -p $(dir $@)
+	$(call say,AS,$<)$(FUZZ_CC) -c $< -o $@
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_OBJ)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) \
-	  $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
+	$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) \
+	  $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) -lpthread -lm
 
 fuzz: $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_NAMES))
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh
