@@ -372,6 +372,33 @@ static const char *pr_dir(const args *a) {
     return a->ckpt_dir ? a->ckpt_dir : "checkpoints";
 }
 
+/* Read the plan and check what zbrun needs of it before any rank starts;
+ * every failure here is bad input (exit 2) and leaves *plan freed. */
+static zb_status load_plan(const args *a, zb_plan *plan, zb_err *err) {
+    /* a plan that cannot be read is bad input, even when it is missing */
+    if (zb_plan_read(a->plan_path, plan, err) != ZB_OK) return ZB_EINPUT;
+    /* empty text path: the built-in corpus; relative: from here or the
+     * plan's folder (data.h) */
+    if (zb_data_locate(a->plan_path, &plan->model, err) != ZB_OK) {
+        zb_plan_free(plan);
+        return ZB_EINPUT;
+    }
+    if (a->export_path && !plan->model.arch.tied_embeddings) {
+        zb_fail(err, ZB_EINPUT, "%s: --export writes llm.c checkpoints, whose LM "
+                "head is wte; this model has tied_embeddings: false", a->plan_path);
+        zb_plan_free(plan);
+        return ZB_EINPUT;
+    }
+    if (zb_plan_world(plan) > ZB_RUN_MAX_WORLD) {
+        zb_fail(err, ZB_EINPUT, "%s: the plan needs %d ranks; the cpu backend "
+                "runs at most %d (threads of one process)", a->plan_path,
+                zb_plan_world(plan), ZB_RUN_MAX_WORLD);
+        zb_plan_free(plan);
+        return ZB_EINPUT;
+    }
+    return ZB_OK;
+}
+
 static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                           int *stopped, zb_err *err) {
     char blas[256];
@@ -381,27 +408,7 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                            .wall_s = now_s(), .cores = omp_get_num_procs(),
                            .load_start = zb_load_average()};
     zb_plan plan;
-    /* a plan that cannot be read is bad input, even when it is missing */
-    if (zb_plan_read(a->plan_path, &plan, err) != ZB_OK) return ZB_EINPUT;
-    /* empty text path: the built-in corpus; relative: from here or the
-     * plan's folder (data.h) */
-    if (zb_data_locate(a->plan_path, &plan.model, err) != ZB_OK) {
-        zb_plan_free(&plan);
-        return ZB_EINPUT;
-    }
-    if (a->export_path && !plan.model.arch.tied_embeddings) {
-        zb_fail(err, ZB_EINPUT, "%s: --export writes llm.c checkpoints, whose LM "
-                "head is wte; this model has tied_embeddings: false", a->plan_path);
-        zb_plan_free(&plan);
-        return ZB_EINPUT;
-    }
-    if (zb_plan_world(&plan) > ZB_RUN_MAX_WORLD) {
-        zb_fail(err, ZB_EINPUT, "%s: the plan needs %d ranks; the cpu backend "
-                "runs at most %d (threads of one process)", a->plan_path,
-                zb_plan_world(&plan), ZB_RUN_MAX_WORLD);
-        zb_plan_free(&plan);
-        return ZB_EINPUT;
-    }
+    ZB_TRY(load_plan(a, &plan, err));
     zb_run_proc proc = {0};
     const char *resume_dir = !a->resume ? NULL : a->ckpt_dir ? a->ckpt_dir : "checkpoints";
     zb_backend backend = strcmp(a->backend, "cuda") ? ZB_BACKEND_CPU : ZB_BACKEND_CUDA;
