@@ -50,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor/slots.h"
 #include "executor/stage_params.h"
 #include "kernels/adamw.h"
 #include "kernels/attention.h"
@@ -65,22 +66,17 @@
 #define zb_stage zb_stage_cpu
 typedef struct zb_stage_cpu zb_stage_cpu;
 
-/* What a slot holds so far; passes check it so a wrong order fails. */
-enum { SLOT_FREE = 0, SLOT_TAKEN, SLOT_FWD, SLOT_BWD };
 
 typedef struct {
     int vstage, n_layers;
     bool embed, head;
     int prev;               /* chunk on this rank holding vstage-1, or -1 */
     zb_pchunk pc;           /* its tensors */
-    int nslots;
+    zb_slots sl;            /* which slot holds which microbatch */
     size_t layer_floats;    /* one block's activations in a slot */
     size_t slot_floats;
-    float *slots;           /* [nslots, slot_floats] */
-    int *tokens;            /* [nslots, N] */
-    int *slot_of;           /* [m] slot of each microbatch, -1 */
-    int *slot_mb;           /* [nslots] microbatch in each slot, -1 */
-    unsigned char *state;   /* [nslots] SLOT_* */
+    float *slots;           /* [sl.n, slot_floats] */
+    int *tokens;            /* [sl.n, N] */
 } chunk;
 
 struct zb_stage {
@@ -397,33 +393,24 @@ static bool bad_index(const zb_stage *st, int c, int mb) {
     return c < 0 || c >= st->v || mb < 0 || mb >= st->m;
 }
 
-/* Slot of (chunk c, mb), taking a free one on first touch; -1 if none.
- * A released slot keeps its buffers and its microbatch mapping until it is
- * taken again, so grad_out stays readable after BW (the runtime sends it
- * then); a stale mapping (state FREE) is not an owner. */
+/* Slot of (chunk c, mb), taking a free one on first touch (slots.h); -1
+ * if none. Counts the activation memory a newly taken slot holds. */
 static int slot_acquire(zb_stage *st, int c, int mb) {
     chunk *ck = &st->chunks[c];
-    int s = ck->slot_of[mb];
-    if (s >= 0 && ck->state[s] != SLOT_FREE) return s;
-    for (s = 0; s < ck->nslots; s++) {
-        if (ck->state[s] != SLOT_FREE) continue;
-        if (ck->slot_mb[s] >= 0 && ck->slot_of[ck->slot_mb[s]] == s)
-            ck->slot_of[ck->slot_mb[s]] = -1; /* forget the stale owner */
-        ck->state[s] = SLOT_TAKEN;
-        ck->slot_mb[s] = mb;
-        ck->slot_of[mb] = s;
+    bool taken;
+    int s = zb_slots_acquire(&ck->sl, mb, &taken);
+    if (taken) {
         st->act_bytes += (double)ck->slot_floats * sizeof(float) +
                          (double)st->N * sizeof(int);
         if (st->act_bytes > st->act_peak_bytes) st->act_peak_bytes = st->act_bytes;
-        return s;
     }
-    return -1;
+    return s;
 }
 
-/* Back to the pool; mapping and buffers stay until reuse (see above). */
+/* Back to the pool; mapping and buffers stay until reuse (slots.h). */
 static void slot_release(zb_stage *st, int c, int s) {
     chunk *ck = &st->chunks[c];
-    ck->state[s] = SLOT_FREE;
+    ck->sl.state[s] = ZB_SLOT_FREE;
     st->act_bytes -= (double)ck->slot_floats * sizeof(float) +
                      (double)st->N * sizeof(int);
 }
@@ -434,13 +421,7 @@ static zb_status slot_expect(zb_stage *st, int c, int mb, int want,
     if (bad_index(st, c, mb))
         return zb_fail(err, ZB_ERUNTIME, "%s: chunk %d mb %d out of range "
                        "(v=%d, m=%d)", pass, c, mb, st->v, st->m);
-    int s = st->chunks[c].slot_of[mb];
-    if (s < 0 || st->chunks[c].state[s] != want)
-        return zb_fail(err, ZB_ERUNTIME, "%s on chunk %d mb %d out of order "
-                       "(needs %s first)", pass, c, mb,
-                       want == SLOT_FWD ? "F" : "B");
-    *slot = s;
-    return ZB_OK;
+    return zb_slots_expect(&st->chunks[c].sl, c, mb, want, pass, slot, err);
 }
 
 /* ---- transfer buffers ---- */
@@ -453,7 +434,7 @@ static size_t cpu_stage_msg_floats(const zb_stage *st) {
 static float *slot_buffer(zb_stage *st, int c, int mb, bool grad, bool last) {
     if (bad_index(st, c, mb)) return NULL;
     chunk *ck = &st->chunks[c];
-    int s = ck->slot_of[mb];
+    int s = ck->sl.slot_of[mb];
     if (s < 0) return NULL;
     slot_view sv;
     slot_get(st, ck, s, &sv);
@@ -501,8 +482,8 @@ static zb_status forward_input(zb_stage *st, int c, int mb, const int *tokens,
                          st->T, st->C);
     } else if (ck->prev >= 0) {
         const float *src = cpu_stage_act_out(st, ck->prev, mb);
-        int ps = st->chunks[ck->prev].slot_of[mb];
-        if (!src || st->chunks[ck->prev].state[ps] < SLOT_FWD)
+        int ps = st->chunks[ck->prev].sl.slot_of[mb];
+        if (!src || st->chunks[ck->prev].sl.state[ps] < ZB_SLOT_FWD)
             return zb_fail(err, ZB_ERUNTIME, "F on chunk %d mb %d before F "
                            "on chunk %d (its input)", c, mb, ck->prev);
         memcpy(sv->resid, src, NC * sizeof(float));
@@ -526,8 +507,8 @@ static zb_status cpu_stage_forward(zb_stage *st, int c, int mb, const int *token
     if (s < 0)
         return zb_fail(err, ZB_ERUNTIME, "no free activation slot on chunk "
                        "%d for mb %d (the plan allows %d in flight)", c, mb,
-                       ck->nslots);
-    if (ck->state[s] != SLOT_TAKEN)
+                       ck->sl.n);
+    if (ck->sl.state[s] != ZB_SLOT_TAKEN)
         return zb_fail(err, ZB_ERUNTIME, "F on chunk %d mb %d twice", c, mb);
     slot_view sv;
     slot_get(st, ck, s, &sv);
@@ -541,13 +522,13 @@ static zb_status cpu_stage_forward(zb_stage *st, int c, int mb, const int *token
                              resid_at(st, sv.resid, l + 1), err));
     }
     if (ck->head) ZB_TRY(head_forward(st, ck, &sv, targets, loss_scale, err));
-    ck->state[s] = SLOT_FWD;
+    ck->sl.state[s] = ZB_SLOT_FWD;
     return ZB_OK;
 }
 
 static zb_status cpu_stage_backward_b(zb_stage *st, int c, int mb, zb_err *err) {
     int s;
-    ZB_TRY(slot_expect(st, c, mb, SLOT_FWD, "B", &s, err));
+    ZB_TRY(slot_expect(st, c, mb, ZB_SLOT_FWD, "B", &s, err));
     chunk *ck = &st->chunks[c];
     slot_view sv;
     slot_get(st, ck, s, &sv);
@@ -568,13 +549,13 @@ static zb_status cpu_stage_backward_b(zb_stage *st, int c, int mb, zb_err *err) 
                            "holds no activations for it", c, mb, ck->prev);
         memcpy(dst, sv.dresid, (size_t)st->N * st->C * sizeof(float));
     }
-    ck->state[s] = SLOT_BWD;
+    ck->sl.state[s] = ZB_SLOT_BWD;
     return ZB_OK;
 }
 
 static zb_status cpu_stage_backward_w(zb_stage *st, int c, int mb, zb_err *err) {
     int s;
-    ZB_TRY(slot_expect(st, c, mb, SLOT_BWD, "W", &s, err));
+    ZB_TRY(slot_expect(st, c, mb, ZB_SLOT_BWD, "W", &s, err));
     chunk *ck = &st->chunks[c];
     slot_view sv;
     slot_get(st, ck, s, &sv);
@@ -605,23 +586,11 @@ static zb_status cpu_stage_backward_bw(zb_stage *st, int c, int mb, zb_err *err)
 
 static void cpu_stage_drop(zb_stage *st, int c, int mb) {
     if (bad_index(st, c, mb)) return;
-    int s = st->chunks[c].slot_of[mb];
-    if (s >= 0 && st->chunks[c].state[s] != SLOT_FREE) slot_release(st, c, s);
+    int s = zb_slots_owned(&st->chunks[c].sl, mb);
+    if (s >= 0) slot_release(st, c, s);
 }
 
 /* ---- set-up ---- */
-
-/* Most microbatches in flight on chunk c of this rank's action list. */
-static int max_in_flight(const zb_schedule *s, int rank, int c) {
-    int cur = 0, peak = 0;
-    for (int i = 0; i < s->len[rank]; i++) {
-        const zb_action *a = &s->acts[rank][i];
-        if (a->chunk != c) continue;
-        if (a->pass == ZB_F && ++cur > peak) peak = cur;
-        if (a->pass == ZB_W || a->pass == ZB_BW) cur--;
-    }
-    return peak;
-}
 
 static zb_status check_plan(const zb_stage_cfg *cfg, zb_err *err) {
     const zb_plan *p = cfg->plan;
@@ -693,18 +662,11 @@ static zb_status chunk_init(zb_stage *st, int c, zb_err *err) {
     slot_view sv;
     ck->layer_floats = layer_carve(st, NULL, &la);
     ck->slot_floats = slot_carve(st, ck, NULL, &sv);
-    ck->nslots = max_in_flight(&p->sched, rank, c);
-    size_t ns = (size_t)(ck->nslots > 0 ? ck->nslots : 1);
-    ck->slots = zb_calloc((size_t)ck->nslots * ck->slot_floats, sizeof(float), err);
+    ZB_TRY(zb_slots_init(&ck->sl, &p->sched, rank, c, err));
+    size_t ns = (size_t)(ck->sl.n > 0 ? ck->sl.n : 1);
+    ck->slots = zb_calloc((size_t)ck->sl.n * ck->slot_floats, sizeof(float), err);
     ck->tokens = zb_calloc(ns * (size_t)st->N, sizeof(int), err);
-    ck->slot_of = zb_calloc((size_t)st->m, sizeof(int), err);
-    ck->slot_mb = zb_calloc(ns, sizeof(int), err);
-    ck->state = zb_calloc(ns, 1, err);
-    if (!ck->slots || !ck->tokens || !ck->slot_of || !ck->slot_mb || !ck->state)
-        return ZB_ENOMEM;
-    for (int j = 0; j < st->m; j++) ck->slot_of[j] = -1;
-    for (size_t s = 0; s < ns; s++) ck->slot_mb[s] = -1;
-    return ZB_OK;
+    return ck->slots && ck->tokens ? ZB_OK : ZB_ENOMEM;
 }
 
 static zb_status alloc_buffers(zb_stage *st, zb_err *err) {
@@ -769,9 +731,7 @@ static void cpu_stage_free(zb_stage *st) {
             chunk *ck = &st->chunks[c];
             free(ck->slots);
             free(ck->tokens);
-            free(ck->slot_of);
-            free(ck->slot_mb);
-            free(ck->state);
+            zb_slots_free(&ck->sl);
         }
     free(st->chunks);
     free(st->params);

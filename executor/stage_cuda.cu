@@ -28,6 +28,7 @@
 extern "C" {
 #include "executor/stage.h"
 #include "executor/stage_backend.h"
+#include "executor/slots.h"
 #include "executor/stage_params.h"
 }
 #include "executor/cuda_util.h"
@@ -38,7 +39,6 @@ extern "C" {
 #include <string.h>
 #include <time.h>
 
-enum { SLOT_FREE = 0, SLOT_TAKEN, SLOT_FWD, SLOT_BWD };
 
 #define ZB_ARENA_ALIGN 256 /* bytes: every carved buffer starts aligned */
 #define ZB_CUBLAS_WORKSPACE ((size_t)32 << 20) /* what cuBLAS asks on Hopper */
@@ -48,17 +48,14 @@ struct cu_chunk {
     bool embed, head;
     int prev;               /* chunk on this rank holding vstage-1, or -1 */
     zb_pchunk pc;
-    int nslots;
+    zb_slots sl;            /* host: which slot holds which microbatch */
     size_t layer_floats, slot_floats;
-    float *slots;           /* device [nslots, slot_floats] */
-    int *tokens;            /* device [nslots, N] */
-    int *targets;           /* device [nslots, N] (head chunk) */
-    int *staged;            /* pinned host [nslots, 2, N]: tokens, targets
+    float *slots;           /* device [sl.n, slot_floats] */
+    int *tokens;            /* device [sl.n, N] */
+    int *targets;           /* device [sl.n, N] (head chunk) */
+    int *staged;            /* pinned host [sl.n, 2, N]: tokens, targets
                                on their way to the device */
-    cudaEvent_t *staged_done; /* [nslots] the copies out of staged ended */
-    int *slot_of;           /* host [m] */
-    int *slot_mb;           /* host [nslots] */
-    unsigned char *state;   /* host [nslots] SLOT_* */
+    cudaEvent_t *staged_done; /* [sl.n] the copies out of staged ended */
 };
 
 struct cu_stage {
@@ -402,7 +399,7 @@ static zb_status head_backward_w(cu_stage *st, const cu_chunk *ck,
     return ZB_OK;
 }
 
-/* ---- slots (host bookkeeping, as in stage_cpu.c) ---- */
+/* ---- slots (host bookkeeping: slots.h, shared with stage_cpu.c) ---- */
 
 static bool bad_index(const cu_stage *st, int c, int mb) {
     return c < 0 || c >= st->v || mb < 0 || mb >= st->m;
@@ -410,26 +407,19 @@ static bool bad_index(const cu_stage *st, int c, int mb) {
 
 static int slot_acquire(cu_stage *st, int c, int mb) {
     cu_chunk *ck = &st->chunks[c];
-    int s = ck->slot_of[mb];
-    if (s >= 0 && ck->state[s] != SLOT_FREE) return s;
-    for (s = 0; s < ck->nslots; s++) {
-        if (ck->state[s] != SLOT_FREE) continue;
-        if (ck->slot_mb[s] >= 0 && ck->slot_of[ck->slot_mb[s]] == s)
-            ck->slot_of[ck->slot_mb[s]] = -1;
-        ck->state[s] = SLOT_TAKEN;
-        ck->slot_mb[s] = mb;
-        ck->slot_of[mb] = s;
+    bool taken;
+    int s = zb_slots_acquire(&ck->sl, mb, &taken);
+    if (taken) {
         st->act_bytes += (double)ck->slot_floats * sizeof(float) +
                          (double)st->N * sizeof(int);
         if (st->act_bytes > st->act_peak_bytes) st->act_peak_bytes = st->act_bytes;
-        return s;
     }
-    return -1;
+    return s;
 }
 
 static void slot_release(cu_stage *st, int c, int s) {
     cu_chunk *ck = &st->chunks[c];
-    ck->state[s] = SLOT_FREE;
+    ck->sl.state[s] = ZB_SLOT_FREE;
     st->act_bytes -= (double)ck->slot_floats * sizeof(float) +
                      (double)st->N * sizeof(int);
 }
@@ -439,19 +429,13 @@ static zb_status slot_expect(cu_stage *st, int c, int mb, int want,
     if (bad_index(st, c, mb))
         return zb_fail(err, ZB_ERUNTIME, "%s: chunk %d mb %d out of range "
                        "(v=%d, m=%d)", pass, c, mb, st->v, st->m);
-    int s = st->chunks[c].slot_of[mb];
-    if (s < 0 || st->chunks[c].state[s] != want)
-        return zb_fail(err, ZB_ERUNTIME, "%s on chunk %d mb %d out of order "
-                       "(needs %s first)", pass, c, mb,
-                       want == SLOT_FWD ? "F" : "B");
-    *slot = s;
-    return ZB_OK;
+    return zb_slots_expect(&st->chunks[c].sl, c, mb, want, pass, slot, err);
 }
 
 static float *slot_buffer(cu_stage *st, int c, int mb, bool grad, bool last) {
     if (bad_index(st, c, mb)) return NULL;
     cu_chunk *ck = &st->chunks[c];
-    int s = ck->slot_of[mb];
+    int s = ck->sl.slot_of[mb];
     if (s < 0) return NULL;
     slot_view sv;
     slot_get(st, ck, s, &sv);
@@ -516,8 +500,8 @@ static zb_status forward_input(cu_stage *st, int c, int mb, const int *tokens,
                                         st->B, st->T, st->C, st->stream));
     } else if (ck->prev >= 0) {
         const float *src = cu_act_out(st, ck->prev, mb);
-        int ps = st->chunks[ck->prev].slot_of[mb];
-        if (!src || st->chunks[ck->prev].state[ps] < SLOT_FWD)
+        int ps = st->chunks[ck->prev].sl.slot_of[mb];
+        if (!src || st->chunks[ck->prev].sl.state[ps] < ZB_SLOT_FWD)
             return zb_fail(err, ZB_ERUNTIME, "F on chunk %d mb %d before F "
                            "on chunk %d (its input)", c, mb, ck->prev);
         ZB_TRY(copy(st, sv->resid, src, (size_t)st->N * st->C, err));
@@ -541,8 +525,8 @@ static zb_status cu_forward(cu_stage *st, int c, int mb, const int *tokens,
     if (s < 0)
         return zb_fail(err, ZB_ERUNTIME, "no free activation slot on chunk "
                        "%d for mb %d (the plan allows %d in flight)", c, mb,
-                       ck->nslots);
-    if (ck->state[s] != SLOT_TAKEN)
+                       ck->sl.n);
+    if (ck->sl.state[s] != ZB_SLOT_TAKEN)
         return zb_fail(err, ZB_ERUNTIME, "F on chunk %d mb %d twice", c, mb);
     slot_view sv;
     slot_get(st, ck, s, &sv);
@@ -557,13 +541,13 @@ static zb_status cu_forward(cu_stage *st, int c, int mb, const int *tokens,
                              resid_at(st, sv.resid, l + 1), err));
     }
     if (ck->head) ZB_TRY(head_forward(st, ck, &sv, targets, loss_scale, err));
-    ck->state[s] = SLOT_FWD;
+    ck->sl.state[s] = ZB_SLOT_FWD;
     return ZB_OK;
 }
 
 static zb_status cu_backward_b(cu_stage *st, int c, int mb, zb_err *err) {
     int s;
-    ZB_TRY(slot_expect(st, c, mb, SLOT_FWD, "B", &s, err));
+    ZB_TRY(slot_expect(st, c, mb, ZB_SLOT_FWD, "B", &s, err));
     cu_chunk *ck = &st->chunks[c];
     slot_view sv;
     slot_get(st, ck, s, &sv);
@@ -584,13 +568,13 @@ static zb_status cu_backward_b(cu_stage *st, int c, int mb, zb_err *err) {
                            "holds no activations for it", c, mb, ck->prev);
         ZB_TRY(copy(st, dst, sv.dresid, (size_t)st->N * st->C, err));
     }
-    ck->state[s] = SLOT_BWD;
+    ck->sl.state[s] = ZB_SLOT_BWD;
     return ZB_OK;
 }
 
 static zb_status cu_backward_w(cu_stage *st, int c, int mb, zb_err *err) {
     int s;
-    ZB_TRY(slot_expect(st, c, mb, SLOT_BWD, "W", &s, err));
+    ZB_TRY(slot_expect(st, c, mb, ZB_SLOT_BWD, "W", &s, err));
     cu_chunk *ck = &st->chunks[c];
     slot_view sv;
     slot_get(st, ck, s, &sv);
@@ -654,17 +638,6 @@ static zb_status timed_pass(cu_stage *st, const pass_args *p, zb_err *err) {
 }
 
 /* ---- set-up ---- */
-
-static int max_in_flight(const zb_schedule *s, int rank, int c) {
-    int cur = 0, peak = 0;
-    for (int i = 0; i < s->len[rank]; i++) {
-        const zb_action *a = &s->acts[rank][i];
-        if (a->chunk != c) continue;
-        if (a->pass == ZB_F && ++cur > peak) peak = cur;
-        if (a->pass == ZB_W || a->pass == ZB_BW) cur--;
-    }
-    return peak;
-}
 
 static zb_status check_plan(const zb_stage_cfg *cfg, zb_err *err) {
     const zb_plan *p = cfg->plan;
@@ -753,15 +726,7 @@ static zb_status chunk_init(cu_stage *st, int c, zb_err *err) {
     slot_view sv;
     ck->layer_floats = layer_carve(st, NULL, &la);
     ck->slot_floats = slot_carve(st, ck, NULL, &sv);
-    ck->nslots = max_in_flight(&p->sched, rank, c);
-    size_t ns = (size_t)(ck->nslots > 0 ? ck->nslots : 1);
-    ck->slot_of = (int *)zb_calloc((size_t)st->m, sizeof(int), err);
-    ck->slot_mb = (int *)zb_calloc(ns, sizeof(int), err);
-    ck->state = (unsigned char *)zb_calloc(ns, 1, err);
-    if (!ck->slot_of || !ck->slot_mb || !ck->state) return ZB_ENOMEM;
-    for (int j = 0; j < st->m; j++) ck->slot_of[j] = -1;
-    for (size_t s = 0; s < ns; s++) ck->slot_mb[s] = -1;
-    return ZB_OK;
+    return zb_slots_init(&ck->sl, &p->sched, rank, c, err);
 }
 
 /* Lay out (arena NULL: measure) every device buffer; returns the bytes. */
@@ -786,8 +751,8 @@ static size_t arena_layout(cu_stage *st) {
                                                     sizeof(double));
     for (int c = 0; c < st->v; c++) {
         cu_chunk *ck = &st->chunks[c];
-        ck->slots = (float *)carve(st, &off, (size_t)ck->nslots * ck->slot_floats * fl);
-        size_t ns = (size_t)(ck->nslots > 0 ? ck->nslots : 1);
+        ck->slots = (float *)carve(st, &off, (size_t)ck->sl.n * ck->slot_floats * fl);
+        size_t ns = (size_t)(ck->sl.n > 0 ? ck->sl.n : 1);
         ck->tokens = (int *)carve(st, &off, ns * N * sizeof(int));
         ck->targets = (int *)carve(st, &off, ns * N * sizeof(int));
     }
@@ -816,7 +781,7 @@ static zb_status alloc_arena(cu_stage *st, zb_err *err) {
 /* Pinned staging buffers and their events of chunk c. */
 static zb_status chunk_device_init(cu_stage *st, int c, zb_err *err) {
     cu_chunk *ck = &st->chunks[c];
-    size_t ns = (size_t)(ck->nslots > 0 ? ck->nslots : 1);
+    size_t ns = (size_t)(ck->sl.n > 0 ? ck->sl.n : 1);
     ZB_CUDA(cudaMallocHost((void **)&ck->staged, ns * 2 * (size_t)st->N * sizeof(int)));
     ck->staged_done = (cudaEvent_t *)zb_calloc(ns, sizeof(cudaEvent_t), err);
     if (!ck->staged_done) return ZB_ENOMEM;
@@ -914,14 +879,12 @@ static void cu_free(cu_stage *st) {
     if (st->chunks)
         for (int c = 0; c < st->v; c++) {
             cu_chunk *ck = &st->chunks[c];
-            size_t ns = (size_t)(ck->nslots > 0 ? ck->nslots : 1);
+            size_t ns = (size_t)(ck->sl.n > 0 ? ck->sl.n : 1);
             for (size_t k = 0; ck->staged_done && k < ns; k++)
                 if (ck->staged_done[k]) cudaEventDestroy(ck->staged_done[k]);
             free(ck->staged_done);
             if (ck->staged) cudaFreeHost(ck->staged);
-            free(st->chunks[c].slot_of);
-            free(st->chunks[c].slot_mb);
-            free(st->chunks[c].state);
+            zb_slots_free(&ck->sl);
         }
     free(st->chunks);
     free(st->host);
@@ -1056,8 +1019,8 @@ static zb_status cu_params_from_host(cu_stage *st, const float *src,
 /* Forward-only evaluation: give back the slot of (c, mb) without B/W. */
 static void cu_drop(cu_stage *st, int c, int mb) {
     if (bad_index(st, c, mb)) return;
-    int s = st->chunks[c].slot_of[mb];
-    if (s >= 0 && st->chunks[c].state[s] != SLOT_FREE) slot_release(st, c, s);
+    int s = zb_slots_owned(&st->chunks[c].sl, mb);
+    if (s >= 0) slot_release(st, c, s);
 }
 
 /* Event times of this step's passes, on the host clock through the
