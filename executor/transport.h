@@ -60,6 +60,12 @@ struct zb_transport {
     void *stream;             /* cuda: the rank's compute stream; else NULL */
 };
 
+/* Check that g is a valid group of t's world (1..ZB_MAX_GROUP members,
+ * each a rank of the world) holding t's rank; *me = its index in g. For
+ * the transports' collectives (transport.c). */
+zb_status zb_group_member(const zb_transport *t, const zb_group *g, int *me,
+                          zb_err *err);
+
 /* ---- local transport: all ranks are threads of this process ---- */
 typedef struct zb_local_world zb_local_world;
 

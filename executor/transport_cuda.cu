@@ -214,24 +214,6 @@ static zb_status dl_recv(zb_transport *t, int peer, int tag, float *buf,
 
 /* ---- groups ---- */
 
-static zb_status group_check(zb_transport *t, const zb_group *g, int *me,
-                             zb_err *err) {
-    if (g->n < 1 || g->n > ZB_MAX_GROUP)
-        return zb_fail(err, ZB_ERUNTIME, "rank %d: group %d has %d members "
-                       "(1..%d allowed)", t->rank, g->id, g->n, ZB_MAX_GROUP);
-    *me = -1;
-    for (int i = 0; i < g->n; i++) {
-        if (g->ranks[i] < 0 || g->ranks[i] >= t->world)
-            return zb_fail(err, ZB_ERUNTIME, "rank %d: group %d names rank "
-                           "%d out of range", t->rank, g->id, g->ranks[i]);
-        if (g->ranks[i] == t->rank) *me = i;
-    }
-    if (*me < 0)
-        return zb_fail(err, ZB_ERUNTIME, "rank %d: not a member of group %d",
-                       t->rank, g->id);
-    return ZB_OK;
-}
-
 static zb_status group_state(zb_transport *t, const zb_group *g,
                              dl_group **out, zb_err *err) {
     zb_cuda_world *w = (zb_cuda_world *)t->impl;
@@ -278,7 +260,7 @@ static zb_status group_wait(zb_transport *t, dl_group *gs, zb_err *err) {
 static zb_status dl_barrier(zb_transport *t, const zb_group *g, zb_err *err) {
     int me;
     dl_group *gs;
-    ZB_TRY(group_check(t, g, &me, err));
+    ZB_TRY(zb_group_member(t, g, &me, err));
     if (is_aborted((zb_cuda_world *)t->impl)) return aborted_err(t, err);
     ZB_TRY(group_state(t, g, &gs, err));
     return group_wait(t, gs, err);
@@ -327,7 +309,7 @@ static zb_status dl_allreduce(zb_transport *t, const zb_group *g, float *buf,
     zb_cuda_world *w = (zb_cuda_world *)t->impl;
     int me;
     dl_group *gs;
-    ZB_TRY(group_check(t, g, &me, err));
+    ZB_TRY(zb_group_member(t, g, &me, err));
     ZB_TRY(need_stream(t, err));
     if (is_aborted(w)) return aborted_err(t, err);
     ZB_TRY(group_state(t, g, &gs, err));
@@ -359,7 +341,7 @@ static zb_status dl_allreduce_f64(zb_transport *t, const zb_group *g,
     zb_cuda_world *w = (zb_cuda_world *)t->impl;
     int me;
     dl_group *gs;
-    ZB_TRY(group_check(t, g, &me, err));
+    ZB_TRY(zb_group_member(t, g, &me, err));
     if (is_aborted(w)) return aborted_err(t, err);
     ZB_TRY(group_state(t, g, &gs, err));
     if (g->n == 1) return ZB_OK;

@@ -169,24 +169,6 @@ static zb_status local_recv(zb_transport *t, int peer, int tag, float *buf,
 
 /* ---- groups ---- */
 
-static zb_status group_check(zb_transport *t, const zb_group *g, int *me,
-                             zb_err *err) {
-    if (g->n < 1 || g->n > ZB_MAX_GROUP)
-        return zb_fail(err, ZB_ERUNTIME, "rank %d: group %d has %d members "
-                       "(1..%d allowed)", t->rank, g->id, g->n, ZB_MAX_GROUP);
-    *me = -1;
-    for (int i = 0; i < g->n; i++) {
-        if (g->ranks[i] < 0 || g->ranks[i] >= t->world)
-            return zb_fail(err, ZB_ERUNTIME, "rank %d: group %d names rank "
-                           "%d out of range", t->rank, g->id, g->ranks[i]);
-        if (g->ranks[i] == t->rank) *me = i;
-    }
-    if (*me < 0)
-        return zb_fail(err, ZB_ERUNTIME, "rank %d: not a member of group %d",
-                       t->rank, g->id);
-    return ZB_OK;
-}
-
 /* The shared state of group g, claimed on first use. */
 static zb_status group_state(zb_transport *t, const zb_group *g,
                              zb_gstate **out, zb_err *err) {
@@ -236,7 +218,7 @@ static zb_status local_barrier(zb_transport *t, const zb_group *g,
                                zb_err *err) {
     int me;
     zb_gstate *gs;
-    ZB_TRY(group_check(t, g, &me, err));
+    ZB_TRY(zb_group_member(t, g, &me, err));
     if (is_aborted(t->impl)) return aborted_err(t, err);
     ZB_TRY(group_state(t, g, &gs, err));
     return group_wait(t, gs, err);
@@ -265,7 +247,7 @@ static zb_status allreduce_any(zb_transport *t, const zb_group *g, void *buf,
     zb_local_world *w = t->impl;
     int me;
     zb_gstate *gs;
-    ZB_TRY(group_check(t, g, &me, err));
+    ZB_TRY(zb_group_member(t, g, &me, err));
     if (w->max_reduce_floats && n > w->max_reduce_floats)
         return zb_fail(err, ZB_ERUNTIME, "rank %d: all-reduce of %zu elements "
                        "exceeds the %zu the transport was sized for", t->rank,

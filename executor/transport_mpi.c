@@ -243,20 +243,10 @@ static zb_status mpi_recv(zb_transport *t, int peer, int tag, float *buf,
     return ZB_OK;
 }
 
-/* This rank's index in g, after checking g. */
+/* This rank's index in g, after checking g (and its id as a tag). */
 static zb_status member_of(zb_mpi_world *w, const zb_group *g, int *me,
                            zb_err *err) {
-    if (g->n < 1 || g->n > ZB_MAX_GROUP)
-        return zb_fail(err, ZB_ERUNTIME, "rank %d: group %d has %d members "
-                       "(1..%d allowed)", w->ep.rank, g->id, g->n, ZB_MAX_GROUP);
-    *me = -1;
-    for (int i = 0; i < g->n; i++) {
-        ZB_TRY(check_peer(w, g->ranks[i], "group member", err));
-        if (g->ranks[i] == w->ep.rank) *me = i;
-    }
-    if (*me < 0)
-        return zb_fail(err, ZB_ERUNTIME, "rank %d: not a member of group %d",
-                       w->ep.rank, g->id);
+    ZB_TRY(zb_group_member(&w->ep, g, me, err));
     return check_tag(w, g->id, err);
 }
 
