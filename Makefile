@@ -58,6 +58,10 @@ ifneq ($(strip $(MPI_LIBS)),)
 CFLAGS += -DZB_HAVE_MPI $(MPI_CFLAGS)
 endif
 
+# The executor's rooms (executor/README.md): its sources are base.c and
+# every room's files.
+EXEC_ROOMS := $(addprefix executor/,run report state stage comm host)
+
 # ---- CUDA backend detection --------------------------------------------
 # The toolkit: nvcc on PATH, else /usr/local/cuda; cuBLAS beside it; NCCL
 # beside it or from the distribution (/usr/include, /usr/lib/<triplet>).
@@ -79,16 +83,17 @@ CFLAGS    += -DZB_HAVE_CUDA -I$(CUDA_HOME)/include -I$(dir $(NCCL_H))
 CUDA_LIBS := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -L$(dir $(NCCL_SO)) \
              -Wl,-rpath,$(dir $(NCCL_SO)) -lnccl -lcublas -lcudart -lstdc++
 endif
-CU_SRC   := $(wildcard kernels/cuda/*.cu executor/*.cu)
-CU_HDR   := $(wildcard kernels/cuda/*.h kernels/cuda/*.cuh kernels/*.h executor/*.h executor/*.cuh common/*.h)
+CU_SRC   := $(wildcard kernels/cuda/*.cu $(addsuffix /*.cu,$(EXEC_ROOMS)))
+CU_HDR   := $(wildcard kernels/cuda/*.h kernels/cuda/*.cuh kernels/*.h executor/*.h \
+              $(addsuffix /*.h,$(EXEC_ROOMS)) $(addsuffix /*.cuh,$(EXEC_ROOMS)) common/*.h)
 CU_OBJ   := $(if $(HAVE_CUDA),$(patsubst %.cu,$(BUILD)/%.cu.o,$(CU_SRC)))
 CU_TESTS := $(patsubst tests/cuda/%.cu,$(BUILD)/cuda/%,$(wildcard tests/cuda/test_*.cu))
 
 COMMON_SRC   := $(wildcard common/*.c)
 PLANNER_SRC  := $(filter-out planner/main.c,$(wildcard planner/*.c))
 KERNEL_SRC   := $(wildcard kernels/*.c)
-EXEC_SRC     := $(filter-out executor/main.c,$(wildcard executor/*.c))
-EXEC_ASM     := $(wildcard executor/*.S)
+EXEC_SRC     := $(filter-out executor/run/main.c,$(wildcard executor/*.c $(addsuffix /*.c,$(EXEC_ROOMS))))
+EXEC_ASM     := $(wildcard $(addsuffix /*.S,$(EXEC_ROOMS)))
 TEST_SRC     := $(wildcard tests/unit/test_*.c)
 BENCH_SRC    := $(wildcard tests/bench/bench_*.c)
 
@@ -136,7 +141,7 @@ $(BUILD)/version.h: FORCE
 	@mkdir -p $(dir $@)
 	@echo '#define ZB_VERSION "$(ZB_VERSION)"' > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
-MAINS_O := $(BUILD)/executor/main.o $(BUILD)/planner/main.o $(BUILD)/compare/main.o
+MAINS_O := $(BUILD)/executor/run/main.o $(BUILD)/planner/main.o $(BUILD)/compare/main.o
 $(MAINS_O): $(BUILD)/version.h
 $(MAINS_O): CFLAGS += -I$(BUILD)
 .PHONY: FORCE
@@ -165,8 +170,8 @@ $(LIB_COMMON): $(call obj,$(COMMON_SRC))
 $(LIB_PLANNER): $(call obj,$(PLANNER_SRC))
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
-# The built-in corpus (executor/corpus.S includes its bytes).
-$(BUILD)/executor/corpus.o: executor/corpus.S models/data/corpus.txt
+# The built-in corpus (executor/state/corpus.S includes its bytes).
+$(BUILD)/executor/state/corpus.o: executor/state/corpus.S models/data/corpus.txt
 	@mkdir -p $(dir $@)
 	$(call say,AS,$<)$(CC) -c $< -o $@
 
@@ -177,7 +182,7 @@ $(LIB_EXEC): $(call obj,$(EXEC_SRC) $(KERNEL_SRC)) $(patsubst %.S,$(BUILD)/%.o,$
 $(BIN)/zbplan: $(BUILD)/planner/main.o $(LIB_PLANNER) $(LIB_EXEC) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) $(MPI_LIBS) -lpthread -lm
-$(BIN)/zbrun: $(BUILD)/executor/main.o $(LIB_EXEC) $(LIB_PLANNER) $(LIB_COMMON)
+$(BIN)/zbrun: $(BUILD)/executor/run/main.o $(LIB_EXEC) $(LIB_PLANNER) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) $(MPI_LIBS) $(CUDA_LIBS) -lpthread -lm
 
@@ -202,7 +207,7 @@ $(BUILD)/bench/%: tests/bench/%.c $(LIBS_ALL)
 unit: $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; CK_FORK=$${CK_FORK:-yes} $$t; done
 e2e: all $(MPI_TESTS)
-	@set -e; for s in tests/e2e/*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; BIN=$(BIN) MPI_TESTS_DIR=$(BUILD)/mpi bash $$s; done
+	@set -e; for s in tests/e2e/*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; BIN=$(BIN) BUILD=$(BUILD) MPI_TESTS_DIR=$(BUILD)/mpi bash $$s; done
 # unit tests, then the end-to-end scripts (one after the other: the builds
 # run in parallel, the tests do not)
 test: all $(TESTS) $(MPI_TESTS)
@@ -293,7 +298,7 @@ FUZZ_OBJ     := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(COMMON_SRC) $(EXEC_SRC) $(KER
 $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
-$(FUZZ_BUILD)/executor/corpus.o: executor/corpus.S models/data/corpus.txt
+$(FUZZ_BUILD)/executor/state/corpus.o: executor/state/corpus.S models/data/corpus.txt
 	@mkdir -p $(dir $@)
 	$(call say,AS,$<)$(FUZZ_CC) -c $< -o $@
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(FUZZ_OBJ)

@@ -13,7 +13,7 @@
  * Element size 4 (version 3, float) or 2 (version 5, bfloat16).
  *
  * Used by the model loader (shapes of `model.init`) and by the executor
- * (executor/llmc.h: per-rank loading and export).
+ * (executor/state/llmc.h: per-rank loading and export).
  */
 #ifndef ZB_LLMC_H
 #define ZB_LLMC_H

@@ -80,7 +80,7 @@ static zb_status read_conditions(const zb_ydoc *d, zb_cmp_report *r, zb_err *err
     long long threads = 1;
     if (run && run->type == ZB_Y_MAP)
         ZB_TRY(zb_yget_int(d, run, "threads_per_rank", false, 1, 1 << 20, &threads, err));
-    if (threads != 1) r->stalled = -1;   /* not meaningful (executor/runtime.h) */
+    if (threads != 1) r->stalled = -1;   /* not meaningful (executor/base.h) */
     const zb_ynode *mach = run ? zb_ymap_get(run, "machine") : NULL;
     if (mach && mach->type == ZB_Y_MAP)
         ZB_TRY(zb_yget_double(d, mach, "load_start", false, -1, DBL_MAX, &r->load, err));

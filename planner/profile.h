@@ -1,5 +1,5 @@
 /* profile.h - measured pass times from `zbrun --profile FILE` (the format is
- * executor/profile.h's, described in docs/zbrun.md) turned into cost-table
+ * executor/report/profile.h's, described in docs/zbrun.md) turned into cost-table
  * entries for the plan search (`zbplan --profile FILE`).
  *
  * A profile covers a candidate when the model's shape (hidden, heads,

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "executor/transport.h"
+#include "executor/comm/transport.h"
 
 #define ZB_PINGS 2001
 

@@ -1,11 +1,11 @@
 /* nccl_procs.c - NCCL across processes, bootstrapped by zbrun's bootstrap
- * (executor/bootstrap.h): run one process per GPU under mpirun (the unique
+ * (executor/comm/bootstrap.h): run one process per GPU under mpirun (the unique
  * id travels over MPI) or with torchrun-style variables (over TCP at
  * MASTER_ADDR:MASTER_PORT). Rank 0 makes the NCCL unique id, every rank
  * creates its communicator on device local_rank % devices, sums
  * (rank + 1) * (k + 1) over the ranks with ncclAllReduce and checks the
  * result exactly (small integers in floats). Blocking NCCL calls run under
- * the watchdog (executor/watchdog.h) so a dead peer cannot hang us.
+ * the watchdog (executor/host/watchdog.h) so a dead peer cannot hang us.
  * Exit 0 ok, 77 skipped (no device, or ranks sharing a GPU, which NCCL up
  * to 2.29 refuses), 1 failure; one line per rank says which.
  * `make cuda` builds it (compile and link check, no GPU needed);
@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "executor/bootstrap.h"
-#include "executor/launch.h"
-#include "executor/transport_mpi.h"
-#include "executor/watchdog.h"
+#include "executor/comm/bootstrap.h"
+#include "executor/comm/launch.h"
+#include "executor/comm/transport_mpi.h"
+#include "executor/host/watchdog.h"
 
 #define N 4096
 

@@ -26,8 +26,8 @@
 extern "C" {
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
-#include "executor/runtime.h"
-#include "executor/stage.h"
+#include "executor/run/runtime.h"
+#include "executor/stage/stage.h"
 #include "planner/partition.h"
 #include "planner/schedules.h"
 }

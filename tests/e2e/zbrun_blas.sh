@@ -1,5 +1,5 @@
 #!/bin/bash
-# zbrun_blas.sh - OpenBLAS kernel choice end to end (executor/blas_env.h):
+# zbrun_blas.sh - OpenBLAS kernel choice end to end (executor/host/blas_env.h):
 #   - a stand-in for a virtualised CPU: a preloaded library makes
 #     openblas_get_corename() answer "Prescott" (OpenBLAS's fallback) while
 #     OPENBLAS_CORETYPE is unset; zbrun must switch to the best kernel the

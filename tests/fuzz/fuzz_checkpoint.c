@@ -4,8 +4,8 @@
  * block checks, then zb_stage_load); odd, the index latest.yaml
  * (zb_ckpt_find and the resume checks). Run from the repository root. */
 #include "common/zb_plan.h"
-#include "executor/checkpoint.h"
-#include "executor/stage.h"
+#include "executor/state/checkpoint.h"
+#include "executor/stage/stage.h"
 #include "tests/fuzz/fuzz_util.h"
 
 #include <sys/stat.h>

@@ -2,7 +2,7 @@
  * zb_data_microbatch) on any bytes, as a text file and as an llm.c token
  * shard (the first input byte picks, and sets the vocabulary). Every token
  * handed out must be inside the vocabulary. */
-#include "executor/data.h"
+#include "executor/state/data.h"
 #include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {

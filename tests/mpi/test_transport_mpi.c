@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "executor/transport_mpi.h"
+#include "executor/comm/transport_mpi.h"
 
 static int me = -1;
 static int failures;

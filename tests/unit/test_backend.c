@@ -10,8 +10,8 @@
 
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
-#include "executor/runtime.h"
-#include "executor/stage.h"
+#include "executor/run/runtime.h"
+#include "executor/stage/stage.h"
 #include "planner/partition.h"
 #include "planner/schedules.h"
 

@@ -1,4 +1,4 @@
-/* test_blas_env.c - the OpenBLAS kernel choice (executor/blas_env.h): the
+/* test_blas_env.c - the OpenBLAS kernel choice (executor/host/blas_env.h): the
  * core type each CPU feature set maps to, the vector class of OpenBLAS's
  * core names, when a better core is asked for (a weaker detected one) and
  * when not (as good, or a name not known here), and the describe line. */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "executor/blas_env.h"
+#include "executor/host/blas_env.h"
 
 static zb_cpu_features feats(int level) {
     zb_cpu_features f = {0};

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "executor/bootstrap.h"
+#include "executor/comm/bootstrap.h"
 
 #define BLOB 128   /* an ncclUniqueId */
 

@@ -1,5 +1,5 @@
 /* test_crc32c.c - CRC32C and the checksummed stream of checkpoint rank
- * files (executor/crc32c.h): the standard check value, incremental use,
+ * files (executor/state/crc32c.h): the standard check value, incremental use,
  * a write/read round trip across block boundaries, and that any flipped
  * byte, truncation or trailing byte is refused as bad input. */
 #include <check.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "executor/crc32c.h"
+#include "executor/state/crc32c.h"
 
 START_TEST(check_value) {
     /* the CRC-32C check value of "123456789" (RFC 3720, iSCSI) */

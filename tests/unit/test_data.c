@@ -1,5 +1,5 @@
 /* test_data.c - the data loader: text and shard files, their validation
- * errors, and the deterministic batch selection (executor/data.h). */
+ * errors, and the deterministic batch selection (executor/state/data.h). */
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "executor/data.h"
+#include "executor/state/data.h"
 
 /* A model with only what the loader reads. */
 static zb_model model(zb_data_kind kind, const char *path, int seq_len,

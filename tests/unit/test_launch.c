@@ -4,7 +4,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "executor/launch.h"
+#include "executor/comm/launch.h"
 
 /* A fake environment: NULL-terminated "NAME=value" strings. */
 static const char *fake_get(const char *name, void *ctx) {

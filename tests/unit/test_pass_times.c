@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "executor/pass_times.h"
+#include "executor/report/pass_times.h"
 
 /* pp = 2, dp = 2 (world 4), m = 2, split B/W lists "F0 F1 B0 W0 B1 W1" on
  * both pipeline ranks (validity is not this module's concern). */

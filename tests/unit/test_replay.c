@@ -1,4 +1,4 @@
-/* test_replay.c - the replayed bubble (executor/replay.h): a run whose
+/* test_replay.c - the replayed bubble (executor/report/replay.h): a run whose
  * every pass took exactly the plan's time replays to the plan's predicted
  * bubble; one whose stage-1 forwards took 3x replays to the simulator's
  * bubble for those costs (and not to the prediction); a fused-BW schedule
@@ -10,7 +10,7 @@
 
 #include "common/zb_model.h"
 #include "common/zb_sim.h"
-#include "executor/replay.h"
+#include "executor/report/replay.h"
 #include "planner/search.h"
 
 /* models/tiny.yaml planned at pp 2 with one schedule. */

@@ -23,8 +23,8 @@
 #include <string.h>
 
 #include "common/zb_plan.h"
-#include "executor/procs.h"
-#include "executor/runtime.h"
+#include "executor/run/procs.h"
+#include "executor/run/runtime.h"
 
 #define STEPS 2
 

@@ -32,8 +32,8 @@
 
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
-#include "executor/runtime.h"
-#include "executor/stage_params.h"
+#include "executor/run/runtime.h"
+#include "executor/stage/stage_params.h"
 #include "planner/partition.h"
 #include "planner/schedules.h"
 

@@ -1,4 +1,4 @@
-/* test_stage.c - the CPU GPT stage (executor/stage.h, stage_cpu.c):
+/* test_stage.c - the CPU GPT stage (executor/stage/stage.h, stage_cpu.c):
  *  - gradients against central finite differences of the loss (1 rank);
  *  - split B then W equals fused BW, bitwise;
  *  - pipeline layouts (pp = 2 loop, interleaved, V placement on 1 and 2
@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "executor/stage.h"
-#include "executor/stage_params.h"
+#include "executor/stage/stage.h"
+#include "executor/stage/stage_params.h"
 
 #define MAXR 4 /* pipeline ranks in these tests */
 

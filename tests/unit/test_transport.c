@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "executor/transport.h"
+#include "executor/comm/transport.h"
 
 typedef struct {
     zb_local_world *w;

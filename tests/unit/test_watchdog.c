@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "executor/watchdog.h"
+#include "executor/host/watchdog.h"
 
 static void sleep_s(double s) {
     struct timespec ts = {(time_t)s, (long)((s - (time_t)s) * 1e9)};

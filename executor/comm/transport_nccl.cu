@@ -1,0 +1,474 @@
+/* transport_nccl.cu - the NCCL transport (transport.h): one rank per CUDA
+ * device; ranks are threads of this process (zb_nccl_threads_new) or
+ * processes (zb_nccl_new, with a unique id broadcast by the caller).
+ *
+ * Every NCCL, CUDA call is checked; the first failure is returned as
+ * ZB_ERUNTIME naming the call, the NCCL error string, file and line.
+ * Streams: sends and receives run on the transfer stream of their
+ * direction (up: to a higher rank, down: to a lower one); all-reduces run
+ * on the compute stream itself. The compute stream never waits for a send
+ * to be matched (an NCCL send blocks its stream until the receiver's recv
+ * runs, and a compute stream waiting for that could wait on a peer that
+ * waits on us): send copies buf into a staging ring on the compute stream
+ * and NCCL sends from the ring on the transfer stream; recv receives into
+ * a ring on the transfer stream and the compute stream copies out after
+ * it. A ring slot is reused after its previous transfer (send ring) or
+ * copy-out (recv ring) finished (events); max_msgs slots per ring. allreduce_f64 and barrier copy through a small
+ * device buffer and wait for the stream (they work on host memory).
+ */
+extern "C" {
+#include "executor/comm/transport.h"
+#include "executor/host/watchdog.h"
+}
+#include "executor/host/cuda_util.h"
+
+#include <nccl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static_assert(sizeof(ncclUniqueId) == ZB_NCCL_ID_BYTES,
+              "ZB_NCCL_ID_BYTES must equal sizeof(ncclUniqueId)");
+
+#define ZB_NCCL(call)                                                          \
+    do {                                                                       \
+        ncclResult_t zb_nr_ = (call);                                          \
+        if (zb_nr_ != ncclSuccess)                                             \
+            return zb_fail(err, ZB_ERUNTIME, "%s: %s (%s:%d)", #call,          \
+                           ncclGetErrorString(zb_nr_), __FILE__, __LINE__);    \
+    } while (0)
+
+#define ZB_F64_CHUNK 4096 /* doubles per device round trip of allreduce_f64 */
+
+struct nccl_shared;
+
+struct nccl_gcomm {
+    int id, n;
+    ncclComm_t comm;        /* NULL: this rank is not a member */
+};
+
+/* Staging ring of one direction and kind (send or recv). */
+struct nccl_ring {
+    float *data;            /* device [n, max_msg_floats] */
+    cudaEvent_t *done;      /* [n] the slot's last use ended */
+    bool *recorded;         /* [n] done has been recorded */
+    int next;
+};
+
+struct nccl_ep {
+    zb_transport t;         /* t.impl points back here */
+    int device;
+    ncclComm_t world, up, down;
+    cudaStream_t up_s, down_s;
+    cudaStream_t host_s;    /* allreduce_f64 before a compute stream exists */
+    cudaEvent_t ev_in, ev_out;
+    int ring_n;             /* slots per ring (max messages in flight) */
+    size_t max_msg_floats;
+    nccl_ring rings[2][2];  /* [up?][send?] */
+    int ng;
+    nccl_gcomm groups[ZB_NCCL_MAX_GROUPS];
+    double *dbuf;           /* device [ZB_F64_CHUNK] */
+    nccl_shared *shared;    /* the endpoints of this process */
+};
+
+struct nccl_shared {
+    int n;                  /* endpoints in this process */
+    nccl_ep *eps;           /* [n] */
+    int aborted;
+    pthread_mutex_t mu;
+};
+
+static nccl_ep *EP(zb_transport *t) { return (nccl_ep *)t->impl; }
+
+static bool is_aborted(const nccl_ep *e) {
+    return __atomic_load_n(&e->shared->aborted, __ATOMIC_ACQUIRE) != 0;
+}
+
+static zb_status aborted_err(zb_transport *t, zb_err *err) {
+    return zb_fail(err, ZB_ERUNTIME,
+                   "rank %d: transport aborted (another rank failed)", t->rank);
+}
+
+static void nc_abort(zb_transport *t) {
+    nccl_shared *sh = EP(t)->shared;
+    pthread_mutex_lock(&sh->mu);
+    if (!sh->aborted) {
+        __atomic_store_n(&sh->aborted, 1, __ATOMIC_RELEASE);
+        for (int i = 0; i < sh->n; i++) {
+            nccl_ep *e = &sh->eps[i];
+            ncclComm_t all[3] = {e->up, e->down, e->world};
+            for (int g = 0; g < e->ng; g++)
+                if (e->groups[g].comm) ncclCommAbort(e->groups[g].comm);
+            for (int k = 0; k < 3; k++)
+                if (all[k]) ncclCommAbort(all[k]);
+            e->up = e->down = e->world = NULL;
+            for (int g = 0; g < e->ng; g++) e->groups[g].comm = NULL;
+        }
+    }
+    pthread_mutex_unlock(&sh->mu);
+}
+
+static zb_status ready(zb_transport *t, zb_err *err) {
+    if (is_aborted(EP(t))) return aborted_err(t, err);
+    if (!t->stream)
+        return zb_fail(err, ZB_ERUNTIME, "rank %d: NCCL transport used before "
+                       "a CUDA stage set its compute stream", t->rank);
+    ZB_CUDA(cudaSetDevice(EP(t)->device));
+    return ZB_OK;
+}
+
+/* ---- point to point ---- */
+
+static zb_status p2p(zb_transport *t, int peer, float *buf, size_t n,
+                     bool send, zb_err *err) {
+    nccl_ep *e = EP(t);
+    if (peer < 0 || peer >= t->world || peer == t->rank)
+        return zb_fail(err, ZB_ERUNTIME, "rank %d: %s rank %d out of range "
+                       "0..%d (or itself)", t->rank, send ? "send to" : "recv from",
+                       peer, t->world - 1);
+    if (n > e->max_msg_floats)
+        return zb_fail(err, ZB_ERUNTIME, "rank %d: message of %zu floats "
+                       "exceeds the %zu the transport was sized for", t->rank,
+                       n, e->max_msg_floats);
+    ZB_TRY(ready(t, err));
+    bool up = send ? peer > t->rank : peer < t->rank; /* message goes up */
+    ncclComm_t comm = up ? e->up : e->down;
+    cudaStream_t xs = up ? e->up_s : e->down_s,
+                 compute = (cudaStream_t)t->stream;
+    nccl_ring *ring = &e->rings[up][send];
+    int k = ring->next;
+    ring->next = (k + 1) % e->ring_n;
+    float *stage = ring->data + (size_t)k * e->max_msg_floats;
+    size_t bytes = n * sizeof(float);
+    if (send) {
+        if (ring->recorded[k]) ZB_CUDA(cudaStreamWaitEvent(compute, ring->done[k], 0));
+        ZB_CUDA(cudaMemcpyAsync(stage, buf, bytes, cudaMemcpyDeviceToDevice, compute));
+        ZB_CUDA(cudaEventRecord(e->ev_in, compute));
+        ZB_CUDA(cudaStreamWaitEvent(xs, e->ev_in, 0));
+        ZB_NCCL(ncclSend(stage, n, ncclFloat, peer, comm, xs));
+        ZB_CUDA(cudaEventRecord(ring->done[k], xs));
+    } else {
+        if (ring->recorded[k]) ZB_CUDA(cudaStreamWaitEvent(xs, ring->done[k], 0));
+        ZB_NCCL(ncclRecv(stage, n, ncclFloat, peer, comm, xs));
+        ZB_CUDA(cudaEventRecord(e->ev_out, xs));
+        ZB_CUDA(cudaStreamWaitEvent(compute, e->ev_out, 0));
+        ZB_CUDA(cudaMemcpyAsync(buf, stage, bytes, cudaMemcpyDeviceToDevice, compute));
+        ZB_CUDA(cudaEventRecord(ring->done[k], compute));
+    }
+    ring->recorded[k] = true;
+    return ZB_OK;
+}
+
+static zb_status nc_send(zb_transport *t, int peer, int tag, const float *buf,
+                         size_t n, zb_err *err) {
+    return p2p(t, peer, (float *)buf, n, true, err);
+}
+
+static zb_status nc_recv(zb_transport *t, int peer, int tag, float *buf,
+                         size_t n, zb_err *err) {
+    return p2p(t, peer, buf, n, false, err);
+}
+
+/* ---- groups ---- */
+
+static zb_status comm_of(zb_transport *t, const zb_group *g, ncclComm_t *out,
+                         zb_err *err) {
+    nccl_ep *e = EP(t);
+    if (g->n == t->world) {
+        *out = e->world;
+        return ZB_OK;
+    }
+    for (int k = 0; k < e->ng; k++)
+        if (e->groups[k].comm && e->groups[k].id == g->id && e->groups[k].n == g->n) {
+            *out = e->groups[k].comm;
+            return ZB_OK;
+        }
+    return zb_fail(err, ZB_ERUNTIME, "rank %d: group %d (%d ranks) has no NCCL "
+                   "communicator (not announced when the transport was made)",
+                   t->rank, g->id, g->n);
+}
+
+static zb_status nc_allreduce(zb_transport *t, const zb_group *g, float *buf,
+                              size_t n, zb_err *err) {
+    if (g->n == 1) return ZB_OK;
+    ZB_TRY(ready(t, err));
+    ncclComm_t comm;
+    ZB_TRY(comm_of(t, g, &comm, err));
+    ZB_NCCL(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, comm,
+                          (cudaStream_t)t->stream));
+    return ZB_OK;
+}
+
+/* Host doubles: staged through the device in chunks, on the compute
+ * stream (after the work enqueued on it) or, before a stage exists, on
+ * the endpoint's own stream. */
+static zb_status nc_allreduce_f64(zb_transport *t, const zb_group *g,
+                                  double *buf, size_t n, zb_err *err) {
+    if (g->n == 1) return ZB_OK;
+    nccl_ep *e = EP(t);
+    if (is_aborted(e)) return aborted_err(t, err);
+    ZB_CUDA(cudaSetDevice(e->device));
+    ncclComm_t comm;
+    ZB_TRY(comm_of(t, g, &comm, err));
+    cudaStream_t s = t->stream ? (cudaStream_t)t->stream : e->host_s;
+    for (size_t lo = 0; lo < n; lo += ZB_F64_CHUNK) {
+        size_t k = n - lo < ZB_F64_CHUNK ? n - lo : ZB_F64_CHUNK;
+        ZB_CUDA(cudaMemcpyAsync(e->dbuf, buf + lo, k * sizeof(double),
+                                cudaMemcpyHostToDevice, s));
+        ZB_NCCL(ncclAllReduce(e->dbuf, e->dbuf, k, ncclDouble, ncclSum, comm, s));
+        ZB_CUDA(cudaMemcpyAsync(buf + lo, e->dbuf, k * sizeof(double),
+                                cudaMemcpyDeviceToHost, s));
+        zb_watchdog_arm("an NCCL all-reduce of host values");
+        cudaError_t ce = cudaStreamSynchronize(s);
+        zb_watchdog_disarm();
+        ZB_CUDA(ce);
+    }
+    return ZB_OK;
+}
+
+static zb_status nc_barrier(zb_transport *t, const zb_group *g, zb_err *err) {
+    double one = 1.0;
+    return nc_allreduce_f64(t, g, &one, 1, err);
+}
+
+/* ---- creation ---- */
+
+static zb_status ep_device_init(nccl_ep *e, int rank, int world, zb_err *err) {
+    memset(&e->t, 0, sizeof e->t);
+    e->t.rank = rank;
+    e->t.world = world;
+    e->t.send = nc_send;
+    e->t.recv = nc_recv;
+    e->t.allreduce = nc_allreduce;
+    e->t.allreduce_f64 = nc_allreduce_f64;
+    e->t.barrier = nc_barrier;
+    e->t.abort = nc_abort;
+    e->t.impl = e;
+    ZB_CUDA(cudaSetDevice(e->device));
+    ZB_CUDA(cudaStreamCreateWithFlags(&e->up_s, cudaStreamNonBlocking));
+    ZB_CUDA(cudaStreamCreateWithFlags(&e->down_s, cudaStreamNonBlocking));
+    ZB_CUDA(cudaStreamCreateWithFlags(&e->host_s, cudaStreamNonBlocking));
+    ZB_CUDA(cudaEventCreateWithFlags(&e->ev_in, cudaEventDisableTiming));
+    ZB_CUDA(cudaEventCreateWithFlags(&e->ev_out, cudaEventDisableTiming));
+    ZB_CUDA(cudaMalloc((void **)&e->dbuf, ZB_F64_CHUNK * sizeof(double)));
+    size_t ring_bytes = (size_t)e->ring_n * e->max_msg_floats * sizeof(float);
+    for (int u = 0; u < 2; u++)
+        for (int k = 0; k < 2; k++) {
+            nccl_ring *r = &e->rings[u][k];
+            r->done = (cudaEvent_t *)zb_calloc((size_t)e->ring_n, sizeof(cudaEvent_t), err);
+            r->recorded = (bool *)zb_calloc((size_t)e->ring_n, sizeof(bool), err);
+            if (!r->done || !r->recorded) return ZB_ENOMEM;
+            cudaError_t ce = cudaMalloc((void **)&r->data, ring_bytes ? ring_bytes : 1);
+            if (ce != cudaSuccess) {
+                size_t free_b = 0, total_b = 0;
+                cudaMemGetInfo(&free_b, &total_b);
+                r->data = NULL;
+                return zb_fail(err, ZB_ERUNTIME, "rank %d on CUDA device %d: "
+                               "NCCL staging ring: %zu bytes asked, %zu free "
+                               "(%s)", rank, e->device, ring_bytes, free_b,
+                               cudaGetErrorString(ce));
+            }
+            for (int i = 0; i < e->ring_n; i++)
+                ZB_CUDA(cudaEventCreateWithFlags(&r->done[i], cudaEventDisableTiming));
+        }
+    return ZB_OK;
+}
+
+/* Split every endpoint's world by color (group id or NOCOLOR), inside one
+ * NCCL group so that one thread can make all of this process's ranks. */
+static zb_status split_all(nccl_ep *eps, int n, int ng, const zb_group *groups,
+                           zb_err *err) {
+    for (int which = 0; which < 2 + ng; which++) {
+        ZB_NCCL(ncclGroupStart());
+        zb_status st = ZB_OK;
+        for (int i = 0; i < n && st == ZB_OK; i++) {
+            nccl_ep *e = &eps[i];
+            cudaError_t ce = cudaSetDevice(e->device);
+            if (ce != cudaSuccess) {
+                st = zb_fail(err, ZB_ERUNTIME, "cudaSetDevice(%d): %s",
+                             e->device, cudaGetErrorString(ce));
+                break;
+            }
+            ncclComm_t *dst;
+            int color = 0, key = e->t.rank;
+            if (which == 0) dst = &e->up;
+            else if (which == 1) dst = &e->down;
+            else {
+                const zb_group *g = &groups[(size_t)i * ng + (which - 2)];
+                nccl_gcomm *gc = &e->groups[which - 2];
+                gc->id = g->id;
+                gc->n = g->n;
+                dst = &gc->comm;
+                color = g->n > 0 ? g->id : NCCL_SPLIT_NOCOLOR;
+                for (int k = 0; k < g->n; k++)
+                    if (g->ranks[k] == e->t.rank) key = k;
+            }
+            ncclResult_t r = ncclCommSplit(e->world, color, key, dst, NULL);
+            if (r != ncclSuccess)
+                st = zb_fail(err, ZB_ERUNTIME, "ncclCommSplit (rank %d): %s",
+                             e->t.rank, ncclGetErrorString(r));
+        }
+        ZB_NCCL(ncclGroupEnd());
+        ZB_TRY(st);
+    }
+    return ZB_OK;
+}
+
+static zb_status shared_new(int n, nccl_shared **out, zb_err *err) {
+    nccl_shared *sh = (nccl_shared *)zb_calloc(1, sizeof *sh, err);
+    if (!sh) return ZB_ENOMEM;
+    sh->eps = (nccl_ep *)zb_calloc((size_t)n, sizeof(nccl_ep), err);
+    if (!sh->eps) {
+        free(sh);
+        return ZB_ENOMEM;
+    }
+    sh->n = n;
+    pthread_mutex_init(&sh->mu, NULL);
+    *out = sh;
+    return ZB_OK;
+}
+
+static void shared_free(nccl_shared *sh) {
+    for (int i = 0; i < sh->n; i++) {
+        nccl_ep *e = &sh->eps[i];
+        cudaSetDevice(e->device);
+        if (!sh->aborted) {
+            for (int g = 0; g < e->ng; g++)
+                if (e->groups[g].comm) ncclCommDestroy(e->groups[g].comm);
+            if (e->up) ncclCommDestroy(e->up);
+            if (e->down) ncclCommDestroy(e->down);
+            if (e->world) ncclCommDestroy(e->world);
+        }
+        if (e->up_s) cudaStreamDestroy(e->up_s);
+        if (e->down_s) cudaStreamDestroy(e->down_s);
+        if (e->host_s) cudaStreamDestroy(e->host_s);
+        if (e->ev_in) cudaEventDestroy(e->ev_in);
+        if (e->ev_out) cudaEventDestroy(e->ev_out);
+        if (e->dbuf) cudaFree(e->dbuf);
+        for (int u = 0; u < 2; u++)
+            for (int k = 0; k < 2; k++) {
+                nccl_ring *r = &e->rings[u][k];
+                for (int i = 0; r->done && i < e->ring_n; i++)
+                    if (r->done[i]) cudaEventDestroy(r->done[i]);
+                free(r->done);
+                free(r->recorded);
+                if (r->data) cudaFree(r->data);
+            }
+    }
+    pthread_mutex_destroy(&sh->mu);
+    free(sh->eps);
+    free(sh);
+}
+
+static zb_status check_groups(int ng, int max_msgs, zb_err *err) {
+    if (ng < 0 || ng > ZB_NCCL_MAX_GROUPS)
+        return zb_fail(err, ZB_ERUNTIME, "NCCL transport: %d group kinds "
+                       "(0..%d allowed)", ng, ZB_NCCL_MAX_GROUPS);
+    if (max_msgs < 1)
+        return zb_fail(err, ZB_ERUNTIME, "NCCL transport: %d messages in "
+                       "flight (>= 1 needed)", max_msgs);
+    return ZB_OK;
+}
+
+extern "C" zb_status zb_nccl_unique_id(unsigned char id[ZB_NCCL_ID_BYTES],
+                                       zb_err *err) {
+    ncclUniqueId u;
+    ZB_NCCL(ncclGetUniqueId(&u));
+    memcpy(id, &u, sizeof u);
+    return ZB_OK;
+}
+
+static zb_status make_threads(nccl_shared *sh, const int *devices, int ng,
+                              const zb_group *groups, int max_msgs,
+                              size_t max_msg_floats, zb_err *err) {
+    int world = sh->n;
+    ncclUniqueId id;
+    ZB_NCCL(ncclGetUniqueId(&id));
+    for (int r = 0; r < world; r++) {
+        sh->eps[r].device = devices[r];
+        sh->eps[r].ng = ng;
+        sh->eps[r].ring_n = max_msgs;
+        sh->eps[r].max_msg_floats = max_msg_floats;
+        sh->eps[r].shared = sh;
+        ZB_TRY(ep_device_init(&sh->eps[r], r, world, err));
+    }
+    ZB_NCCL(ncclGroupStart());
+    zb_status st = ZB_OK;
+    for (int r = 0; r < world && st == ZB_OK; r++) {
+        cudaError_t ce = cudaSetDevice(devices[r]);
+        ncclResult_t nr = ce == cudaSuccess
+                              ? ncclCommInitRank(&sh->eps[r].world, world, id, r)
+                              : ncclInvalidUsage;
+        if (ce != cudaSuccess || nr != ncclSuccess)
+            st = zb_fail(err, ZB_ERUNTIME, "ncclCommInitRank (rank %d on "
+                         "device %d): %s", r, devices[r],
+                         ce != cudaSuccess ? cudaGetErrorString(ce)
+                                           : ncclGetErrorString(nr));
+    }
+    ZB_NCCL(ncclGroupEnd());
+    ZB_TRY(st);
+    return split_all(sh->eps, world, ng, groups, err);
+}
+
+extern "C" zb_status zb_nccl_threads_new(int world, const int *devices, int ng,
+                                         const zb_group *groups, int max_msgs,
+                                         size_t max_msg_floats,
+                                         zb_transport **ends, zb_err *err) {
+    ZB_TRY(check_groups(ng, max_msgs, err));
+    nccl_shared *sh;
+    ZB_TRY(shared_new(world, &sh, err));
+    zb_status st = make_threads(sh, devices, ng, groups, max_msgs,
+                                max_msg_floats, err);
+    if (st != ZB_OK) {
+        shared_free(sh);
+        return st;
+    }
+    for (int r = 0; r < world; r++) ends[r] = &sh->eps[r].t;
+    return ZB_OK;
+}
+
+static zb_status make_one(nccl_shared *sh, int rank, int world, int device,
+                          const unsigned char *id, int ng,
+                          const zb_group *groups, int max_msgs,
+                          size_t max_msg_floats, zb_err *err) {
+    nccl_ep *e = &sh->eps[0];
+    e->device = device;
+    e->ng = ng;
+    e->ring_n = max_msgs;
+    e->max_msg_floats = max_msg_floats;
+    e->shared = sh;
+    ZB_TRY(ep_device_init(e, rank, world, err));
+    ncclUniqueId u;
+    memcpy(&u, id, sizeof u);
+    ZB_NCCL(ncclCommInitRank(&e->world, world, u, rank));
+    return split_all(e, 1, ng, groups, err);
+}
+
+extern "C" zb_status zb_nccl_new(int rank, int world, int device,
+                                 const unsigned char id[ZB_NCCL_ID_BYTES],
+                                 int ng, const zb_group *groups,
+                                 int max_msgs, size_t max_msg_floats,
+                                 zb_transport **out, zb_err *err) {
+    *out = NULL;
+    ZB_TRY(check_groups(ng, max_msgs, err));
+    nccl_shared *sh;
+    ZB_TRY(shared_new(1, &sh, err));
+    zb_status st = make_one(sh, rank, world, device, id, ng, groups, max_msgs,
+                            max_msg_floats, err);
+    if (st != ZB_OK) {
+        nc_abort(&sh->eps[0].t); /* peers blocked in init are released */
+        shared_free(sh);
+        return st;
+    }
+    *out = &sh->eps[0].t;
+    return ZB_OK;
+}
+
+extern "C" void zb_nccl_free(zb_transport *t) {
+    if (!t) return;
+    nccl_shared *sh = EP(t)->shared;
+    /* threads: every endpoint points at the same shared block; free it
+     * once, through the first endpoint */
+    if (EP(t) != &sh->eps[0]) return;
+    shared_free(sh);
+}

@@ -1,0 +1,28 @@
+/* signals.c - see signals.h. */
+#include "executor/host/signals.h"
+
+#include <string.h>
+
+volatile sig_atomic_t zb_stop_signal = 0;
+
+static void on_signal(int sig) {
+    if (!zb_stop_signal) zb_stop_signal = sig;
+}
+
+int zb_signals_install(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;   /* a second signal kills */
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 2; i++) {
+        int sig = i == 0 ? SIGINT : SIGTERM;
+        struct sigaction old;
+        /* a signal ignored by whoever started us (a shell's background
+         * job ignores SIGINT) stays ignored */
+        if (sigaction(sig, NULL, &old) != 0) return -1;
+        if (old.sa_handler == SIG_IGN) continue;
+        if (sigaction(sig, &sa, NULL) != 0) return -1;
+    }
+    return 0;
+}

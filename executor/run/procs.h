@@ -1,0 +1,84 @@
+/* procs.h - zbrun's side of a one-process-per-rank launch (launch.h):
+ * check the launch against the plan, bring up the job's communication and
+ * take it down. The CPU backend runs over MPI (the MPI transport); a
+ * torchrun-style launch (no MPI) is refused for it. The CUDA backend runs
+ * over NCCL (procs_cuda.c), under any launcher.
+ *
+ * zb_procs_start, in order, each failure ending the start:
+ *  - the launcher's world size must be the plan's dp x tp x pp: ZB_EINPUT
+ *    "launched as W processes (VAR) but the plan has dp D x tp T x pp P =
+ *    N ranks, one per process" (every process finds the same, before any
+ *    communication, so every process can exit 2);
+ *  - with resume_dir, the checkpoint index there must belong to the plan's
+ *    layout (zb_ckpt_find: ZB_EINPUT naming both layouts, likewise on every
+ *    process);
+ *  - cpu: MPI must be built in (ZB_EINPUT saying how to get it) and the
+ *    launch one MPI serves (ZB_EINPUT for torchrun-style); the watchdog
+ *    (watchdog.h, launch->comm_timeout_s) starts and guards MPI_Init and
+ *    the transport's communicator set-up;
+ *  - cuda: the device (zb_procs_cuda_device, before any communication);
+ *    then zb_procs_cuda_up: the watchdog, MPI_Init for MPI launches (MPI
+ *    built in, else ZB_EINPUT), rank 0's NCCL unique id to every rank
+ *    (zb_bootstrap_bcast: MPI, or TCP at MASTER_ADDR:MASTER_PORT for
+ *    torchrun-style), then zb_nccl_new with the rank's TP, DP and
+ *    embedding groups (zb_run_groups) under the watchdog;
+ *  - out receives the transport, rank, world, local rank and device.
+ * Once `started`, failures are ended with zb_mpi_abort (every process of
+ * an MPI job goes; without MPI this process only, and the watchdog ends
+ * peers blocked on it); after a successful run, zb_procs_finish.
+ */
+#ifndef ZB_PROCS_H
+#define ZB_PROCS_H
+
+#include <stdbool.h>
+
+#include "common/zb_error.h"
+#include "common/zb_plan.h"
+#include "executor/comm/launch.h"
+#include "executor/run/runtime.h"
+#include "executor/comm/transport_mpi.h"
+
+typedef struct {
+    zb_launch launch;
+    zb_mpi_world *mpi;     /* cpu: the MPI transport's world */
+    zb_transport *nccl;    /* cuda: this rank's NCCL endpoint */
+    bool started;          /* MPI (or NCCL) is up: end failures with
+                              zb_mpi_abort */
+} zb_procs;
+
+zb_status zb_procs_start(zb_procs *p, const zb_launch *launch,
+                         const zb_plan *plan, zb_backend backend,
+                         const char *resume_dir, zb_run_proc *out,
+                         zb_err *err);
+
+/* The CUDA device of a launched process: local_rank mod ndev. ZB_EINPUT
+ * "--backend cuda: no CUDA device visible (CUDA_VISIBLE_DEVICES=...)"
+ * when ndev < 1; ZB_EINPUT naming both numbers when more processes run
+ * on this host (local_size; unknown (0): at least local_rank + 1) than
+ * devices are visible, so that two would share one (NCCL refuses that),
+ * unless each process sees exactly one device and CUDA_VISIBLE_DEVICES
+ * (`visible`, may be NULL) is set: the launcher gave each its own GPU
+ * (NCCL still refuses duplicates when it did not). */
+zb_status zb_procs_cuda_device(int local_rank, int local_size, int ndev,
+                               const char *visible, int *device, zb_err *err);
+
+/* procs_cuda.c: bring up NCCL for this rank on `device` (see above);
+ * without CUDA in the build, ZB_EINPUT. zb_procs_cuda_free frees the
+ * endpoint (guarded by the watchdog). */
+zb_status zb_procs_cuda_up(zb_procs *p, const zb_plan *plan, int device,
+                           zb_err *err);
+void zb_procs_cuda_free(zb_procs *p);
+
+/* Processes of the job on this host: local_size, else the world size. */
+int zb_procs_here(const zb_launch *l);
+
+/* OpenMP threads of a launched process by default: the host's cores over
+ * zb_procs_here, at most the cores this process is bound to (the launcher
+ * may bind it), at least 1. */
+int zb_procs_threads(const zb_launch *l);
+
+/* Free the transport (MPI or NCCL), MPI_Finalize (guarded by the
+ * watchdog), stop the watchdog. Nothing when not started. */
+void zb_procs_finish(zb_procs *p);
+
+#endif

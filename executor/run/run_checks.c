@@ -1,0 +1,87 @@
+/* run_checks.c - see run_checks.h. */
+#include "executor/run/run_checks.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "executor/state/checkpoint.h"
+#include "executor/host/memlimit.h"
+#include "executor/run/preflight.h"
+
+zb_status zb_parse_ratio(const char *name, const char *text, double *out, zb_err *err) {
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (!text[0] || *end || errno || !isfinite(v) || v < 0)
+        return zb_fail(err, ZB_EINPUT, "%s must be a number >= 0, got '%s'", name, text);
+    *out = v;
+    return ZB_OK;
+}
+
+/* Under a launcher (mpirun, srun, torchrun) every process of the run
+ * shares the checkpoint folder: only the process of rank 0 holds the
+ * lock. Not under one: this process is rank 0. */
+static bool lock_holder(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                       "PMIX_RANK", "SLURM_PROCID", "RANK", NULL};
+    for (int i = 0; vars[i]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return atoi(v) == 0;
+    }
+    return true;
+}
+
+zb_status zb_run_preflight(const char *report, const char *trace, const char *svg,
+                           const char *ckpt_dir, int world, int threads,
+                           int *lock_fd, zb_err *err) {
+    static const char *const names[] = {"--report", "--trace", "--svg"};
+    const char *const paths[] = {report, trace, svg};
+    *lock_fd = -1;
+    if (threads > ZB_MAX_THREADS_PER_RANK || (long long)threads * world > ZB_MAX_THREADS_TOTAL)
+        return zb_fail(err, ZB_EINPUT, "--threads %d is too many: at most %d per "
+                       "rank and %d in all (%d ranks here)", threads,
+                       ZB_MAX_THREADS_PER_RANK, ZB_MAX_THREADS_TOTAL, world);
+    ZB_TRY(zb_memlimit_prepare(world, threads, err));
+    ZB_TRY(zb_preflight_outputs(names, paths, 3, err));
+    if (ckpt_dir && lock_holder()) ZB_TRY(zb_preflight_checkpoints(ckpt_dir, lock_fd, err));
+    return ZB_OK;
+}
+
+bool zb_loss_warn(double loss, double *first, bool *warned) {
+    if (*first == 0) *first = loss;
+    if (*warned || !(*first > 0) || loss <= ZB_LOSS_WARN_RATIO * *first) return false;
+    *warned = true;
+    return true;
+}
+
+void zb_print_stopped(const char *plan_path, const char *ckpt_dir,
+                      const zb_run_result *res) {
+    const char *sig = res->stopped == SIGINT ? "SIGINT" : res->stopped == SIGTERM
+                      ? "SIGTERM" : "a signal";
+    int last = res->first_step + res->n_steps - 1;
+    fprintf(stderr, "zbrun: stopped by %s after step %d of %d\n", sig, last,
+            res->total_steps);
+    if (res->stop_saved)
+        fprintf(stderr, "zbrun: checkpoint of step %d saved; resume with: zbrun "
+                "%s --resume --checkpoint-dir %s --steps %d\n", last, plan_path,
+                ckpt_dir, res->total_steps);
+    else
+        fprintf(stderr, "zbrun: checkpoints were off, nothing saved (run with "
+                "--checkpoint-every N to be able to resume)\n");
+}
+
+bool zb_msg_has_place(const char *msg, const char *plan_path) {
+    size_t n = plan_path ? strlen(plan_path) : 0;
+    if (n && !strncmp(msg, plan_path, n) && msg[n] == ':') return true;
+    const char *colon = strchr(msg, ':');
+    if (!colon || colon == msg || msg[0] == '-') return false;
+    if (colon[1] >= '0' && colon[1] <= '9') return true;
+    char file[512];
+    snprintf(file, sizeof file, "%.*s", (int)(colon - msg), msg);
+    return strchr(file, ' ') == NULL && access(file, F_OK) == 0;
+}

@@ -1,0 +1,43 @@
+/* run_checks.h - zbrun's guards around a run (main.c): limits on options,
+ * everything checked before the first step (threads, memory limit, output
+ * paths, checkpoint folder), the loss warning, and the message after an
+ * interrupted run. */
+#ifndef ZB_RUN_CHECKS_H
+#define ZB_RUN_CHECKS_H
+
+#include <stdbool.h>
+
+#include "common/zb_error.h"
+#include "executor/run/runtime.h"
+
+#define ZB_MAX_LOSS_RATIO_DEFAULT 10.0  /* stop: loss > 10 x the first loss */
+#define ZB_LOSS_WARN_RATIO 3.0          /* warn once: loss > 3 x the first */
+#define ZB_MAX_THREADS_PER_RANK 256
+#define ZB_MAX_THREADS_TOTAL 4096       /* ranks x threads per rank */
+
+/* A ratio option: a number >= 0 (0 turns the check off). */
+zb_status zb_parse_ratio(const char *name, const char *text, double *out, zb_err *err);
+
+/* Before the first step: threads per rank within the limits above, room
+ * under a memory limit (memlimit.h), the output paths (NULL: not asked
+ * for), and when ckpt_dir is not NULL the checkpoint folder, locked into
+ * *lock_fd (under a launcher, by the process of rank 0 only: the
+ * launcher's OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID or
+ * RANK). Bad options and paths are ZB_EINPUT naming the option. */
+zb_status zb_run_preflight(const char *report, const char *trace, const char *svg,
+                           const char *ckpt_dir, int world, int threads,
+                           int *lock_fd, zb_err *err);
+
+/* A loss far above the first: true once, the first time loss exceeds
+ * ZB_LOSS_WARN_RATIO x *first (*first: 0 until the first call sets it). */
+bool zb_loss_warn(double loss, double *first, bool *warned);
+
+/* Does msg start with a place, "file:line:", "PLAN:" or "file: " of an
+ * existing file (then it needs no "zbrun:" in front)? */
+bool zb_msg_has_place(const char *msg, const char *plan_path);
+
+/* After a run ended by a signal: what was done and how to resume. */
+void zb_print_stopped(const char *plan_path, const char *ckpt_dir,
+                      const zb_run_result *res);
+
+#endif

@@ -1,0 +1,117 @@
+/* runtime.h - the plan interpreter: trains the plan's model for some steps
+ * with every rank of the plan's layout (world = dp*tp*pp) as a thread of
+ * this process (local transport, CPU stage), or with one rank in this
+ * process and the others in other processes (zb_run_proc).
+ *
+ * Each rank runs the lowered program of its pipeline rank (zb_lower):
+ * COMPUTE -> a stage pass, SEND/RECV -> the transport, tag zb_lower_tag,
+ * peer = the global rank of that pipeline rank with our dp and tp ranks.
+ * After the pipeline part of a step: tied-embedding gradient all-reduce
+ * (first and last pipeline rank), DP gradient all-reduce (sum: the loss
+ * scale 1/(global_batch*seq_len) already makes it the mean), global gradient
+ * norm (world sum of zb_stage_grad_sumsq over dp_rank 0), clipping, the
+ * learning-rate schedule (zb_lr_at, base.h), AdamW. Each rank times every compute
+ * action (CLOCK_MONOTONIC, seconds since the run started); the result holds
+ * what the report, trace and timeline picture need.
+ *
+ * Validation loss (training.val; eval.h) before the first step, every
+ * val.every steps and after the last, forward only through the program's F
+ * passes.
+ *
+ * Checkpoints (checkpoint.h) every opts->checkpoint_every steps; with
+ * opts->resume the run continues after the newest complete checkpoint and
+ * gives the same numbers as a run that was never interrupted.
+ *
+ * The library prints nothing: opts->on_step is called from rank 0's thread
+ * after every step. A NaN/Inf loss or gradient norm stops the run with
+ * ZB_ERUNTIME "step N rank R: loss is nan" before the update (the last
+ * checkpoint stays the newest). Any rank's error aborts the transport so no
+ * rank hangs; the first error is returned.
+ */
+#ifndef ZB_RUNTIME_H
+#define ZB_RUNTIME_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/zb_error.h"
+#include "common/zb_model.h"
+#include "common/zb_plan.h"
+#include "executor/stage/stage.h"
+#include "executor/comm/transport.h"
+#include "executor/base.h"
+
+/* Ranks (threads, or processes: the world group's size); more is refused. */
+#define ZB_RUN_MAX_WORLD 64
+
+typedef void (*zb_step_fn)(const zb_step_info *info, void *ctx);
+
+/* One process per rank (a launcher started this process, launch.h): this
+ * process runs only global rank `rank` over the transport `tr` (made by the
+ * caller, e.g. the MPI one, sized with zb_run_msg_sizes). All zero (tr
+ * NULL): every rank of the plan is a thread of this process over the local
+ * transport. The plan interpreter sees only the rank and the transport. */
+typedef struct {
+    zb_transport *tr;       /* this rank's endpoint; NULL: ranks as threads */
+    int rank, world;        /* world must equal the plan's dp*tp*pp */
+    int local_rank;         /* rank on this host */
+    int device;             /* cuda: this rank's CUDA device (procs.h) */
+} zb_run_proc;
+
+typedef struct {
+    int steps;              /* total steps of training; 0: training.steps */
+    int threads;            /* OpenMP threads per rank; 0: cores / world */
+    int checkpoint_every;   /* 0: never */
+    const char *checkpoint_dir; /* NULL: "checkpoints" */
+    bool resume;            /* continue after the newest checkpoint (if any) */
+    bool resume_changed;    /* accept another total_steps or seed on resume */
+    const volatile sig_atomic_t *stop; /* polled between steps (NULL: never):
+                                          nonzero ends the run after the step
+                                          in progress, checkpointed when
+                                          checkpoints are on */
+    double max_loss_ratio;  /* > 0: stop (ZB_ERUNTIME) when a step's loss
+                               exceeds this times the run's first loss */
+    int trace_steps;        /* steps kept in the timeline; 0: 2 */
+    bool keep_params;       /* copy each rank's final parameters into res */
+    zb_backend backend;     /* cpu (0) or cuda: every rank's stage */
+    zb_step_fn on_step;     /* may be NULL */
+    void *on_step_ctx;
+    zb_run_proc proc;       /* one process per rank; zero: threads
+                               (on_step: only in rank 0's process) */
+} zb_run_opts;
+
+
+/* Train. res is initialised by the call; free it with zb_run_result_free,
+ * also after an error (it then holds the steps that finished).
+ * With opts->proc.tr every process gets the whole result: per-rank times,
+ * memory and timelines are gathered from all processes (an all-reduce over
+ * the world after the last step) and the per-step numbers are the same
+ * everywhere; params: every rank's on rank 0 (keep_params), else only this
+ * process's rank. */
+zb_status zb_run(const zb_plan *plan, const zb_run_opts *opts,
+                 zb_run_result *res, zb_err *err);
+
+/* What a transport for this plan must carry: at most *max_msgs messages
+ * in flight from or to one rank (one step's), each of *msg_floats floats. */
+zb_status zb_run_msg_sizes(const zb_plan *plan, int *max_msgs,
+                           size_t *msg_floats, zb_err *err);
+
+
+/* The CUDA device of rank `rank` in a threaded cuda run with `devices`
+ * visible: one rank per device when they suffice (and world > 1), else
+ * all ranks share device 0; ZB_CUDA_SHARE=1 in the environment makes them
+ * share device 0 always. */
+int zb_run_cuda_device(int rank, int world, int devices);
+
+/* The groups global rank `rank` of the plan's layout is in, as the
+ * runtime uses them: g[0] its TP group, g[1] its DP group, g[2] its tied
+ * embedding group (n = 0 when it holds no tied embedding half). A
+ * per-process transport that must know its groups up front (NCCL) is
+ * made with these. */
+void zb_run_groups(const zb_plan *plan, int rank, zb_group g[3]);
+
+/* Threads per rank for `world` ranks on `cores` cores: max(1, cores/world). */
+int zb_threads_per_rank(int cores, int world);
+
+#endif

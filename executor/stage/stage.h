@@ -1,0 +1,161 @@
+/* stage.h - one rank's part of the GPT: the chunks (virtual stages) its
+ * pipeline rank holds, sharded for its TP rank, with flat parameter,
+ * gradient and AdamW buffers, and the four passes F, B, W, BW per
+ * microbatch. This is the backend seam: stage.c dispatches every call to
+ * the backend chosen in zb_stage_cfg (stage_backend.h): stage_cpu.c with
+ * kernels/ (OpenBLAS), or stage_cuda.cu with cuBLAS and kernels/cuda/ when
+ * zbrun is built with CUDA (ZB_HAVE_CUDA); the plan interpreter
+ * (runtime.c) does not change.
+ *
+ * Memory: "backend memory" below is host memory for cpu and device memory
+ * (of cfg.device) for cuda; passes only enqueue work on the cuda backend,
+ * and the calls that return host numbers (loss sum, grad sum of squares,
+ * params_to_host, save) wait for it.
+ *
+ * Shapes: a microbatch is B = plan->micro_batch sequences of T = seq_len
+ * tokens; activations between stages are [B, T, C] floats, C = hidden.
+ * TP (Megatron): QKV and MLP-up column-parallel, attention projection and
+ * MLP-down row-parallel with an all-reduce over the TP group in F (after
+ * the row-parallel matmul) and in B (the input gradient of the
+ * column-parallel matmuls). The token embedding and the LM head are
+ * vocabulary-parallel (rows split over TP, stage_params.h); LayerNorms,
+ * the position embedding and biases of row-parallel layers are replicated.
+ *
+ * Transfers: the runtime receives into act_in/grad_in before a pass and
+ * sends act_out/grad_out after it. When the neighbouring virtual stage is on
+ * this same rank (V placement's turn), the stage passes the data itself and
+ * the runtime moves nothing (zb_lower makes no op for it).
+ *
+ * Activation memory: the stage keeps per chunk a pool of slots sized from the
+ * plan's schedule (the most microbatches in flight on that chunk); a
+ * microbatch takes a slot at its first touch (act_in or F) and returns it
+ * after W (or BW). No allocation after zb_stage_new.
+ */
+#ifndef ZB_STAGE_H
+#define ZB_STAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "common/zb_plan.h"
+#include "executor/comm/transport.h"
+
+typedef struct zb_stage zb_stage;
+
+/* Where a stage computes. */
+typedef enum {
+    ZB_BACKEND_CPU = 0,  /* host, kernels/ + OpenBLAS (the default) */
+    ZB_BACKEND_CUDA      /* one CUDA device, kernels/cuda/ + cuBLAS */
+} zb_backend;
+
+typedef struct {
+    const zb_plan *plan;
+    int pp_rank, dp_rank, tp_rank;
+    zb_transport *tr;            /* for TP all-reduces inside passes */
+    const zb_group *tp_group;    /* this rank's TP group (n = tp) */
+    zb_backend backend;          /* 0 = cpu */
+    int device;                  /* cuda: device ordinal (after
+                                    CUDA_VISIBLE_DEVICES); cpu: ignored */
+} zb_stage_cfg;
+
+/* "cpu" / "cuda". */
+const char *zb_backend_name(zb_backend b);
+/* Was this build linked with the CUDA backend? */
+bool zb_backend_cuda_built(void);
+/* CUDA devices visible to this process (0 without CUDA or without a
+ * device; never fails). */
+int zb_backend_cuda_devices(void);
+/* "NAME, X GiB" of CUDA device `device` into buf ("?" when unknown). */
+void zb_backend_cuda_device_name(int device, char *buf, size_t n);
+
+/* Build the stage, allocate everything, initialise parameters from
+ * plan->model.train.seed so that every parallel layout starts from the same
+ * full model (each tensor is drawn whole from a generator seeded by
+ * (seed, layer, tensor) and this rank keeps its shard). */
+zb_status zb_stage_new(const zb_stage_cfg *cfg, zb_stage **out, zb_err *err);
+void zb_stage_free(zb_stage *st);
+
+/* Floats in one inter-stage message ([B, T, C]). */
+size_t zb_stage_msg_floats(const zb_stage *st);
+
+/* Transfer buffers of (chunk, mb); see the header comment. */
+float *zb_stage_act_in(zb_stage *st, int chunk, int mb);
+float *zb_stage_act_out(zb_stage *st, int chunk, int mb);
+float *zb_stage_grad_in(zb_stage *st, int chunk, int mb);
+float *zb_stage_grad_out(zb_stage *st, int chunk, int mb);
+
+/* Passes. tokens/targets: [B*T] ints of this microbatch, used by the chunk
+ * holding the embedding (tokens) and the one holding the head (targets);
+ * others may pass NULL. The head's F also computes the loss and the
+ * gradient of the logits, scaled by loss_scale (1 / tokens in the global
+ * batch), so that summed gradients are those of the mean loss. */
+zb_status zb_stage_forward(zb_stage *st, int chunk, int mb, const int *tokens,
+                           const int *targets, float loss_scale, zb_err *err);
+zb_status zb_stage_backward_b(zb_stage *st, int chunk, int mb, zb_err *err);
+zb_status zb_stage_backward_w(zb_stage *st, int chunk, int mb, zb_err *err);
+zb_status zb_stage_backward_bw(zb_stage *st, int chunk, int mb, zb_err *err);
+
+/* Forward-only evaluation: give back (chunk, mb)'s activation slot after
+ * its F (and the send of its output) without B or W. No-op when it holds
+ * none. */
+void zb_stage_drop(zb_stage *st, int chunk, int mb);
+
+/* Sum of per-token losses computed by this stage's head since the last
+ * zb_stage_zero_grads (0 without a head). */
+double zb_stage_loss_sum(const zb_stage *st);
+
+/* Start of a step: gradients and the loss sum to zero. */
+void zb_stage_zero_grads(zb_stage *st);
+
+/* Flat parameter and gradient buffers (backend memory), n floats. */
+float *zb_stage_params(zb_stage *st, size_t *n);
+float *zb_stage_grads(zb_stage *st, size_t *n);
+
+/* Copy the n parameters (n = what zb_stage_params reports) to host memory
+ * dst, after all work enqueued so far. */
+zb_status zb_stage_params_to_host(zb_stage *st, float *dst, size_t n,
+                                  zb_err *err);
+
+/* Replace the n parameters with host memory src (llm.c initial weights). */
+zb_status zb_stage_params_from_host(zb_stage *st, const float *src, size_t n,
+                                    zb_err *err);
+
+/* Gradient of the tied token embedding held here (first or last pipeline
+ * stage when they are on different pipeline ranks), to be summed over the
+ * embedding group; NULL when there is none to sync. */
+float *zb_stage_tied_grad(zb_stage *st, size_t *n);
+
+/* Sum of squared gradients over the parameters this rank "owns" for the
+ * global norm: TP-replicated tensors only on tp_rank 0, the tied embedding
+ * copy only on the first stage, so that the world sum counts each model
+ * parameter exactly once (after DP averaging, DP ranks are equal: only
+ * dp_rank 0 contributes). */
+double zb_stage_grad_sumsq(const zb_stage *st);
+
+/* AdamW on every parameter: gradients multiplied by grad_scale (global-norm
+ * clipping), weight decay on 2-D weights only (matrices and embedding
+ * tables; not biases or LayerNorm), bias-corrected moments, step t >= 1. */
+zb_status zb_stage_adamw(zb_stage *st, float lr, float grad_scale, int t,
+                         zb_err *err);
+
+/* Bytes held: parameters+grads+optimizer state, and activation peak so far
+ * (slots in use high-water mark times slot size). */
+double zb_stage_static_bytes(const zb_stage *st);
+double zb_stage_act_peak_bytes(const zb_stage *st);
+
+/* Device-measured pass times of this step, for backends whose passes run
+ * asynchronously: the i-th pass (F, B, W or BW call) since the last
+ * zb_stage_zero_grads started at t_start[i] and ended at t_end[i], seconds
+ * on CLOCK_MONOTONIC minus t0. Call after zb_stage_grad_sumsq or
+ * zb_stage_loss_sum of the step (they wait for the device). Returns false
+ * and writes nothing when the backend has no such times (cpu: the caller's
+ * own clock is right) or n differs from the passes run. */
+bool zb_stage_pass_times(zb_stage *st, double *t_start, double *t_end, int n,
+                         double t0);
+
+/* Checkpoint: params and AdamW moments, binary, to/from an open stream. */
+zb_status zb_stage_save(const zb_stage *st, FILE *f, zb_err *err);
+zb_status zb_stage_load(zb_stage *st, FILE *f, zb_err *err);
+
+#endif

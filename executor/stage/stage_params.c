@@ -1,0 +1,224 @@
+/* stage_params.c - parameter table and initialisation, see stage_params.h. */
+#include "executor/stage/stage_params.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- counter-based generator: value = mix(key, counter) ---- */
+
+/* splitmix64 finaliser (Steele et al.): a bijective 64-bit mixer. */
+static uint64_t mix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static uint64_t tensor_key(uint64_t seed, int layer, int id) {
+    uint64_t k = mix64(seed);
+    k = mix64(k ^ (uint64_t)(int64_t)(layer + 2));
+    return mix64(k ^ ((uint64_t)id << 32));
+}
+
+/* Uniform in (0, 1), never 0 (log below). */
+static double uniform(uint64_t key, uint64_t counter) {
+    uint64_t x = mix64(key ^ mix64(counter));
+    return ((double)(x >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+/* Standard normal number `counter` of the stream (Box-Muller, cos branch). */
+static double normal(uint64_t key, uint64_t counter) {
+    double u1 = uniform(key, 2 * counter), u2 = uniform(key, 2 * counter + 1);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* ---- building the table ---- */
+
+typedef struct {
+    zb_ptable *pt;
+    size_t off;
+} builder;
+
+/* Append a tensor; pt->t is NULL while counting. Returns its index. */
+static int add(builder *b, const char *name, int layer, int id, int rows,
+               int cols, int full_rows, int full_cols, zb_shard shard,
+               float std, float value) {
+    zb_ptable *pt = b->pt;
+    int idx = pt->n++;
+    if (pt->t) {
+        zb_ptensor *t = &pt->t[idx];
+        memset(t, 0, sizeof *t);
+        strncpy(t->name, name, sizeof t->name - 1);
+        t->layer = layer;
+        t->id = id;
+        t->rows = rows;
+        t->cols = cols;
+        t->full_rows = full_rows;
+        t->full_cols = full_cols;
+        t->shard = shard;
+        t->decay = full_cols > 1; /* matrices and embedding tables */
+        t->norm = shard != ZB_SHARD_NONE || pt->tp_rank == 0;
+        t->std = std;
+        t->value = value;
+        t->off = b->off;
+    }
+    b->off += (size_t)rows * cols;
+    return idx;
+}
+
+/* The twelve tensors of block `layer`, sharded for this TP rank. */
+static int add_block(builder *b, const zb_arch *a, int layer, int tp) {
+    int C = a->hidden, F = a->ffn_hidden, Cl = C / tp, Fl = F / tp;
+    float std = 0.02f, rstd = 0.02f / sqrtf(2.0f * (float)a->layers);
+    int first = add(b, "ln1.w", layer, ZB_T_LN1W, C, 1, C, 1, ZB_SHARD_NONE, 0, 1);
+    add(b, "ln1.b", layer, ZB_T_LN1B, C, 1, C, 1, ZB_SHARD_NONE, 0, 0);
+    add(b, "qkv.w", layer, ZB_T_QKVW, 3 * Cl, C, 3 * C, C, ZB_SHARD_QKV, std, 0);
+    add(b, "qkv.b", layer, ZB_T_QKVB, 3 * Cl, 1, 3 * C, 1, ZB_SHARD_QKV, 0, 0);
+    add(b, "proj.w", layer, ZB_T_PROJW, C, Cl, C, C, ZB_SHARD_COLS, rstd, 0);
+    add(b, "proj.b", layer, ZB_T_PROJB, C, 1, C, 1, ZB_SHARD_NONE, 0, 0);
+    add(b, "ln2.w", layer, ZB_T_LN2W, C, 1, C, 1, ZB_SHARD_NONE, 0, 1);
+    add(b, "ln2.b", layer, ZB_T_LN2B, C, 1, C, 1, ZB_SHARD_NONE, 0, 0);
+    add(b, "fc.w", layer, ZB_T_FCW, Fl, C, F, C, ZB_SHARD_ROWS, std, 0);
+    add(b, "fc.b", layer, ZB_T_FCB, Fl, 1, F, 1, ZB_SHARD_ROWS, 0, 0);
+    add(b, "fc2.w", layer, ZB_T_FC2W, C, Fl, C, F, ZB_SHARD_COLS, rstd, 0);
+    add(b, "fc2.b", layer, ZB_T_FC2B, C, 1, C, 1, ZB_SHARD_NONE, 0, 0);
+    return first;
+}
+
+/* Fill pt->chunk and (when pt->t is set) pt->t; counts tensors and floats. */
+static void layout(zb_ptable *pt, const zb_plan *plan, int pp_rank) {
+    const zb_arch *a = &plan->model.arch;
+    int C = a->hidden, V = a->vocab, T = a->seq_len;
+    int Vl = zb_vocab_rows_per_rank(V, pt->tp);
+    bool has_embed = false;
+    for (int c = 0; c < plan->v; c++)
+        if (plan->stages[zb_vstage(&plan->sched, pp_rank, c)].embed)
+            has_embed = true;
+    builder b = {pt, 0};
+    pt->n = 0;
+    pt->tied = -1;
+    int wte = -1;
+    for (int c = 0; c < plan->v; c++) {
+        const zb_stage_span *sp = &plan->stages[zb_vstage(&plan->sched, pp_rank, c)];
+        zb_pchunk ck = {-1, -1, -1, sp->n_layers, -1, -1, -1};
+        if (sp->embed) {
+            ck.wte = wte = add(&b, "wte", -1, ZB_T_WTE, Vl, C, V, C, ZB_SHARD_ROWS, 0.02f, 0);
+            ck.wpe = add(&b, "wpe", -1, ZB_T_WPE, T, C, T, C, ZB_SHARD_NONE, 0.02f, 0);
+        }
+        for (int l = 0; l < sp->n_layers; l++) {
+            int first = add_block(&b, a, sp->first_layer + l, pt->tp);
+            if (l == 0) ck.layer0 = first;
+        }
+        if (sp->head) {
+            ck.lnfw = add(&b, "lnf.w", -1, ZB_T_LNFW, C, 1, C, 1, ZB_SHARD_NONE, 0, 1);
+            ck.lnfb = add(&b, "lnf.b", -1, ZB_T_LNFB, C, 1, C, 1, ZB_SHARD_NONE, 0, 0);
+            if (!a->tied_embeddings)
+                ck.head = add(&b, "lm_head", -1, ZB_T_LMHEAD, Vl, C, V, C, ZB_SHARD_ROWS, 0.02f, 0);
+            else if (has_embed)
+                ck.head = wte;
+            else {
+                ck.head = pt->tied = add(&b, "wte.copy", -1, ZB_T_WTE, Vl, C, V, C, ZB_SHARD_ROWS, 0.02f, 0);
+                if (pt->t) {
+                    pt->t[ck.head].copy = true;
+                    pt->t[ck.head].norm = false; /* the first stage counts wte */
+                }
+            }
+        }
+        if (pt->chunk) pt->chunk[c] = ck;
+    }
+    /* The embedding's rank syncs wte with the head's copy when they differ. */
+    bool has_head = false;
+    for (int c = 0; c < plan->v; c++)
+        if (plan->stages[zb_vstage(&plan->sched, pp_rank, c)].head) has_head = true;
+    if (a->tied_embeddings && has_embed && !has_head) pt->tied = wte;
+    pt->floats = b.off;
+}
+
+zb_status zb_ptable_build(zb_ptable *pt, const zb_plan *plan, int pp_rank,
+                          int tp_rank, zb_err *err) {
+    memset(pt, 0, sizeof *pt);
+    const zb_arch *a = &plan->model.arch;
+    int tp = plan->tp;
+    if (tp < 1 || tp_rank < 0 || tp_rank >= tp)
+        return zb_fail(err, ZB_EINPUT, "tp rank %d out of range for tp=%d", tp_rank, tp);
+    if (pp_rank < 0 || pp_rank >= plan->pp)
+        return zb_fail(err, ZB_EINPUT, "pp rank %d out of range for pp=%d", pp_rank, plan->pp);
+    if (a->heads < 1 || a->hidden % a->heads != 0)
+        return zb_fail(err, ZB_EINPUT, "hidden %d is not a multiple of heads %d",
+                       a->hidden, a->heads);
+    if (a->heads % tp != 0 || a->ffn_hidden % tp != 0)
+        return zb_fail(err, ZB_EINPUT, "tp=%d must divide heads (%d) and ffn_hidden (%d)",
+                       tp, a->heads, a->ffn_hidden);
+    pt->tp = tp;
+    pt->tp_rank = tp_rank;
+    pt->v = plan->v;
+    layout(pt, plan, pp_rank); /* count */
+    int n = pt->n;
+    pt->t = zb_calloc((size_t)(n > 0 ? n : 1), sizeof *pt->t, err);
+    pt->chunk = zb_calloc((size_t)plan->v, sizeof *pt->chunk, err);
+    if (!pt->t || !pt->chunk) {
+        zb_ptable_free(pt);
+        return ZB_ENOMEM;
+    }
+    layout(pt, plan, pp_rank); /* fill */
+    return ZB_OK;
+}
+
+void zb_ptable_free(zb_ptable *pt) {
+    if (!pt) return;
+    free(pt->t);
+    free(pt->chunk);
+    pt->t = NULL;
+    pt->chunk = NULL;
+    pt->n = 0;
+}
+
+size_t zb_ptable_full_index(const zb_ptable *pt, const zb_ptensor *t,
+                            size_t i) {
+    size_t r = i / (size_t)t->cols, c = i % (size_t)t->cols;
+    size_t k = (size_t)pt->tp_rank;
+    switch (t->shard) {
+    case ZB_SHARD_ROWS:
+        r += k * (size_t)t->rows;
+        if (r >= (size_t)t->full_rows) return ZB_PTABLE_PAD; /* vocab pad */
+        break;
+    case ZB_SHARD_COLS: c += k * (size_t)t->cols; break;
+    case ZB_SHARD_QKV: {
+        /* local rows: [q of my heads | k of my heads | v of my heads] */
+        size_t blk = (size_t)t->rows / 3, full_blk = (size_t)t->full_rows / 3;
+        r = (r / blk) * full_blk + k * blk + r % blk;
+        break;
+    }
+    case ZB_SHARD_NONE: break;
+    }
+    return r * (size_t)t->full_cols + c;
+}
+
+void zb_ptable_init(const zb_ptable *pt, float *params, uint64_t seed) {
+    for (int j = 0; j < pt->n; j++) {
+        const zb_ptensor *t = &pt->t[j];
+        float *p = params + t->off; /* [rows, cols] */
+        size_t n = (size_t)t->rows * t->cols;
+        if (t->std <= 0) {
+            for (size_t i = 0; i < n; i++) p[i] = t->value;
+            continue;
+        }
+        uint64_t key = tensor_key(seed, t->layer, t->id);
+        for (size_t i = 0; i < n; i++) {
+            size_t fi = zb_ptable_full_index(pt, t, i);
+            p[i] = fi == ZB_PTABLE_PAD ? 0.0f : (float)(t->std * normal(key, fi));
+        }
+    }
+}
+
+int zb_ptable_find(const zb_ptable *pt, int layer, int id, bool copy) {
+    for (int j = 0; j < pt->n; j++)
+        if (pt->t[j].layer == layer && pt->t[j].id == id && pt->t[j].copy == copy)
+            return j;
+    return -1;
+}
+
+int zb_vocab_rows_per_rank(int vocab, int tp) {
+    return tp > 0 ? (vocab + tp - 1) / tp : vocab;
+}
