@@ -206,8 +206,11 @@ $(BUILD)/bench/%: tests/bench/%.c $(LIBS_ALL)
 # Unit tests run from the repository root (they read models/, tests/bad/).
 unit: $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; CK_FORK=$${CK_FORK:-yes} $$t; done
+# every script runs, also after one fails; the failed ones are named at the end
 e2e: all $(MPI_TESTS)
-	@set -e; for s in tests/e2e/*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; BIN=$(BIN) BUILD=$(BUILD) MPI_TESTS_DIR=$(BUILD)/mpi bash $$s; done
+	@failed=; for s in tests/e2e/*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; \
+	  BIN=$(BIN) BUILD=$(BUILD) MPI_TESTS_DIR=$(BUILD)/mpi bash $$s || failed="$$failed $$s"; done; \
+	if [ -n "$$failed" ]; then echo "e2e: FAILED:$$failed"; exit 1; fi; echo "e2e: all scripts passed"
 # unit tests, then the end-to-end scripts (one after the other: the builds
 # run in parallel, the tests do not)
 test: all $(TESTS) $(MPI_TESTS)

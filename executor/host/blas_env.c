@@ -31,7 +31,14 @@ void zb_cpu_detect(zb_cpu_features *f) {
     memset(f, 0, sizeof *f);
 #ifdef ZB_X86
     unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return;
+    /* vendor string in ebx, edx, ecx: "AuthenticAMD", "HygonGenuine" */
+    f->amd = (b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u) ||
+             (b == 0x6f677948u && d == 0x6e65476eu && c == 0x656e6975u);
     if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+    int fam = (a >> 8) & 0xf, mod = (a >> 4) & 0xf;
+    f->family = fam == 0xf ? fam + (int)((a >> 20) & 0xff) : fam;
+    f->model = fam == 0x6 || fam == 0xf ? mod + (int)(((a >> 16) & 0xf) << 4) : mod;
     f->sse3 = c & (1u << 0);
     f->ssse3 = c & (1u << 9);
     f->sse42 = c & (1u << 20);
@@ -50,8 +57,10 @@ void zb_cpu_detect(zb_cpu_features *f) {
 }
 
 const char *zb_blas_core_for(const zb_cpu_features *f) {
-    if (f->avx512) return f->avx512_bf16 ? "Cooperlake" : "SkylakeX";
-    if (f->avx2 && f->fma) return "Haswell";
+    if (f->avx512)
+        return f->avx512_bf16 && !f->amd && f->family == 6 && f->model == 0x55
+                   ? "Cooperlake" : "SkylakeX";
+    if (f->avx2 && f->fma) return f->amd ? "Zen" : "Haswell";
     if (f->avx) return "Sandybridge";
     if (f->sse42) return "Nehalem";
     if (f->ssse3) return "Core2";

@@ -23,17 +23,23 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* What the CPU can run, from cpuid and xgetbv. */
+/* What the CPU can run, from cpuid and xgetbv, and who made it. */
 typedef struct {
     bool sse3, ssse3, sse42, avx, avx2, fma, avx512;   /* avx512: F+BW+VL+DQ */
     bool avx512_bf16;
+    bool amd;               /* AMD or Hygon (OpenBLAS: Zen kernels) */
+    int family, model;      /* cpuid's display family and model */
 } zb_cpu_features;
 
 void zb_cpu_detect(zb_cpu_features *f);
 
-/* The OpenBLAS core type (OPENBLAS_CORETYPE name) for these features:
- * "Cooperlake", "SkylakeX", "Haswell", "Sandybridge", "Nehalem", "Core2",
- * or "Prescott". Never NULL. */
+/* The OpenBLAS core type (OPENBLAS_CORETYPE name) that OpenBLAS 0.3.21
+ * (Debian 12's) picks on a correctly detected CPU with these features:
+ * AVX-512: "Cooperlake" on Cooper Lake (Intel family 6 model 0x55 with
+ * AVX512-BF16), "SkylakeX" on every other (0.3.21 knows no Sapphire Rapids
+ * kernel and runs SkylakeX there); AVX2+FMA: "Zen" on AMD/Hygon,
+ * "Haswell" otherwise; then "Sandybridge", "Nehalem", "Core2" or
+ * "Prescott". Never NULL. */
 const char *zb_blas_core_for(const zb_cpu_features *f);
 
 /* Vector width class of an OpenBLAS core name (case-insensitive):

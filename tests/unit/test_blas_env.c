@@ -29,8 +29,21 @@ START_TEST(test_core_for_features) {
     ck_assert_str_eq(zb_blas_core_for(&f), "Haswell");
     f = feats(3);
     ck_assert_str_eq(zb_blas_core_for(&f), "SkylakeX");
+    /* AVX512-BF16: Cooper Lake runs Cooperlake kernels; Sapphire Rapids
+     * (model 0x8F) runs SkylakeX under OpenBLAS 0.3.21 */
     f = feats(4);
+    ck_assert_str_eq(zb_blas_core_for(&f), "SkylakeX");
+    f.family = 6, f.model = 0x55;
     ck_assert_str_eq(zb_blas_core_for(&f), "Cooperlake");
+    f.model = 0x8F;
+    ck_assert_str_eq(zb_blas_core_for(&f), "SkylakeX");
+    /* AMD with AVX2: Zen kernels (AVX-512 Zen 4: SkylakeX) */
+    f = feats(2);
+    f.amd = true, f.family = 0x19;
+    ck_assert_str_eq(zb_blas_core_for(&f), "Zen");
+    f = feats(3);
+    f.amd = true;
+    ck_assert_str_eq(zb_blas_core_for(&f), "SkylakeX");
     /* AVX2 without FMA is not a Haswell kernel */
     f = feats(2);
     f.fma = false;
@@ -53,6 +66,7 @@ END_TEST
 
 START_TEST(test_better_core) {
     zb_cpu_features f = feats(4);
+    f.family = 6, f.model = 0x55;   /* Cooper Lake */
     /* the case: a virtualised AVX-512 CPU detected as Prescott */
     ck_assert_str_eq(zb_blas_better_core("Prescott", &f), "Cooperlake");
     ck_assert_str_eq(zb_blas_better_core("Haswell", &f), "Cooperlake");
@@ -66,6 +80,10 @@ START_TEST(test_better_core) {
     ck_assert_ptr_null(zb_blas_better_core("Haswell", &f));
     f = feats(2);
     ck_assert_str_eq(zb_blas_better_core("Nehalem", &f), "Haswell");
+    /* an AMD CPU detected as Prescott gets Zen; detected as Zen: kept */
+    f.amd = true;
+    ck_assert_str_eq(zb_blas_better_core("Prescott", &f), "Zen");
+    ck_assert_ptr_null(zb_blas_better_core("Zen", &f));
 }
 END_TEST
 
