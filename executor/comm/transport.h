@@ -19,7 +19,9 @@
  * Contract:
  *  - send is buffered: it returns once buf may be reused, never waiting for
  *    the receiver. recv blocks until the message with (peer, tag) arrives;
- *    sizes must match (a mismatch is ZB_ERUNTIME naming both).
+ *    sizes must match (a mismatch is ZB_ERUNTIME naming both). Pipeline
+ *    tags are zb_lower_tag values; their lowest bit is the message kind
+ *    (p2p_channel.h), which transports without tags use to pick a lane.
  *  - allreduce sums n floats over the group in a fixed order (group member
  *    0, 1, ...), so every member gets bitwise identical results and every
  *    run the same ones. All members must call it; calls on one group are
@@ -92,17 +94,22 @@ void zb_cuda_world_free(zb_cuda_world *w);
 zb_transport *zb_cuda_transport(zb_cuda_world *w, int rank);
 
 /* ---- NCCL transport (CUDA builds): one rank per device, in this process
- * (threads) or across processes. Communicators: the world, two copies of
- * it for pipeline messages (one per direction, each on its own transfer
- * stream: a rank's pending sends never hold up its receives), and one per
- * group announced at creation (ng groups per rank, the same kinds in the
- * same order on every rank; n = 0 where a rank is in no group of that
- * kind), split from the world with ncclCommSplit. Pipeline messages go
- * through device staging rings (max_msgs slots of max_msg_floats per
- * direction and kind) so that no compute stream waits for a peer to
- * match a send. NCCL matches messages
- * between two ranks in posting order (it has no tags): both ends must post
- * them in the same order, which the lowered programs do. allreduce uses
+ * (threads) or across processes. Communicators: the world, four copies of
+ * it for pipeline messages (one per lane of p2p_channel.h: direction x
+ * message kind, each on its own transfer stream: a rank's pending sends
+ * never hold up its receives, and activations never match gradient
+ * receives), and one per group announced at creation (ng groups per rank,
+ * the same kinds in the same order on every rank; n = 0 where a rank is in
+ * no group of that kind), split from the world with ncclCommSplit.
+ * Pipeline messages go through device staging rings (max_msgs slots of
+ * max_msg_floats per direction, one for sends and one for receives) so
+ * that no compute stream waits for a peer to match a send. NCCL matches
+ * messages in posting order per communicator (it has no tags): the lane
+ * comes from the tag (zb_p2p_channel), and per (sender, receiver, lane)
+ * the lowered programs of every schedule post sends and receives in the
+ * same order (tests/unit/test_lower_order.c; with one lane per direction
+ * they do not: zb-v and zb-auto-v interleave activations and gradients
+ * between the same two ranks in different orders). allreduce uses
  * ncclAllReduce (NCCL's fixed ring/tree order, identical on all members).
  * abort calls ncclCommAbort on every communicator of the world's ranks
  * in this process, so a rank waiting on the device is released. */
