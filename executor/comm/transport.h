@@ -36,13 +36,22 @@
 
 #include "common/zb_error.h"
 
-#define ZB_MAX_GROUP 64
-
+/* A group: n global ranks in arithmetic progression, member i being
+ * first + i * stride (every group of a dp x tp x pp layout is one: TP
+ * stride 1, DP stride tp, the tied-embedding pair stride (pp-1)*dp*tp,
+ * the world stride 1). A value, no storage: any world size, same on every
+ * member. */
 typedef struct {
     int id;                   /* unique among the world's groups */
-    int n;                    /* members */
-    int ranks[ZB_MAX_GROUP];  /* global ranks, same order on every member */
+    int n;                    /* members, >= 1 */
+    int first, stride;        /* global rank of member 0; step (nonzero
+                                 when n > 1; negative: descending ranks) */
 } zb_group;
+
+/* Global rank of member i of g (0 <= i < g->n). */
+static inline int zb_group_rank(const zb_group *g, int i) {
+    return g->first + i * g->stride;
+}
 
 typedef struct zb_transport zb_transport;
 struct zb_transport {
@@ -62,9 +71,9 @@ struct zb_transport {
     void *stream;             /* cuda: the rank's compute stream; else NULL */
 };
 
-/* Check that g is a valid group of t's world (1..ZB_MAX_GROUP members,
- * each a rank of the world) holding t's rank; *me = its index in g. For
- * the transports' collectives (transport.c). */
+/* Check that g is a valid group of t's world (n >= 1 members, stride != 0
+ * when n > 1, each a rank of the world) holding t's rank; *me = its index
+ * in g. For the transports' collectives (transport.c). */
 zb_status zb_group_member(const zb_transport *t, const zb_group *g, int *me,
                           zb_err *err);
 

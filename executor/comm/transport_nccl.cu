@@ -310,7 +310,7 @@ static zb_status split_all(nccl_ep *eps, int n, int ng, const zb_group *groups,
                 dst = &gc->comm;
                 color = g->n > 0 ? g->id : NCCL_SPLIT_NOCOLOR;
                 for (int k = 0; k < g->n; k++)
-                    if (g->ranks[k] == e->t.rank) key = k;
+                    if (zb_group_rank(g, k) == e->t.rank) key = k;
             }
             ncclResult_t r = ncclCommSplit(e->world, color, key, dst, NULL);
             if (r != ncclSuccess)
