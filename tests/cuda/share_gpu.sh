@@ -42,7 +42,7 @@ layout() {
     timeout 120 "$BIN/zbrun" "${z[@]}" --backend cpu >"$d/cpu.log" 2>&1 || rc1=$?
     ZB_CUDA_SHARE=1 timeout 120 "$BIN/zbrun" "${z[@]}" --backend cuda >"$d/cuda.log" 2>&1 || rc2=$?
     if [ $rc1 -ne 0 ] || [ $rc2 -ne 0 ]; then
-        echo "share_gpu.sh: $name: FAIL: exit cpu $rc1, cuda $rc2: $(grep -m1 zbrun "$d/cuda.log" "$d/cpu.log" | head -1)"
+        echo "share_gpu.sh: $name: FAIL: exit cpu $rc1, cuda $rc2: $(cat "$d/cuda.log" "$d/cpu.log" | grep -m1 zbrun)"
         failed=1; return
     fi
     local f w
