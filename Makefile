@@ -37,10 +37,21 @@ BIN     ?= bin
 OPT     ?= -O2
 SAN     ?=
 CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Wno-unused-parameter \
-           -D_GNU_SOURCE -I. -fopenmp -fno-math-errno -fno-trapping-math $(SAN)
+           -D_GNU_SOURCE -I. -fopenmp -fno-math-errno -fno-trapping-math \
+           -Werror=implicit-function-declaration $(SAN)
 LDFLAGS += -fopenmp $(SAN)
 
-PKG_CFLAGS := $(shell pkg-config --cflags yaml-0.1 openblas check 2>/dev/null)
+# libyaml, OpenBLAS and Check: one pkg-config call each (one call for all
+# three prints nothing when any is missing). OpenBLAS's headers sit in a
+# folder of their own (Debian: /usr/include/<triplet>/openblas-pthread);
+# without its .pc file that folder is looked for (or CPATH names it).
+TRIPLET      := $(shell $(CC) -dumpmachine 2>/dev/null)
+YAML_CFLAGS  := $(shell pkg-config --cflags yaml-0.1 2>/dev/null)
+BLAS_CFLAGS  := $(shell pkg-config --cflags openblas 2>/dev/null)
+BLAS_CFLAGS  := $(if $(strip $(BLAS_CFLAGS)),$(BLAS_CFLAGS),$(patsubst %/cblas.h,-I%,$(firstword \
+                  $(wildcard $(addprefix /usr/include/$(TRIPLET)/,$(addsuffix /cblas.h,openblas-pthread openblas-openmp openblas-serial)) /usr/include/openblas/cblas.h))))
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+PKG_CFLAGS   := $(YAML_CFLAGS) $(BLAS_CFLAGS) $(CHECK_CFLAGS)
 YAML_LIBS  := $(shell pkg-config --libs yaml-0.1 2>/dev/null || echo -lyaml)
 BLAS_LIBS  := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
@@ -63,25 +74,43 @@ endif
 EXEC_ROOMS := $(addprefix executor/,run report state stage comm host)
 
 # ---- CUDA backend detection --------------------------------------------
-# The toolkit: nvcc on PATH, else /usr/local/cuda; cuBLAS beside it; NCCL
-# beside it or from the distribution (/usr/include, /usr/lib/<triplet>).
-# All found (and CUDA != 0): ZB_HAVE_CUDA, the .cu files below go into the
-# executor library and zbrun links cudart, cuBLAS and NCCL.
+# The toolkit: nvcc on PATH, else /usr/local/cuda; cuBLAS beside it. NCCL
+# (docs/gpu.md): NCCL_HOME when set (a folder with include/nccl.h and
+# lib/libnccl.so or only lib/libnccl.so.2), else the first of the toolkit,
+# /usr, /usr/local (NCCL_SYSTEM_ROOTS) and a Python wheel's folder
+# (nvidia-nccl-cu*: site-packages/nvidia/nccl, found by python3 or in the
+# usual places) holding both. The library is linked by its path, so a
+# libnccl.so.2 without libnccl.so will do. All found (and CUDA != 0):
+# ZB_HAVE_CUDA, the .cu files below go into the executor library and zbrun
+# links cudart, cuBLAS and NCCL. `make print-NCCL_SO` shows a choice.
 CUDA     ?= auto
 NVCC     ?= $(shell command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcudart.so $(CUDA_HOME)/lib/libcudart.so))
 CUDA_LIBDIR := $(if $(CUDA_LIBDIR),$(dir $(CUDA_LIBDIR)),)
 CUBLAS_OK := $(and $(wildcard $(CUDA_HOME)/include/cublas_v2.h),$(wildcard $(CUDA_LIBDIR)libcublas.so))
-NCCL_H    := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h /usr/local/include/nccl.h))
-NCCL_SO   := $(firstword $(wildcard $(CUDA_LIBDIR)libnccl.so $(CUDA_LIBDIR)libnccl.so.2 \
-               /usr/lib/$(shell $(CC) -dumpmachine 2>/dev/null)/libnccl.so \
-               /usr/lib/$(shell $(CC) -dumpmachine 2>/dev/null)/libnccl.so.2 /usr/lib64/libnccl.so /usr/local/lib/libnccl.so))
+nccl_so_in = $(firstword $(wildcard $(foreach l,lib64 lib lib/$(TRIPLET),$(1)/$(l)/libnccl.so) \
+               $(foreach l,lib64 lib lib/$(TRIPLET),$(1)/$(l)/libnccl.so.2)))
+nccl_root  = $(firstword $(foreach d,$(1),$(if $(and $(wildcard $(d)/include/nccl.h),$(call nccl_so_in,$(d))),$(d))))
+NCCL_SYSTEM_ROOTS ?= $(CUDA_HOME) /usr /usr/local
+NCCL_WHEEL_DIRS   ?= $(wildcard /opt/*/.venv/lib/python3*/site-packages/nvidia/nccl \
+                       /usr/local/lib/python3*/dist-packages/nvidia/nccl /usr/lib/python3/dist-packages/nvidia/nccl \
+                       $(HOME)/.local/lib/python3*/site-packages/nvidia/nccl)
+ifneq ($(NCCL_HOME),)
+NCCL_ROOT := $(call nccl_root,$(NCCL_HOME))
+$(if $(NCCL_ROOT),,$(error NCCL_HOME=$(NCCL_HOME) holds no include/nccl.h with lib/libnccl.so or lib/libnccl.so.2))
+else
+NCCL_ROOT := $(call nccl_root,$(NCCL_SYSTEM_ROOTS) $(NCCL_WHEEL_DIRS))
+NCCL_ROOT := $(if $(NCCL_ROOT),$(NCCL_ROOT),$(call nccl_root,$(shell python3 -c \
+               'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)))
+endif
+NCCL_H    := $(if $(NCCL_ROOT),$(NCCL_ROOT)/include/nccl.h)
+NCCL_SO   := $(if $(NCCL_ROOT),$(call nccl_so_in,$(NCCL_ROOT)))
 HAVE_CUDA := $(if $(filter 0 no off,$(CUDA)),,$(and $(wildcard $(NVCC)),$(CUDA_LIBDIR),$(CUBLAS_OK),$(NCCL_H),$(NCCL_SO)))
 ifneq ($(HAVE_CUDA),)
 CFLAGS    += -DZB_HAVE_CUDA -I$(CUDA_HOME)/include -I$(dir $(NCCL_H))
-CUDA_LIBS := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -L$(dir $(NCCL_SO)) \
-             -Wl,-rpath,$(dir $(NCCL_SO)) -lnccl -lcublas -lcudart -lstdc++
+CUDA_LIBS := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) $(NCCL_SO) \
+             -Wl,-rpath,$(dir $(NCCL_SO)) -lcublas -lcudart -lstdc++
 endif
 CU_SRC   := $(wildcard kernels/cuda/*.cu $(addsuffix /*.cu,$(EXEC_ROOMS)))
 CU_HDR   := $(wildcard kernels/cuda/*.h kernels/cuda/*.cuh kernels/*.h executor/*.h \
@@ -231,6 +260,7 @@ bench: all $(BENCHES)
 	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
 	@[ ! -x tests/bench/run.sh ] || BIN=$(BIN) tests/bench/run.sh
 	@[ ! -x tests/bench/mpi.sh ] || BIN=$(BIN) tests/bench/mpi.sh
+	@BIN=$(BIN) bash tests/bench/mpi_world.sh   # 128 processes (minutes on 2 cores)
 	@BIN=$(BIN) bash tests/bench/replan.sh
 	@BIN=$(BIN) bash tests/bench/llmc_compare.sh   # LLMC_DIR=llm.c checkout: speed beside llm.c
 	@BIN=$(CURDIR)/$(BIN) tests/bench/llmc_check.sh   # LLMC_DIR: losses beside llm.c
@@ -258,13 +288,9 @@ $(BUILD)/cuda/%: $(BUILD)/cuda/%.o $(LIBS_ALL)
 
 # Compile and link the CUDA tests wherever nvcc exists; CI does this on
 # machines without a GPU. `make cuda-test` runs them; without a device each
-# prints "skipped: no CUDA device" (exit 77), which counts as skipped.
-cuda:
-ifneq ($(HAVE_CUDA),)
-	@$(MAKE) --no-print-directory all $(CU_TESTS)
-else
-	@echo "cuda: nvcc, cuBLAS or NCCL not found (or CUDA=0): CUDA backend not built"
-endif
+# prints "skipped: no CUDA device" (exit 77), which counts as skipped; any
+# other CUDA error fails. `cuda` depends on the files (no recursive make:
+# `make -j all cuda` builds every object once).
 # NCCL across processes through zbrun's bootstrap (tests/cuda/nccl_procs.c):
 # compiled and linked by `make cuda` wherever the CUDA backend is built; run
 # on a GPU machine by tests/cuda/nccl_procs.sh.
@@ -273,13 +299,15 @@ $(NCCL_PROCS): tests/cuda/nccl_procs.c $(LIBS_ALL)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
 .PHONY: nccl-procs
-nccl-procs:
 ifneq ($(HAVE_CUDA),)
-	@$(MAKE) --no-print-directory $(NCCL_PROCS)
+cuda: all $(CU_TESTS) $(NCCL_PROCS)
+nccl-procs: $(NCCL_PROCS)
 else
+cuda:
+	@echo "cuda: nvcc, cuBLAS or NCCL not found (or CUDA=0): CUDA backend not built"
+nccl-procs:
 	@echo "nccl-procs: CUDA backend not built, not built"
 endif
-cuda: nccl-procs
 cuda-test: cuda
 	@set -e; [ -n "$(HAVE_CUDA)" ] || { echo "cuda-test: skipped: CUDA backend not built"; exit 0; }; \
 	for t in $(CU_TESTS); do echo "== $$t"; rc=0; $$t || rc=$$?; \
@@ -313,5 +341,10 @@ fuzz: $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_NAMES))
 
 clean:
 	rm -rf build build-asan build-fuzz bin
+
+# `make print-VAR` prints a variable as this Makefile sets it (e.g.
+# print-NCCL_SO, print-HAVE_CUDA, print-PKG_CFLAGS).
+print-%:
+	@printf '%s=%s\n' '$*' '$($*)'
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -9,8 +9,9 @@
  *   B/BW(s,j), s > 0, owner(s-1) != r   -> SEND grad to   owner(s-1) after
  * W moves nothing. Tags identify (kind, virtual stage of the receiver, mb),
  * so a transport can match messages whatever order they arrive in (the
- * local transport does). A transport that matches in order (NCCL) has to
- * order the pairs itself; that is the CUDA backend's concern.
+ * local transport does). A transport that matches in posting order (NCCL)
+ * keeps one ordered lane per direction and message kind; per lane both
+ * ends post in the same order (tests/unit/test_lower_order.c).
  */
 #ifndef ZB_LOWER_H
 #define ZB_LOWER_H
@@ -42,7 +43,8 @@ typedef struct {
 /* True when virtual stages a and b live on different ranks. */
 bool zb_lower_cross(const zb_schedule *s, int vstage_a, int vstage_b);
 
-/* Message tag for (msg, receiving vstage, mb): unique per step. */
+/* Message tag for (msg, receiving vstage, mb): unique per step, in
+ * 0..2*p*v*m-1; the lowest bit is msg (ZB_MSG_ACT 0, ZB_MSG_GRAD 1). */
 int zb_lower_tag(const zb_schedule *s, zb_msg_kind msg, int vstage, int mb);
 
 zb_status zb_lower(const zb_schedule *s, zb_program *out, zb_err *err);

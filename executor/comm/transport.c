@@ -3,16 +3,18 @@
 
 zb_status zb_group_member(const zb_transport *t, const zb_group *g, int *me,
                           zb_err *err) {
-    if (g->n < 1 || g->n > ZB_MAX_GROUP)
+    int step = g->n > 1 ? g->stride : 1;
+    if (g->n < 1 || step == 0)
         return zb_fail(err, ZB_ERUNTIME, "rank %d: group %d has %d members "
-                       "(1..%d allowed)", t->rank, g->id, g->n, ZB_MAX_GROUP);
-    *me = -1;
-    for (int i = 0; i < g->n; i++) {
-        if (g->ranks[i] < 0 || g->ranks[i] >= t->world)
-            return zb_fail(err, ZB_ERUNTIME, "rank %d: group %d names rank "
-                           "%d out of range", t->rank, g->id, g->ranks[i]);
-        if (g->ranks[i] == t->rank) *me = i;
-    }
+                       "with stride %d (n >= 1, stride != 0 needed)", t->rank,
+                       g->id, g->n, g->stride);
+    long last = (long)g->first + (long)(g->n - 1) * step;
+    if (g->first < 0 || g->first >= t->world || last < 0 || last >= t->world)
+        return zb_fail(err, ZB_ERUNTIME, "rank %d: group %d names ranks %d..%ld "
+                       "out of range 0..%d", t->rank, g->id, g->first, last,
+                       t->world - 1);
+    int d = t->rank - g->first;
+    *me = d % step == 0 && d / step >= 0 && d / step < g->n ? d / step : -1;
     if (*me < 0)
         return zb_fail(err, ZB_ERUNTIME, "rank %d: not a member of group %d",
                        t->rank, g->id);

@@ -19,7 +19,9 @@
  * Contract:
  *  - send is buffered: it returns once buf may be reused, never waiting for
  *    the receiver. recv blocks until the message with (peer, tag) arrives;
- *    sizes must match (a mismatch is ZB_ERUNTIME naming both).
+ *    sizes must match (a mismatch is ZB_ERUNTIME naming both). Pipeline
+ *    tags are zb_lower_tag values; their lowest bit is the message kind
+ *    (p2p_channel.h), which transports without tags use to pick a lane.
  *  - allreduce sums n floats over the group in a fixed order (group member
  *    0, 1, ...), so every member gets bitwise identical results and every
  *    run the same ones. All members must call it; calls on one group are
@@ -34,13 +36,22 @@
 
 #include "common/zb_error.h"
 
-#define ZB_MAX_GROUP 64
-
+/* A group: n global ranks in arithmetic progression, member i being
+ * first + i * stride (every group of a dp x tp x pp layout is one: TP
+ * stride 1, DP stride tp, the tied-embedding pair stride (pp-1)*dp*tp,
+ * the world stride 1). A value, no storage: any world size, same on every
+ * member. */
 typedef struct {
     int id;                   /* unique among the world's groups */
-    int n;                    /* members */
-    int ranks[ZB_MAX_GROUP];  /* global ranks, same order on every member */
+    int n;                    /* members, >= 1 */
+    int first, stride;        /* global rank of member 0; step (nonzero
+                                 when n > 1; negative: descending ranks) */
 } zb_group;
+
+/* Global rank of member i of g (0 <= i < g->n). */
+static inline int zb_group_rank(const zb_group *g, int i) {
+    return g->first + i * g->stride;
+}
 
 typedef struct zb_transport zb_transport;
 struct zb_transport {
@@ -60,9 +71,9 @@ struct zb_transport {
     void *stream;             /* cuda: the rank's compute stream; else NULL */
 };
 
-/* Check that g is a valid group of t's world (1..ZB_MAX_GROUP members,
- * each a rank of the world) holding t's rank; *me = its index in g. For
- * the transports' collectives (transport.c). */
+/* Check that g is a valid group of t's world (n >= 1 members, stride != 0
+ * when n > 1, each a rank of the world) holding t's rank; *me = its index
+ * in g. For the transports' collectives (transport.c). */
 zb_status zb_group_member(const zb_transport *t, const zb_group *g, int *me,
                           zb_err *err);
 
@@ -92,17 +103,22 @@ void zb_cuda_world_free(zb_cuda_world *w);
 zb_transport *zb_cuda_transport(zb_cuda_world *w, int rank);
 
 /* ---- NCCL transport (CUDA builds): one rank per device, in this process
- * (threads) or across processes. Communicators: the world, two copies of
- * it for pipeline messages (one per direction, each on its own transfer
- * stream: a rank's pending sends never hold up its receives), and one per
- * group announced at creation (ng groups per rank, the same kinds in the
- * same order on every rank; n = 0 where a rank is in no group of that
- * kind), split from the world with ncclCommSplit. Pipeline messages go
- * through device staging rings (max_msgs slots of max_msg_floats per
- * direction and kind) so that no compute stream waits for a peer to
- * match a send. NCCL matches messages
- * between two ranks in posting order (it has no tags): both ends must post
- * them in the same order, which the lowered programs do. allreduce uses
+ * (threads) or across processes. Communicators: the world, four copies of
+ * it for pipeline messages (one per lane of p2p_channel.h: direction x
+ * message kind, each on its own transfer stream: a rank's pending sends
+ * never hold up its receives, and activations never match gradient
+ * receives), and one per group announced at creation (ng groups per rank,
+ * the same kinds in the same order on every rank; n = 0 where a rank is in
+ * no group of that kind), split from the world with ncclCommSplit.
+ * Pipeline messages go through device staging rings (max_msgs slots of
+ * max_msg_floats per direction, one for sends and one for receives) so
+ * that no compute stream waits for a peer to match a send. NCCL matches
+ * messages in posting order per communicator (it has no tags): the lane
+ * comes from the tag (zb_p2p_channel), and per (sender, receiver, lane)
+ * the lowered programs of every schedule post sends and receives in the
+ * same order (tests/unit/test_lower_order.c; with one lane per direction
+ * they do not: zb-v and zb-auto-v interleave activations and gradients
+ * between the same two ranks in different orders). allreduce uses
  * ncclAllReduce (NCCL's fixed ring/tree order, identical on all members).
  * abort calls ncclCommAbort on every communicator of the world's ranks
  * in this process, so a rank waiting on the device is released. */

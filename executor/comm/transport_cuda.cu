@@ -15,10 +15,15 @@
  *
  * Collectives (same shape as transport_local.c): each member records
  * `ready` on its stream and publishes its buffer; host barrier; each member
- * makes its stream wait for every member's `ready` and launches a kernel
+ * makes its stream wait for every member's `ready` and launches kernels
  * summing its slice of the elements over members 0, 1, ... in that order
- * and writing the sum into every member's buffer; records `done`; host
+ * (windows of ZB_DL_WINDOW members per kernel, the running sum kept in
+ * member 0's slice, whose own value the first window already read) and
+ * writing the sum into every member's buffer; records `done`; host
  * barrier; waits for every member's `done` (peers wrote into its buffer).
+ * A group's member tables (buffers, lengths, events) are allocated when
+ * its first member uses it: any group size, nothing per rank grows with
+ * the world.
  * Events are per group and member, so a re-record can only happen after
  * the group's next barrier, when every peer has enqueued its waits.
  * allreduce_f64 and barrier are host operations, as in the local transport.
@@ -52,17 +57,19 @@ struct dl_inbox {
 
 struct dl_group {
     bool claimed;
-    int id, n;
-    int ranks[ZB_MAX_GROUP];
+    zb_group g;             /* as its first user named it */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int arrived;
     unsigned long gen;
-    void *bufs[ZB_MAX_GROUP];
-    size_t lens[ZB_MAX_GROUP];
-    bool events_made[ZB_MAX_GROUP];
-    cudaEvent_t ready[ZB_MAX_GROUP], done[ZB_MAX_GROUP];
+    void **bufs;            /* [g.n] */
+    size_t *lens;           /* [g.n] */
+    bool *events_made;      /* [g.n] */
+    cudaEvent_t *ready, *done; /* [g.n] */
 };
+
+/* Member pointers one reduction kernel takes (by value). */
+#define ZB_DL_WINDOW 64
 
 struct zb_cuda_world {
     int world, device, max_msgs;
@@ -214,26 +221,55 @@ static zb_status dl_recv(zb_transport *t, int peer, int tag, float *buf,
 
 /* ---- groups ---- */
 
+static void group_tables_free(dl_group *gs) {
+    free(gs->bufs);
+    free(gs->lens);
+    free(gs->events_made);
+    free(gs->ready);
+    free(gs->done);
+    gs->bufs = NULL;
+    gs->lens = NULL;
+    gs->events_made = NULL;
+    gs->ready = gs->done = NULL;
+}
+
+/* Claim a free entry of the table for g (w->mu held). */
+static dl_group *claim(zb_cuda_world *w, const zb_group *g) {
+    for (int i = 0; i < w->n_groups; i++) {
+        dl_group *gs = &w->groups[i];
+        if (gs->claimed) continue;
+        size_t n = (size_t)g->n;
+        gs->bufs = (void **)calloc(n, sizeof(void *));
+        gs->lens = (size_t *)calloc(n, sizeof(size_t));
+        gs->events_made = (bool *)calloc(n, sizeof(bool));
+        gs->ready = (cudaEvent_t *)calloc(n, sizeof(cudaEvent_t));
+        gs->done = (cudaEvent_t *)calloc(n, sizeof(cudaEvent_t));
+        if (!gs->bufs || !gs->lens || !gs->events_made || !gs->ready || !gs->done) {
+            group_tables_free(gs);
+            return NULL;
+        }
+        gs->claimed = true;
+        gs->g = *g;
+        return gs;
+    }
+    return NULL;
+}
+
 static zb_status group_state(zb_transport *t, const zb_group *g,
                              dl_group **out, zb_err *err) {
     zb_cuda_world *w = (zb_cuda_world *)t->impl;
     dl_group *gs = NULL;
     pthread_mutex_lock(&w->mu);
     for (int i = 0; i < w->n_groups && !gs; i++)
-        if (w->groups[i].claimed && w->groups[i].id == g->id) gs = &w->groups[i];
-    for (int i = 0; i < w->n_groups && !gs; i++)
-        if (!w->groups[i].claimed) {
-            gs = &w->groups[i];
-            gs->claimed = true;
-            gs->id = g->id;
-            gs->n = g->n;
-            memcpy(gs->ranks, g->ranks, sizeof gs->ranks);
-        }
+        if (w->groups[i].claimed && w->groups[i].g.id == g->id) gs = &w->groups[i];
+    if (!gs) gs = claim(w, g);
     pthread_mutex_unlock(&w->mu);
     if (!gs)
-        return zb_fail(err, ZB_ERUNTIME, "rank %d: too many groups (%d)",
-                       t->rank, w->n_groups);
-    if (gs->n != g->n || memcmp(gs->ranks, g->ranks, (size_t)g->n * sizeof(int)))
+        return zb_fail(err, ZB_ERUNTIME, "rank %d: group %d: no room (%d "
+                       "groups) or no memory for its %d members", t->rank,
+                       g->id, w->n_groups, g->n);
+    if (gs->g.n != g->n || gs->g.first != g->first ||
+        (g->n > 1 && gs->g.stride != g->stride))
         return zb_fail(err, ZB_ERUNTIME, "rank %d: group %d used with "
                        "different members by different ranks", t->rank, g->id);
     *out = gs;
@@ -244,7 +280,7 @@ static zb_status group_wait(zb_transport *t, dl_group *gs, zb_err *err) {
     zb_cuda_world *w = (zb_cuda_world *)t->impl;
     pthread_mutex_lock(&gs->mu);
     unsigned long gen = gs->gen;
-    if (++gs->arrived == gs->n) {
+    if (++gs->arrived == gs->g.n) {
         gs->arrived = 0;
         gs->gen++;
         pthread_cond_broadcast(&gs->cv);
@@ -267,39 +303,66 @@ static zb_status dl_barrier(zb_transport *t, const zb_group *g, zb_err *err) {
 }
 
 struct dl_bufs {
-    float *p[ZB_MAX_GROUP];
+    float *p[ZB_DL_WINDOW];
 };
 
-/* Elements [lo, hi): sum over members 0..n-1 in order, written to all. */
-__global__ static void reduce_slice(dl_bufs b, int n, size_t lo, size_t hi) {
+/* Elements [lo, hi) of one window of cnt members: first window: acc =
+ * p[0] + p[1] + ... in order; later ones: acc += p[0] + ... in order (acc
+ * is member 0's buffer, read by the first window before it is written). */
+__global__ static void reduce_window(dl_bufs b, int cnt, bool first,
+                                     float *acc, size_t lo, size_t hi) {
     for (size_t k = lo + blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < hi;
          k += (size_t)gridDim.x * blockDim.x) {
-        float s = b.p[0][k];
-        for (int i = 1; i < n; i++) s += b.p[i][k];
-        for (int i = 0; i < n; i++) b.p[i][k] = s;
+        float s = first ? b.p[0][k] : acc[k];
+        for (int i = first ? 1 : 0; i < cnt; i++) s += b.p[i][k];
+        acc[k] = s;
     }
+}
+
+/* Elements [lo, hi): the sum in acc copied into cnt members' buffers. */
+__global__ static void broadcast_window(dl_bufs b, int cnt, const float *acc,
+                                        size_t lo, size_t hi) {
+    for (size_t k = lo + blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < hi;
+         k += (size_t)gridDim.x * blockDim.x) {
+        float s = acc[k];
+        for (int i = 0; i < cnt; i++) b.p[i][k] = s;
+    }
+}
+
+/* This member's slice [lo, hi) summed over all members in order, then
+ * written to every member, in windows of ZB_DL_WINDOW members. */
+static zb_status reduce_slice(dl_group *gs, cudaStream_t st, size_t lo,
+                              size_t hi, zb_err *err) {
+    size_t blocks = (hi - lo + 255) / 256;
+    unsigned grid = (unsigned)(blocks < 1024 ? blocks : 1024);
+    float *acc = (float *)gs->bufs[0];
+    for (int pass = 0; pass < 2; pass++)
+        for (int w0 = 0; w0 < gs->g.n; w0 += ZB_DL_WINDOW) {
+            int cnt = gs->g.n - w0 < ZB_DL_WINDOW ? gs->g.n - w0 : ZB_DL_WINDOW;
+            dl_bufs b;
+            for (int i = 0; i < cnt; i++) b.p[i] = (float *)gs->bufs[w0 + i];
+            if (pass == 0)
+                reduce_window<<<grid, 256, 0, st>>>(b, cnt, w0 == 0, acc, lo, hi);
+            else
+                broadcast_window<<<grid, 256, 0, st>>>(b, cnt, acc, lo, hi);
+            ZB_CUDA(cudaGetLastError());
+        }
+    return ZB_OK;
 }
 
 /* Both barriers of one device all-reduce, after the length check. */
 static zb_status reduce_on_device(zb_transport *t, dl_group *gs, int me,
                                   size_t n, zb_err *err) {
     cudaStream_t st = (cudaStream_t)t->stream;
-    dl_bufs b;
-    for (int i = 0; i < gs->n; i++) {
-        b.p[i] = (float *)gs->bufs[i];
+    int members = gs->g.n;
+    for (int i = 0; i < members; i++)
         ZB_CUDA(cudaStreamWaitEvent(st, gs->ready[i], 0));
-    }
-    size_t lo = n * (size_t)me / (size_t)gs->n;
-    size_t hi = n * (size_t)(me + 1) / (size_t)gs->n;
-    if (hi > lo) {
-        size_t blocks = (hi - lo + 255) / 256;
-        reduce_slice<<<(unsigned)(blocks < 1024 ? blocks : 1024), 256, 0, st>>>(
-            b, gs->n, lo, hi);
-        ZB_CUDA(cudaGetLastError());
-    }
+    size_t lo = n * (size_t)me / (size_t)members;
+    size_t hi = n * (size_t)(me + 1) / (size_t)members;
+    if (hi > lo) ZB_TRY(reduce_slice(gs, st, lo, hi, err));
     ZB_CUDA(cudaEventRecord(gs->done[me], st));
     ZB_TRY(group_wait(t, gs, err));
-    for (int i = 0; i < gs->n; i++)
+    for (int i = 0; i < members; i++)
         ZB_CUDA(cudaStreamWaitEvent(st, gs->done[i], 0));
     return ZB_OK;
 }
@@ -328,7 +391,7 @@ static zb_status dl_allreduce(zb_transport *t, const zb_group *g, float *buf,
         if (gs->lens[i] != n) {
             zb_fail(err, ZB_ERUNTIME, "rank %d: all-reduce on group %d: "
                     "rank %d passes %zu elements, rank %d passes %zu", t->rank,
-                    g->id, g->ranks[i], gs->lens[i], t->rank, n);
+                    g->id, zb_group_rank(g, i), gs->lens[i], t->rank, n);
             group_wait(t, gs, NULL);
             return ZB_ERUNTIME;
         }
@@ -352,7 +415,7 @@ static zb_status dl_allreduce_f64(zb_transport *t, const zb_group *g,
         if (gs->lens[i] != n) {
             zb_fail(err, ZB_ERUNTIME, "rank %d: all-reduce on group %d: "
                     "rank %d passes %zu elements, rank %d passes %zu", t->rank,
-                    g->id, g->ranks[i], gs->lens[i], t->rank, n);
+                    g->id, zb_group_rank(g, i), gs->lens[i], t->rank, n);
             group_wait(t, gs, NULL);
             return ZB_ERUNTIME;
         }
@@ -473,11 +536,12 @@ extern "C" void zb_cuda_world_free(zb_cuda_world *w) {
             pthread_cond_destroy(&w->inbox[r].cv);
         }
         for (int g = 0; g < w->n_groups; g++) {
-            for (int i = 0; i < ZB_MAX_GROUP; i++)
+            for (int i = 0; w->groups[g].claimed && i < w->groups[g].g.n; i++)
                 if (w->groups[g].events_made[i]) {
                     cudaEventDestroy(w->groups[g].ready[i]);
                     cudaEventDestroy(w->groups[g].done[i]);
                 }
+            group_tables_free(&w->groups[g]);
             pthread_mutex_destroy(&w->groups[g].mu);
             pthread_cond_destroy(&w->groups[g].cv);
         }

@@ -19,7 +19,9 @@
  *
  * Groups are identified by zb_group.id; their shared state lives in a table
  * allocated up front (room for 4*world+8 groups), claimed by the first member
- * that uses a group.
+ * that uses a group, which also allocates its member tables (n pointers and
+ * lengths: no bound on the group size; nothing per rank grows with the
+ * world).
  *
  * Abort sets a flag and wakes every waiter (inboxes and group barriers);
  * every call after it, and every wait it interrupts, fails with ZB_ERUNTIME.
@@ -47,14 +49,13 @@ typedef struct {
 
 typedef struct {
     bool claimed;
-    int id, n;
-    int ranks[ZB_MAX_GROUP];
+    zb_group g;             /* as its first user named it */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int arrived;            /* barrier: members arrived in this generation */
     unsigned long gen;      /* barrier: generation number */
-    void *bufs[ZB_MAX_GROUP];   /* collective: member buffers */
-    size_t lens[ZB_MAX_GROUP];  /* collective: member element counts */
+    void **bufs;            /* [g.n] collective: member buffers */
+    size_t *lens;           /* [g.n] collective: member element counts */
 } zb_gstate;
 
 struct zb_local_world {
@@ -169,6 +170,27 @@ static zb_status local_recv(zb_transport *t, int peer, int tag, float *buf,
 
 /* ---- groups ---- */
 
+/* Claim a free entry of the table for g (w->mu held). */
+static zb_gstate *claim(zb_local_world *w, const zb_group *g) {
+    for (int i = 0; i < w->n_groups; i++) {
+        zb_gstate *gs = &w->groups[i];
+        if (gs->claimed) continue;
+        gs->bufs = calloc((size_t)g->n, sizeof *gs->bufs);
+        gs->lens = calloc((size_t)g->n, sizeof *gs->lens);
+        if (!gs->bufs || !gs->lens) {
+            free(gs->bufs);
+            free(gs->lens);
+            gs->bufs = NULL;
+            gs->lens = NULL;
+            return NULL;
+        }
+        gs->claimed = true;
+        gs->g = *g;
+        return gs;
+    }
+    return NULL;
+}
+
 /* The shared state of group g, claimed on first use. */
 static zb_status group_state(zb_transport *t, const zb_group *g,
                              zb_gstate **out, zb_err *err) {
@@ -176,20 +198,15 @@ static zb_status group_state(zb_transport *t, const zb_group *g,
     zb_gstate *gs = NULL;
     pthread_mutex_lock(&w->mu);
     for (int i = 0; i < w->n_groups && !gs; i++)
-        if (w->groups[i].claimed && w->groups[i].id == g->id) gs = &w->groups[i];
-    for (int i = 0; i < w->n_groups && !gs; i++)
-        if (!w->groups[i].claimed) {
-            gs = &w->groups[i];
-            gs->claimed = true;
-            gs->id = g->id;
-            gs->n = g->n;
-            memcpy(gs->ranks, g->ranks, sizeof gs->ranks);
-        }
+        if (w->groups[i].claimed && w->groups[i].g.id == g->id) gs = &w->groups[i];
+    if (!gs) gs = claim(w, g);
     pthread_mutex_unlock(&w->mu);
     if (!gs)
-        return zb_fail(err, ZB_ERUNTIME, "rank %d: too many groups (%d)",
-                       t->rank, w->n_groups);
-    if (gs->n != g->n || memcmp(gs->ranks, g->ranks, (size_t)g->n * sizeof(int)))
+        return zb_fail(err, ZB_ERUNTIME, "rank %d: group %d: no room (%d "
+                       "groups) or no memory for its %d members", t->rank,
+                       g->id, w->n_groups, g->n);
+    if (gs->g.n != g->n || gs->g.first != g->first ||
+        (g->n > 1 && gs->g.stride != g->stride))
         return zb_fail(err, ZB_ERUNTIME, "rank %d: group %d used with "
                        "different members by different ranks", t->rank, g->id);
     *out = gs;
@@ -201,7 +218,7 @@ static zb_status group_wait(zb_transport *t, zb_gstate *gs, zb_err *err) {
     zb_local_world *w = t->impl;
     pthread_mutex_lock(&gs->mu);
     unsigned long gen = gs->gen;
-    if (++gs->arrived == gs->n) {
+    if (++gs->arrived == gs->g.n) {
         gs->arrived = 0;
         gs->gen++;
         pthread_cond_broadcast(&gs->cv);
@@ -263,7 +280,7 @@ static zb_status allreduce_any(zb_transport *t, const zb_group *g, void *buf,
             /* Every member sees the same mismatch and fails alike. */
             zb_fail(err, ZB_ERUNTIME, "rank %d: all-reduce on group %d: "
                     "rank %d passes %zu elements, rank %d passes %zu", t->rank,
-                    g->id, g->ranks[i], gs->lens[i], t->rank, n);
+                    g->id, zb_group_rank(g, i), gs->lens[i], t->rank, n);
             group_wait(t, gs, NULL);
             return ZB_ERUNTIME;
         }
@@ -363,6 +380,8 @@ void zb_local_world_free(zb_local_world *w) {
         for (int g = 0; g < w->n_groups; g++) {
             pthread_mutex_destroy(&w->groups[g].mu);
             pthread_cond_destroy(&w->groups[g].cv);
+            free(w->groups[g].bufs);
+            free(w->groups[g].lens);
         }
     }
     free(w->groups);

@@ -16,6 +16,9 @@
 
 /* Staging area of one all-reduce chunk, per member besides member 0. */
 #define ZB_MPI_STAGE_BYTES (4u << 20)
+/* Contributions the root of an all-reduce has in flight at once: the
+ * stage holds ZB_MPI_WINDOW chunks, whatever the group's size. */
+#define ZB_MPI_WINDOW 64
 
 static bool mpi_up;   /* zb_mpi_init succeeded and no finalize yet */
 static int last_rc;   /* MPI's code of the last failed wait (one MPI thread) */
@@ -268,31 +271,49 @@ static void add_f64(void *acc, const void *x, size_t n) {
     for (size_t k = 0; k < n; k++) a[k] += b[k];
 }
 
-/* Member 0's half of one chunk: receive members 1.. into the stage, add in
- * member order, send the sum back. */
-static zb_status reduce_root(zb_mpi_world *w, const zb_group *g,
-                             const zb_elem *e, char *buf, size_t n, zb_err *err) {
-    MPI_Request req[ZB_MAX_GROUP];
-    int rc;
-    for (int i = 1; i < g->n; i++) {
-        void *at = w->stage + (size_t)(i - 1) * n * e->size;
-        rc = MPI_Irecv(at, (int)n, e->type, g->ranks[i], g->id, w->coll, &req[i]);
+/* Members [lo, hi) of the root's window: receive them into the stage,
+ * then add them in member order. */
+static zb_status gather_window(zb_mpi_world *w, const zb_group *g,
+                               const zb_elem *e, char *buf, size_t n, int lo,
+                               int hi, zb_err *err) {
+    MPI_Request req[ZB_MPI_WINDOW];
+    for (int i = lo; i < hi; i++) {
+        void *at = w->stage + (size_t)(i - lo) * n * e->size;
+        int rc = MPI_Irecv(at, (int)n, e->type, zb_group_rank(g, i), g->id,
+                           w->coll, &req[i - lo]);
         if (rc != MPI_SUCCESS) return mpi_fail(err, w->ep.rank, "MPI_Irecv", rc);
     }
-    for (int i = 1; i < g->n; i++) {
-        ZB_TRY(wait_req(&req[i], MPI_STATUS_IGNORE, w->timeout_s, &w->aborted,
-                        w->ep.rank, "an all-reduce contribution from",
-                        g->ranks[i], err));
-        e->add(buf, w->stage + (size_t)(i - 1) * n * e->size, n);
+    for (int i = lo; i < hi; i++) {
+        ZB_TRY(wait_req(&req[i - lo], MPI_STATUS_IGNORE, w->timeout_s,
+                        &w->aborted, w->ep.rank, "an all-reduce contribution "
+                        "from", zb_group_rank(g, i), err));
+        e->add(buf, w->stage + (size_t)(i - lo) * n * e->size, n);
     }
-    for (int i = 1; i < g->n; i++) {
-        rc = MPI_Isend(buf, (int)n, e->type, g->ranks[i], g->id, w->coll, &req[i]);
-        if (rc != MPI_SUCCESS) return mpi_fail(err, w->ep.rank, "MPI_Isend", rc);
+    return ZB_OK;
+}
+
+/* Member 0's half of one chunk: receive members 1.. into the stage (at
+ * most ZB_MPI_WINDOW at a time), add in member order, send the sum back
+ * (as many sends in flight). */
+static zb_status reduce_root(zb_mpi_world *w, const zb_group *g,
+                             const zb_elem *e, char *buf, size_t n, zb_err *err) {
+    MPI_Request req[ZB_MPI_WINDOW];
+    for (int lo = 1; lo < g->n; lo += ZB_MPI_WINDOW) {
+        int hi = g->n - lo < ZB_MPI_WINDOW ? g->n : lo + ZB_MPI_WINDOW;
+        ZB_TRY(gather_window(w, g, e, buf, n, lo, hi, err));
     }
-    for (int i = 1; i < g->n; i++)
-        ZB_TRY(wait_req(&req[i], MPI_STATUS_IGNORE, w->timeout_s, &w->aborted,
-                        w->ep.rank, "the all-reduce result to reach",
-                        g->ranks[i], err));
+    for (int lo = 1; lo < g->n; lo += ZB_MPI_WINDOW) {
+        int hi = g->n - lo < ZB_MPI_WINDOW ? g->n : lo + ZB_MPI_WINDOW;
+        for (int i = lo; i < hi; i++) {
+            int rc = MPI_Isend(buf, (int)n, e->type, zb_group_rank(g, i), g->id,
+                               w->coll, &req[i - lo]);
+            if (rc != MPI_SUCCESS) return mpi_fail(err, w->ep.rank, "MPI_Isend", rc);
+        }
+        for (int i = lo; i < hi; i++)
+            ZB_TRY(wait_req(&req[i - lo], MPI_STATUS_IGNORE, w->timeout_s,
+                            &w->aborted, w->ep.rank, "the all-reduce result "
+                            "to reach", zb_group_rank(g, i), err));
+    }
     return ZB_OK;
 }
 
@@ -301,7 +322,7 @@ static zb_status reduce_leaf(zb_mpi_world *w, const zb_group *g,
                              const zb_elem *e, char *buf, size_t n, zb_err *err) {
     MPI_Request req;
     MPI_Status st;
-    int root = g->ranks[0];
+    int root = zb_group_rank(g, 0);
     int rc = MPI_Isend(buf, (int)n, e->type, root, g->id, w->coll, &req);
     if (rc != MPI_SUCCESS) return mpi_fail(err, w->ep.rank, "MPI_Isend", rc);
     ZB_TRY(wait_req(&req, MPI_STATUS_IGNORE, w->timeout_s, &w->aborted,
@@ -328,7 +349,8 @@ static zb_status allreduce_any(zb_transport *t, const zb_group *g, void *buf,
     if (w->aborted)
         return zb_fail(err, ZB_ERUNTIME, "rank %d: transport aborted", t->rank);
     if (g->n == 1) return ZB_OK;
-    size_t chunk = ZB_MPI_STAGE_BYTES / e->size / (size_t)(g->n - 1);
+    int window = g->n - 1 < ZB_MPI_WINDOW ? g->n - 1 : ZB_MPI_WINDOW;
+    size_t chunk = ZB_MPI_STAGE_BYTES / e->size / (size_t)window;
     if (chunk > (size_t)INT32_MAX) chunk = INT32_MAX;
     for (size_t lo = 0; lo < n; lo += chunk) {
         size_t len = n - lo < chunk ? n - lo : chunk;

@@ -16,7 +16,8 @@
  *    ZB_ERUNTIME naming both ranks.
  *  - allreduce sums in a fixed order, never MPI_Allreduce's: member 0 of
  *    the group receives every member's buffer (in chunks of a staging area
- *    allocated up front), adds them into its own in member order 1, 2, ...
+ *    allocated up front, at most 64 members at a time, so the stage does
+ *    not grow with the group), adds them into its own in member order 1, 2, ...
  *    (element k: ((b0 + b1) + b2) + ...: the local transport's order, so
  *    results are bitwise those of the threaded run), then sends the sum
  *    back to every member. barrier is an all-reduce of one value.

@@ -4,19 +4,25 @@
  *
  * Every NCCL, CUDA call is checked; the first failure is returned as
  * ZB_ERUNTIME naming the call, the NCCL error string, file and line.
- * Streams: sends and receives run on the transfer stream of their
- * direction (up: to a higher rank, down: to a lower one); all-reduces run
- * on the compute stream itself. The compute stream never waits for a send
+ * Streams: sends and receives run on the transfer stream of their lane
+ * (p2p_channel.h: direction x message kind, each lane its own communicator
+ * split from the world, so activations and gradients between two ranks
+ * never match each other's slots); all-reduces run on the compute stream
+ * itself. The compute stream never waits for a send
  * to be matched (an NCCL send blocks its stream until the receiver's recv
  * runs, and a compute stream waiting for that could wait on a peer that
  * waits on us): send copies buf into a staging ring on the compute stream
  * and NCCL sends from the ring on the transfer stream; recv receives into
  * a ring on the transfer stream and the compute stream copies out after
  * it. A ring slot is reused after its previous transfer (send ring) or
- * copy-out (recv ring) finished (events); max_msgs slots per ring. allreduce_f64 and barrier copy through a small
- * device buffer and wait for the stream (they work on host memory).
+ * copy-out (recv ring) finished (events); max_msgs slots per ring, one
+ * ring per direction and end (send, recv), shared by the direction's two
+ * lanes (at most max_msgs messages per step, so no slot is reused inside a
+ * step). allreduce_f64 and barrier copy through a small device buffer and
+ * wait for the stream (they work on host memory).
  */
 extern "C" {
+#include "executor/comm/p2p_channel.h"
 #include "executor/comm/transport.h"
 #include "executor/host/watchdog.h"
 }
@@ -58,8 +64,9 @@ struct nccl_ring {
 struct nccl_ep {
     zb_transport t;         /* t.impl points back here */
     int device;
-    ncclComm_t world, up, down;
-    cudaStream_t up_s, down_s;
+    ncclComm_t world;
+    ncclComm_t lane[ZB_P2P_CHANNELS];     /* p2p_channel.h */
+    cudaStream_t lane_s[ZB_P2P_CHANNELS];
     cudaStream_t host_s;    /* allreduce_f64 before a compute stream exists */
     cudaEvent_t ev_in, ev_out;
     int ring_n;             /* slots per ring (max messages in flight) */
@@ -96,12 +103,13 @@ static void nc_abort(zb_transport *t) {
         __atomic_store_n(&sh->aborted, 1, __ATOMIC_RELEASE);
         for (int i = 0; i < sh->n; i++) {
             nccl_ep *e = &sh->eps[i];
-            ncclComm_t all[3] = {e->up, e->down, e->world};
             for (int g = 0; g < e->ng; g++)
                 if (e->groups[g].comm) ncclCommAbort(e->groups[g].comm);
-            for (int k = 0; k < 3; k++)
-                if (all[k]) ncclCommAbort(all[k]);
-            e->up = e->down = e->world = NULL;
+            for (int k = 0; k < ZB_P2P_CHANNELS; k++)
+                if (e->lane[k]) ncclCommAbort(e->lane[k]);
+            if (e->world) ncclCommAbort(e->world);
+            memset(e->lane, 0, sizeof e->lane);
+            e->world = NULL;
             for (int g = 0; g < e->ng; g++) e->groups[g].comm = NULL;
         }
     }
@@ -119,8 +127,8 @@ static zb_status ready(zb_transport *t, zb_err *err) {
 
 /* ---- point to point ---- */
 
-static zb_status p2p(zb_transport *t, int peer, float *buf, size_t n,
-                     bool send, zb_err *err) {
+static zb_status p2p(zb_transport *t, int peer, int tag, float *buf,
+                     size_t n, bool send, zb_err *err) {
     nccl_ep *e = EP(t);
     if (peer < 0 || peer >= t->world || peer == t->rank)
         return zb_fail(err, ZB_ERUNTIME, "rank %d: %s rank %d out of range "
@@ -131,10 +139,11 @@ static zb_status p2p(zb_transport *t, int peer, float *buf, size_t n,
                        "exceeds the %zu the transport was sized for", t->rank,
                        n, e->max_msg_floats);
     ZB_TRY(ready(t, err));
-    bool up = send ? peer > t->rank : peer < t->rank; /* message goes up */
-    ncclComm_t comm = up ? e->up : e->down;
-    cudaStream_t xs = up ? e->up_s : e->down_s,
-                 compute = (cudaStream_t)t->stream;
+    int from = send ? t->rank : peer, to = send ? peer : t->rank;
+    bool up = from < to; /* message goes up */
+    int lane = zb_p2p_channel(from, to, tag);
+    ncclComm_t comm = e->lane[lane];
+    cudaStream_t xs = e->lane_s[lane], compute = (cudaStream_t)t->stream;
     nccl_ring *ring = &e->rings[up][send];
     int k = ring->next;
     ring->next = (k + 1) % e->ring_n;
@@ -161,12 +170,12 @@ static zb_status p2p(zb_transport *t, int peer, float *buf, size_t n,
 
 static zb_status nc_send(zb_transport *t, int peer, int tag, const float *buf,
                          size_t n, zb_err *err) {
-    return p2p(t, peer, (float *)buf, n, true, err);
+    return p2p(t, peer, tag, (float *)buf, n, true, err);
 }
 
 static zb_status nc_recv(zb_transport *t, int peer, int tag, float *buf,
                          size_t n, zb_err *err) {
-    return p2p(t, peer, buf, n, false, err);
+    return p2p(t, peer, tag, buf, n, false, err);
 }
 
 /* ---- groups ---- */
@@ -245,8 +254,8 @@ static zb_status ep_device_init(nccl_ep *e, int rank, int world, zb_err *err) {
     e->t.abort = nc_abort;
     e->t.impl = e;
     ZB_CUDA(cudaSetDevice(e->device));
-    ZB_CUDA(cudaStreamCreateWithFlags(&e->up_s, cudaStreamNonBlocking));
-    ZB_CUDA(cudaStreamCreateWithFlags(&e->down_s, cudaStreamNonBlocking));
+    for (int k = 0; k < ZB_P2P_CHANNELS; k++)
+        ZB_CUDA(cudaStreamCreateWithFlags(&e->lane_s[k], cudaStreamNonBlocking));
     ZB_CUDA(cudaStreamCreateWithFlags(&e->host_s, cudaStreamNonBlocking));
     ZB_CUDA(cudaEventCreateWithFlags(&e->ev_in, cudaEventDisableTiming));
     ZB_CUDA(cudaEventCreateWithFlags(&e->ev_out, cudaEventDisableTiming));
@@ -278,7 +287,7 @@ static zb_status ep_device_init(nccl_ep *e, int rank, int world, zb_err *err) {
  * NCCL group so that one thread can make all of this process's ranks. */
 static zb_status split_all(nccl_ep *eps, int n, int ng, const zb_group *groups,
                            zb_err *err) {
-    for (int which = 0; which < 2 + ng; which++) {
+    for (int which = 0; which < ZB_P2P_CHANNELS + ng; which++) {
         ZB_NCCL(ncclGroupStart());
         zb_status st = ZB_OK;
         for (int i = 0; i < n && st == ZB_OK; i++) {
@@ -291,17 +300,17 @@ static zb_status split_all(nccl_ep *eps, int n, int ng, const zb_group *groups,
             }
             ncclComm_t *dst;
             int color = 0, key = e->t.rank;
-            if (which == 0) dst = &e->up;
-            else if (which == 1) dst = &e->down;
+            if (which < ZB_P2P_CHANNELS) dst = &e->lane[which];
             else {
-                const zb_group *g = &groups[(size_t)i * ng + (which - 2)];
-                nccl_gcomm *gc = &e->groups[which - 2];
+                int k = which - ZB_P2P_CHANNELS;
+                const zb_group *g = &groups[(size_t)i * ng + k];
+                nccl_gcomm *gc = &e->groups[k];
                 gc->id = g->id;
                 gc->n = g->n;
                 dst = &gc->comm;
                 color = g->n > 0 ? g->id : NCCL_SPLIT_NOCOLOR;
                 for (int k = 0; k < g->n; k++)
-                    if (g->ranks[k] == e->t.rank) key = k;
+                    if (zb_group_rank(g, k) == e->t.rank) key = k;
             }
             ncclResult_t r = ncclCommSplit(e->world, color, key, dst, NULL);
             if (r != ncclSuccess)
@@ -335,12 +344,12 @@ static void shared_free(nccl_shared *sh) {
         if (!sh->aborted) {
             for (int g = 0; g < e->ng; g++)
                 if (e->groups[g].comm) ncclCommDestroy(e->groups[g].comm);
-            if (e->up) ncclCommDestroy(e->up);
-            if (e->down) ncclCommDestroy(e->down);
+            for (int k = 0; k < ZB_P2P_CHANNELS; k++)
+                if (e->lane[k]) ncclCommDestroy(e->lane[k]);
             if (e->world) ncclCommDestroy(e->world);
         }
-        if (e->up_s) cudaStreamDestroy(e->up_s);
-        if (e->down_s) cudaStreamDestroy(e->down_s);
+        for (int k = 0; k < ZB_P2P_CHANNELS; k++)
+            if (e->lane_s[k]) cudaStreamDestroy(e->lane_s[k]);
         if (e->host_s) cudaStreamDestroy(e->host_s);
         if (e->ev_in) cudaEventDestroy(e->ev_in);
         if (e->ev_out) cudaEventDestroy(e->ev_out);

@@ -389,13 +389,6 @@ static zb_status load_plan(const args *a, zb_plan *plan, zb_err *err) {
         zb_plan_free(plan);
         return ZB_EINPUT;
     }
-    if (zb_plan_world(plan) > ZB_RUN_MAX_WORLD) {
-        zb_fail(err, ZB_EINPUT, "%s: the plan needs %d ranks; the cpu backend "
-                "runs at most %d (threads of one process)", a->plan_path,
-                zb_plan_world(plan), ZB_RUN_MAX_WORLD);
-        zb_plan_free(plan);
-        return ZB_EINPUT;
-    }
     return ZB_OK;
 }
 

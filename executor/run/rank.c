@@ -370,10 +370,10 @@ static zb_status rank_setup(zb_rank *rk, zb_err *err) {
     ZB_TRY(rk->tr->allreduce_f64(rk->tr, &rk->world_g, rk->red,
                                  2 + 2 * (size_t)world, err));
     for (int i = 0; rk->in_emb_group && i < rk->emb_g.n; i++)
-        if ((rk->red[2 + rk->emb_g.ranks[i]] != 0) != tied)
+        if ((rk->red[2 + zb_group_rank(&rk->emb_g, i)] != 0) != tied)
             return zb_fail(err, ZB_ERUNTIME, "ranks %d and %d disagree on "
                            "holding a tied embedding gradient", rk->rank,
-                           rk->emb_g.ranks[i]);
+                           zb_group_rank(&rk->emb_g, i));
     ZB_TRY(check_headroom(rk, err));
     if (c->first_step > 1)
         ZB_TRY(zb_ckpt_load_rank(c->ckpt_dir, c->first_step - 1, rk->rank,

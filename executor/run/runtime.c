@@ -198,10 +198,6 @@ static void summarize(zb_run_ctx *c) {
 
 static zb_status check_plan(const zb_plan *p, const zb_run_opts *o, zb_err *err) {
     int world = zb_plan_world(p);
-    if (world > ZB_RUN_MAX_WORLD)
-        return zb_fail(err, ZB_EINPUT, "the plan needs %d ranks; the cpu "
-                       "backend runs at most %d (threads of one process)",
-                       world, ZB_RUN_MAX_WORLD);
     if (world < 1 || p->sched.p != p->pp || p->sched.v != p->v ||
         p->sched.m != p->m || p->m * p->micro_batch * p->dp != p->model.train.global_batch)
         return zb_fail(err, ZB_EINPUT, "inconsistent plan: dp %d tp %d pp %d v %d "
@@ -258,18 +254,18 @@ zb_status zb_run_msg_sizes(const zb_plan *plan, int *max_msgs,
 
 static void make_groups(zb_rank *rk, const zb_plan *p, int world) {
     int pr = rk->pp_rank, dr = rk->dp_rank, tr = rk->tp_rank, a, b, chunk;
-    rk->tp_g = (zb_group){.id = pr * p->dp + dr, .n = p->tp};
-    for (int t = 0; t < p->tp; t++) rk->tp_g.ranks[t] = zb_plan_rank(p, pr, dr, t);
-    rk->dp_g = (zb_group){.id = world + pr * p->tp + tr, .n = p->dp};
-    for (int d = 0; d < p->dp; d++) rk->dp_g.ranks[d] = zb_plan_rank(p, pr, d, tr);
-    rk->world_g = (zb_group){.id = 3 * world, .n = world};
-    for (int r = 0; r < world; r++) rk->world_g.ranks[r] = r;
+    rk->tp_g = (zb_group){.id = pr * p->dp + dr, .n = p->tp,
+                          .first = zb_plan_rank(p, pr, dr, 0), .stride = 1};
+    rk->dp_g = (zb_group){.id = world + pr * p->tp + tr, .n = p->dp,
+                          .first = zb_plan_rank(p, pr, 0, tr), .stride = p->tp};
+    rk->world_g = (zb_group){.id = 3 * world, .n = world, .first = 0, .stride = 1};
     /* the tied embedding lives with vstage 0 and the last vstage */
     zb_vstage_owner(&p->sched, 0, &a, &chunk);
     zb_vstage_owner(&p->sched, p->pp * p->v - 1, &b, &chunk);
     rk->in_emb_group = a != b && (pr == a || pr == b);
+    int ra = zb_plan_rank(p, a, dr, tr), rb = zb_plan_rank(p, b, dr, tr);
     rk->emb_g = (zb_group){.id = 2 * world + dr * p->tp + tr, .n = 2,
-                           .ranks = {zb_plan_rank(p, a, dr, tr), zb_plan_rank(p, b, dr, tr)}};
+                           .first = ra, .stride = rb > ra ? rb - ra : 1};
 }
 
 void zb_run_groups(const zb_plan *p, int rank, zb_group g[3]) {
@@ -348,10 +344,11 @@ static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
             c->ranks[r].tr = zb_cuda_transport(c->cw, r);
         return ZB_OK;
     }
-    int devices[ZB_RUN_MAX_WORLD];
-    zb_group groups[3 * ZB_RUN_MAX_WORLD];
-    zb_transport *ends[ZB_RUN_MAX_WORLD];
-    for (int r = 0; r < world; r++) {
+    int *devices = zb_calloc((size_t)world, sizeof *devices, err);
+    zb_group *groups = devices ? zb_calloc(3 * (size_t)world, sizeof *groups, err) : NULL;
+    zb_transport **ends = groups ? zb_calloc((size_t)world, sizeof *ends, err) : NULL;
+    zb_status st = ends ? ZB_OK : ZB_ENOMEM;
+    for (int r = 0; st == ZB_OK && r < world; r++) {
         zb_rank *rk = &c->ranks[r];
         devices[r] = rk->device;
         groups[3 * r] = rk->tp_g;
@@ -359,11 +356,17 @@ static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
         groups[3 * r + 2] = rk->emb_g;
         if (!rk->in_emb_group) groups[3 * r + 2].n = 0;
     }
-    ZB_TRY(zb_nccl_threads_new(world, devices, 3, groups, max_recvs(&c->prog),
-                               msg, ends, err));
-    c->nccl0 = ends[0];
-    for (int r = 0; r < world; r++) c->ranks[r].tr = ends[r];
-    return ZB_OK;
+    if (st == ZB_OK)
+        st = zb_nccl_threads_new(world, devices, 3, groups, max_recvs(&c->prog),
+                                 msg, ends, err);
+    if (st == ZB_OK) {
+        c->nccl0 = ends[0];
+        for (int r = 0; r < world; r++) c->ranks[r].tr = ends[r];
+    }
+    free(devices);
+    free(groups);
+    free(ends);
+    return st;
 #else
     return zb_fail(err, ZB_EINPUT, "backend cuda: zbrun was built without CUDA");
 #endif
@@ -444,10 +447,10 @@ static void teardown(zb_run_ctx *c) {
 
 /* One thread per rank; a failed pthread_create aborts the ones started. */
 static void run_threads(zb_run_ctx *c) {
-    pthread_t th[ZB_RUN_MAX_WORLD];
+    pthread_t *th = calloc((size_t)c->world, sizeof *th);
     int started = 0;
     c->t0 = zb_now_s();
-    for (; started < c->world; started++)
+    for (; th && started < c->world; started++)
         if (pthread_create(&th[started], NULL, zb_rank_main, &c->ranks[started]) != 0)
             break;
     if (started < c->world) {
@@ -460,6 +463,7 @@ static void run_threads(zb_run_ctx *c) {
         t->abort(t);
     }
     for (int r = 0; r < started; r++) pthread_join(th[r], NULL);
+    free(th);
 }
 
 /* One process per rank: this process's rank on this thread, then the

@@ -42,9 +42,6 @@
 #include "executor/comm/transport.h"
 #include "executor/base.h"
 
-/* Ranks (threads, or processes: the world group's size); more is refused. */
-#define ZB_RUN_MAX_WORLD 64
-
 typedef void (*zb_step_fn)(const zb_step_info *info, void *ctx);
 
 /* One process per rank (a launcher started this process, launch.h): this

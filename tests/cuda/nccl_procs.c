@@ -6,12 +6,17 @@
  * (rank + 1) * (k + 1) over the ranks with ncclAllReduce and checks the
  * result exactly (small integers in floats). Blocking NCCL calls run under
  * the watchdog (executor/host/watchdog.h) so a dead peer cannot hang us.
- * Exit 0 ok, 77 skipped (no device, or ranks sharing a GPU, which NCCL up
- * to 2.29 refuses), 1 failure; one line per rank says which.
+ * Exit 0 ok, 77 skipped (no device: cudaErrorNoDevice, a count of 0, or no
+ * driver at all, i.e. libcuda.so.1 cannot be loaded, which the runtime
+ * reports as cudaErrorInsufficientDriver; or ranks sharing a GPU, which
+ * NCCL up to 2.29 refuses), 1 failure; one line per rank says which. Any
+ * other CUDA error (a driver older than the runtime, a broken
+ * installation) is a failure with its message, never a skip.
  * `make cuda` builds it (compile and link check, no GPU needed);
  * tests/cuda/nccl_procs.sh runs it on a GPU machine.
  */
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +45,15 @@ static int check_nccl(ncclResult_t r, const char *call, int rank) {
     if (r == ncclSuccess) return 0;
     printf("nccl_procs: rank %d: %s failed: %s\n", rank, call, ncclGetErrorString(r));
     return 1;
+}
+
+/* No device here (skip) rather than a failing CUDA installation? */
+static int no_device(cudaError_t e, int ndev) {
+    if (e == cudaErrorNoDevice || (e == cudaSuccess && ndev == 0)) return 1;
+    if (e != cudaErrorInsufficientDriver) return 0;
+    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (h) dlclose(h);
+    return h == NULL;   /* no driver installed: no device */
 }
 
 /* The all-reduce on device dev; 0 ok, 1 failure. */
@@ -98,9 +112,15 @@ int main(void) {
                "RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT)\n");
         return 2;
     }
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    cudaError_t ce = cudaGetDeviceCount(&ndev);
+    if (no_device(ce, ndev)) {
         printf("nccl_procs: rank %d: skipped: no CUDA device\n", l.rank);
         return 77;
+    }
+    if (ce != cudaSuccess) {
+        printf("nccl_procs: rank %d: FAILED: cudaGetDeviceCount: %s (%s)\n",
+               l.rank, cudaGetErrorName(ce), cudaGetErrorString(ce));
+        return 1;
     }
     ncclGetVersion(&ver);
     int per_host = l.local_size ? l.local_size : l.world;

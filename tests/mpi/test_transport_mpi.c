@@ -46,19 +46,19 @@ static double value(unsigned seed, int who, size_t k) {
 static void test_allreduce(zb_transport *t, const zb_group *g, size_t n,
                            unsigned seed) {
     int idx = -1;
-    for (int i = 0; i < g->n; i++) if (g->ranks[i] == t->rank) idx = i;
+    for (int i = 0; i < g->n; i++) if (zb_group_rank(g, i) == t->rank) idx = i;
     if (idx < 0) return;
     float *f = malloc(n * sizeof *f), *fw = malloc(n * sizeof *fw);
     double *d = malloc(n * sizeof *d), *dw = malloc(n * sizeof *dw);
     if (!f || !fw || !d || !dw) { fprintf(stderr, "out of memory\n"); exit(1); }
     for (size_t k = 0; k < n; k++) {
-        f[k] = (float)value(seed, g->ranks[idx], k);
-        d[k] = value(seed + 1, g->ranks[idx], k);
-        fw[k] = (float)value(seed, g->ranks[0], k);
-        dw[k] = value(seed + 1, g->ranks[0], k);
+        f[k] = (float)value(seed, zb_group_rank(g, idx), k);
+        d[k] = value(seed + 1, zb_group_rank(g, idx), k);
+        fw[k] = (float)value(seed, zb_group_rank(g, 0), k);
+        dw[k] = value(seed + 1, zb_group_rank(g, 0), k);
         for (int i = 1; i < g->n; i++) {   /* member order, as documented */
-            fw[k] += (float)value(seed, g->ranks[i], k);
-            dw[k] += value(seed + 1, g->ranks[i], k);
+            fw[k] += (float)value(seed, zb_group_rank(g, i), k);
+            dw[k] += value(seed + 1, zb_group_rank(g, i), k);
         }
     }
     zb_err err = {{0}};
@@ -122,9 +122,9 @@ int main(void) {
         zb_mpi_abort(1);
     }
     zb_transport *t = zb_mpi_transport(mw);
-    zb_group world = {.id = 1, .n = 3, .ranks = {0, 1, 2}};
-    zb_group pair = {.id = 2, .n = 2, .ranks = {2, 0}};   /* member 0 is rank 2 */
-    zb_group lone = {.id = 3, .n = 1, .ranks = {me}};
+    zb_group world = {.id = 1, .n = 3, .first = 0, .stride = 1};
+    zb_group pair = {.id = 2, .n = 2, .first = 2, .stride = -2}; /* member 0 is rank 2 */
+    zb_group lone = {.id = 3, .n = 1, .first = me, .stride = 1};
     lone.id = 10 + me;
     test_allreduce(t, &world, 1000, 1);
     test_allreduce(t, &pair, 777, 3);

@@ -514,8 +514,7 @@ static void check_tp(int tp, bool tied) {
                                         &err), ZB_OK);
     tp_arg args[4];
     pthread_t th[4];
-    zb_group g = {.id = 1, .n = tp};
-    for (int r = 0; r < tp; r++) g.ranks[r] = r;
+    zb_group g = {.id = 1, .n = tp, .first = 0, .stride = 1};
     for (int r = 0; r < tp; r++) {
         args[r] = (tp_arg){.plan = &p, .w = w, .g = g,
                            .rank = r, .tok = rr.tok, .tgt = rr.tgt};
@@ -623,7 +622,7 @@ START_TEST(test_bad_shapes) {
     zb_local_world *w;
     zb_err err;
     ck_assert_int_eq(zb_local_world_new(2, 2, 16, 0, &w, &err), ZB_OK);
-    zb_group g = {.id = 1, .n = 2, .ranks = {0, 1}};
+    zb_group g = {.id = 1, .n = 2, .first = 0, .stride = 1};
     zb_stage_cfg cfg = {.plan = &p, .tr = zb_local_transport(w, 0), .tp_group = &g};
     zb_stage *st = (zb_stage *)1;
     ck_assert_int_eq(zb_stage_new(&cfg, &st, &err), ZB_EINPUT);

@@ -58,8 +58,7 @@ static zb_local_world *new_world(int world, int msgs, size_t floats) {
 }
 
 static zb_group world_group(int id, int n) {
-    zb_group g = {.id = id, .n = n};
-    for (int i = 0; i < n; i++) g.ranks[i] = i;
+    zb_group g = {.id = id, .n = n, .first = 0, .stride = 1};
     return g;
 }
 
@@ -262,8 +261,8 @@ static void allreduce_worker(worker *wk) {
 static void make_groups(zb_group *g, int world, int size, int id0) {
     for (int r = 0; r < world; r++) {
         int base = r / size * size;
-        g[r] = (zb_group){.id = id0 + base / size, .n = size};
-        for (int i = 0; i < size; i++) g[r].ranks[i] = base + i;
+        g[r] = (zb_group){.id = id0 + base / size, .n = size, .first = base,
+                          .stride = 1};
     }
 }
 
@@ -365,8 +364,7 @@ START_TEST(test_reduce_bound) {
     ck_assert_int_eq(t->allreduce(t, &g, x, 2, &err), ZB_OK);
     ck_assert_int_eq(t->allreduce(t, &g, x, 3, &err), ZB_ERUNTIME);
     zb_group other = world_group(1, 1);
-    other.ranks[0] = 0;
-    zb_group stranger = {.id = 2, .n = 1, .ranks = {5}};
+    zb_group stranger = {.id = 2, .n = 1, .first = 5, .stride = 1};
     ck_assert_int_eq(t->barrier(t, &stranger, &err), ZB_ERUNTIME);
     ck_assert_int_eq(t->barrier(t, &other, &err), ZB_OK);
     zb_local_world_free(w);
@@ -440,6 +438,32 @@ START_TEST(test_abort_unblocks) {
 }
 END_TEST
 
+/* ---- groups as arithmetic progressions: membership and checks ---- */
+START_TEST(test_group_member) {
+    zb_transport t = {.rank = 70, .world = 300};
+    zb_err err;
+    int me = -2;
+    zb_group dp = {.id = 1, .n = 100, .first = 10, .stride = 3};  /* 10 .. 307 */
+    ck_assert_int_eq(zb_group_member(&t, &dp, &me, &err), ZB_ERUNTIME); /* 307 >= 300 */
+    dp.n = 90;                                   /* 10 .. 277 */
+    ck_assert_int_eq(zb_group_member(&t, &dp, &me, &err), ZB_OK);
+    ck_assert_int_eq(me, 20);                    /* 10 + 20 * 3 = 70 */
+    ck_assert_int_eq(zb_group_rank(&dp, me), 70);
+    dp.first = 11;                               /* 11, 14, ...: 70 not in it */
+    ck_assert_int_eq(zb_group_member(&t, &dp, &me, &err), ZB_ERUNTIME);
+    zb_group down = {.id = 2, .n = 2, .first = 90, .stride = -20}; /* 90, 70 */
+    ck_assert_int_eq(zb_group_member(&t, &down, &me, &err), ZB_OK);
+    ck_assert_int_eq(me, 1);
+    zb_group flat = {.id = 3, .n = 2, .first = 70, .stride = 0};
+    ck_assert_int_eq(zb_group_member(&t, &flat, &me, &err), ZB_ERUNTIME);
+    zb_group lone = {.id = 4, .n = 1, .first = 70, .stride = 0};
+    ck_assert_int_eq(zb_group_member(&t, &lone, &me, &err), ZB_OK);
+    ck_assert_int_eq(me, 0);
+    zb_group below = {.id = 5, .n = 3, .first = 10, .stride = -10}; /* 10, 0, -10 */
+    ck_assert_int_eq(zb_group_member(&t, &below, &me, &err), ZB_ERUNTIME);
+}
+END_TEST
+
 static Suite *transport_suite(void) {
     Suite *s = suite_create("transport_local");
     TCase *p2p = tcase_create("p2p");
@@ -451,6 +475,7 @@ static Suite *transport_suite(void) {
     tcase_add_test(p2p, test_many_threads);
     suite_add_tcase(s, p2p);
     TCase *coll = tcase_create("collectives");
+    tcase_add_test(coll, test_group_member);
     tcase_add_test(coll, test_allreduce_world);
     tcase_add_test(coll, test_allreduce_subgroups);
     tcase_add_test(coll, test_allreduce_single);
