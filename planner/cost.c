@@ -37,6 +37,8 @@
 typedef struct {
     double b, s, h, f, a, V, t, e;
     bool sp;
+    bool cpu;          /* device "cpu": zbrun's CPU backend, whose own
+                          activation layout the memory model follows */
     zb_recompute rc;
     double peak;       /* FLOP/s of GEMMs at the training precision */
     double gemm_scale; /* device GEMM efficiency / GEMM_EFF_MAX (1: default) */
@@ -210,6 +212,21 @@ static void block_mem(const shape *x, zb_pass_cost *c) {
     c->m_w_bytes = e * sbh * (4 / (x->sp ? t : 1) + (4 + 2 * x->f / x->h) / t);
 }
 
+/* The cpu device runs zbrun's CPU backend, which computes in fp32 and
+ * keeps one slot per microbatch in flight from its F until its W (or BW):
+ * every buffer of F and of B together, none freed at B. Per block and
+ * token, in floats: replicated LN1 out, residual 2, LN2 out, dres2, dln2,
+ * dln1 (6h) and the block output and its gradient (2h); sharded QKV and
+ * dQKV (6h/t), attention output (h/t), fc1 out, GELU out and dfc1 (3f/t);
+ * four LayerNorm statistics; plus the (a/t)*s^2 softmax per sequence.
+ * The simulator then holds M_B = M_W from F to W (docs/cost-model.md 3.3). */
+static void block_mem_cpu(const shape *x, zb_pass_cost *c) {
+    double bs = x->b * x->s, h = x->h, t = x->t;
+    double per_tok = 8 * h + (7 * h + 3 * x->f) / t + 4;
+    double att = x->b * (x->a / t) * x->s * x->s;
+    c->m_b_bytes = c->m_w_bytes = 4 * (bs * per_tok + att);
+}
+
 /* Parameters of one block on one TP rank: QKV 3h^2 + 3h, proj h^2 + h,
  * MLP 2hf + f + h, two LayerNorms 4h. Matrices and column-parallel biases
  * (QKV, fc1) are sharded; row-parallel biases and LayerNorms replicated. */
@@ -236,6 +253,7 @@ static void embed_cost(const shape *x, zb_pass_cost *c) {
     c->w_s = elem_s(x, 2 * (x->e + 8) * bsh);
     c->m_b_bytes = ids;
     c->m_w_bytes = ids + x->e * bsh;
+    if (x->cpu) c->m_b_bytes = c->m_w_bytes = 0; /* in chunk_act_bytes */
     c->params = x->Vl * x->h + x->s * x->h;
 }
 
@@ -260,6 +278,8 @@ static void head_cost(const shape *x, zb_pass_cost *c) {
     c->w_s = gemm_s(x, Vl, h, bs) + elem_s(x, 2 * x->e * bsh);
     c->m_b_bytes = logits + 2 * x->e * bsh + 4 * bs; /* + LN in/out, targets */
     c->m_w_bytes = logits + x->e * bsh;
+    if (x->cpu) /* CPU backend: LN out, its gradient, 2 statistics, dlogits */
+        c->m_b_bytes = c->m_w_bytes = 4 * (2 * bsh + 2 * bs + bs * Vl);
     c->params = Vl * h + 2 * h;
 }
 
@@ -298,6 +318,7 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
         .a = A->heads, .V = A->vocab, .t = tp,
         .e = zb_precision_bytes(m->train.precision),
         .sp = m->train.sequence_parallel && tp > 1,
+        .cpu = strcasecmp(C->device.name, "cpu") == 0,
         .rc = m->train.recompute,
     };
     bool bf16 = m->train.precision == ZB_PREC_BF16;
@@ -325,7 +346,11 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
     *out = (zb_cost_table){.tp = tp, .micro_batch = micro_batch,
                            .peak_flops = x.peak};
     block_time(&x, &out->layer);
-    block_mem(&x, &out->layer);
+    if (x.cpu) block_mem_cpu(&x, &out->layer);
+    else block_mem(&x, &out->layer);
+    /* CPU backend: each chunk's slot also holds its input, the input's
+     * gradient (floats) and the token ids (int32) */
+    out->chunk_act_bytes = x.cpu ? 8 * x.b * x.s * x.h + 4 * x.b * x.s : 0;
     out->layer.params = block_params(&x);
     embed_cost(&x, &out->embed);
     head_cost(&x, &out->head);

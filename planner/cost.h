@@ -33,6 +33,10 @@ typedef struct {
     zb_pass_cost head;    /* final LayerNorm + LM head + cross-entropy */
     double vocab_params;  /* ceil(V/tp)*h: one rank's token table shard,
                              held once where embedding and head share it */
+    double chunk_act_bytes; /* per microbatch and virtual stage, beyond its
+                             layers: the chunk's input, its gradient and the
+                             token ids (the cpu device's executor layout;
+                             0 on GPU devices) */
     double p2p_bytes;     /* one activation (or gradient) between stages */
     double p2p_intra_s;   /* its time over an intra-node link */
     double p2p_inter_s;   /* ... over an inter-node link */

@@ -32,7 +32,7 @@ static const char usage[] =
     "              [--chunks V] [--schedule NAME] [--micro-batch N]\n"
     "              [--max-micro-batch N] [--solver heuristic|ilp|auto]\n"
     "              [--time-limit S] [--top K] [--compare] [--profile FILE]\n"
-    "              [-q]\n"
+    "              [--mem-margin PCT] [-q]\n"
     "       zbplan sim --help\n"
     "       zbplan calibrate --help\n"
     "Searches data/tensor/pipeline sizes, micro-batch size, chunks and\n"
@@ -53,6 +53,8 @@ static const char usage[] =
     "  --compare            also every schedule for the chosen split (default: off)\n"
     "  --profile FILE       use the times `zbrun --profile` measured wherever\n"
     "                       they cover a candidate (default: the cost model only)\n"
+    "  --mem-margin PCT     keep PCT% of device memory free: a plan may use\n"
+    "                       at most the rest (default: 5)\n"
     "  -q                   print nothing but errors (default: off)\n"
     "  -h, --help           this text;  --version  zbplan's version\n"
     "Exit status: 0 done; 2 bad input (model file or arguments: one line on\n"
@@ -97,6 +99,9 @@ static bool parse_one(int argc, char **argv, int *i, args *a, zb_status *st,
         if (val) a->profile_path = val;
     } else if (zb_cli_opt(argc, argv, i, "--time-limit", &val, st, err)) {
         if (val) *st = zb_cli_double("--time-limit", val, true, &o->time_limit_s, err);
+    } else if (zb_cli_opt(argc, argv, i, "--mem-margin", &val, st, err)) {
+        if (val) *st = zb_cli_double("--mem-margin", val, false, &o->mem_margin, err);
+        if (val && *st == ZB_OK) o->mem_margin /= 100;
     } else if (zb_cli_opt(argc, argv, i, "--schedule", &val, st, err)) {
         if (val && strlen(val) >= sizeof o->schedule)
             *st = zb_fail(err, ZB_EINPUT, "unknown schedule '%.40s...'", val);
@@ -145,12 +150,16 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
 
 /* ---- printing ---- */
 
-static void print_header(const zb_model *m, const zb_search_result *r) {
+static void print_header(const zb_model *m, const zb_search_result *r,
+                         double margin) {
     printf("%s: %d x %d %s, %d layout(s), %d schedule(s) simulated, %d "
            "pruned, %d over memory, %d not applicable, %.3f s\n", m->name,
            m->cluster.nodes, m->cluster.devices_per_node,
            m->cluster.device.name, r->splits, r->simulated, r->pruned,
            r->over_memory, r->not_applicable, r->elapsed_s);
+    double dev = m->cluster.device.mem_bytes;
+    printf("memory: %.2f GiB per device, %g%% safety margin: a plan may use "
+           "%.2f GiB\n", dev / GIB, 100 * margin, dev * (1 - margin) / GIB);
 }
 
 /* "measured" or "analytic": where a candidate's costs came from. */
@@ -160,17 +169,18 @@ static const char *costs_word(const zb_candidate *c) {
 }
 
 static void print_table(const zb_search_result *r, bool compare, bool costs) {
-    printf("%3s %5s %3s %4s %2s %4s %5s %-12s %-9s %10s %12s %6s %7s %9s%s\n",
+    printf("%3s %5s %3s %4s %2s %4s %5s %-12s %-9s %10s %12s %6s %7s %9s %9s%s\n",
            "#", "dp", "tp", "pp", "v", "mb", "m", "schedule", "solver",
-           "step (s)", "tokens/s", "MFU", "bubble", "mem GiB",
+           "step (s)", "tokens/s", "MFU", "bubble", "mem GiB", "headroom",
            costs ? "  costs" : "");
     for (int i = 0; i < r->n; i++) {
         const zb_candidate *c = &r->cand[i];
         printf("%3d %5d %3d %4d %2d %4d %5d %-12s %-9s %10.4f %12.0f %5.1f%% "
-               "%7.4f %9.2f%s", i + 1, c->dp, c->tp, c->pp, c->v,
+               "%6.1f%% %9.2f %8.1f%%%s", i + 1, c->dp, c->tp, c->pp, c->v,
                c->micro_batch, c->m, c->schedule, c->rep.solver, c->step_s,
-               c->tokens_per_s, 100 * c->mfu, c->bubble_rate,
+               c->tokens_per_s, 100 * c->mfu, 100 * c->bubble_rate,
                c->peak_mem_bytes / GIB,
+               100 * (c->capacity_bytes - c->peak_mem_bytes) / c->capacity_bytes,
                compare && !c->fits ? "  (over memory)" : "");
         printf("%s%s\n", costs ? "  " : "", costs ? costs_word(c) : "");
     }
@@ -180,6 +190,14 @@ static void print_table(const zb_search_result *r, bool compare, bool costs) {
                "and optimizer analytic (another dp/pp); analytic = the cost "
                "model (the profile does not cover this tp, micro-batch or "
                "model)\n");
+}
+
+static void print_legend(void) {
+    printf("step: predicted seconds per optimizer step; MFU: model FLOPs "
+           "(no recomputation) per second over the devices' peak; bubble: "
+           "idle share of the pipeline ranks' time (simulated); mem: "
+           "predicted peak of the fullest device, workspace included; "
+           "headroom: share of the usable memory left\n");
 }
 
 /* Every schedule for the winner's split, side by side. */
@@ -260,8 +278,9 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
     zb_search_result r;
     st = zb_search(&m, &a->so, &r, err);
     if (st == ZB_OK && !a->quiet) {
-        print_header(&m, &r);
+        print_header(&m, &r, a->so.mem_margin);
         print_table(&r, false, prof != NULL);
+        print_legend();
     }
     if (st == ZB_OK && a->compare && !a->quiet)
         st = compare(&m, a, &r.cand[0], err);

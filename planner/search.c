@@ -68,6 +68,7 @@ void zb_search_opts_default(zb_search_opts *o) {
     o->mip_gap = 1e-4;
     o->top_k = 5;
     o->auto_splits = 8;
+    o->mem_margin = ZB_SEARCH_MEM_MARGIN;
 }
 
 /* ---- step-time parts ---- */
@@ -152,6 +153,9 @@ static zb_status check_forced(const zb_model *mdl, const zb_search_opts *o,
                               zb_err *err) {
     const zb_arch *a = &mdl->arch;
     int dpn = mdl->cluster.devices_per_node;
+    if (!(o->mem_margin >= 0 && o->mem_margin < 1))
+        return zb_fail(err, ZB_EINPUT, "--mem-margin %g%% must be at least 0 "
+                       "and below 100", 100 * o->mem_margin);
     if (o->tp > 0 && (a->heads % o->tp || a->hidden % o->tp ||
                       a->ffn_hidden % o->tp))
         return zb_fail(err, ZB_EINPUT, "--tp %d must divide heads (%d), "
@@ -570,6 +574,7 @@ static zb_status score(ctx *x, const split *s, zb_placement pl,
     if (c->peak_mem_bytes > x->dev_mem)
         ZB_TRY(exact_peak(x, &c->sched, pl, &c->peak_mem_bytes, err));
     c->fits = c->peak_mem_bytes <= x->dev_mem;
+    c->capacity_bytes = x->dev_mem;
     return ZB_OK;
 }
 
@@ -717,7 +722,7 @@ static zb_status finish(const zb_model *mdl, zb_search_result *r,
         zb_status st = detail_eval(mdl, c, &d, err);
         if (st == ZB_OK) {
             c->peak_mem_bytes = peak_of(mdl, &d, c->pp);
-            c->fits = c->peak_mem_bytes <= mdl->cluster.device.mem_bytes;
+            c->fits = c->peak_mem_bytes <= c->capacity_bytes;
             c->bubble_rate = d.sim.bubble_rate;
             c->tokens_per_s = tokens / c->step_s;
             c->mfu = flops / c->step_s /
@@ -745,7 +750,9 @@ static zb_status ctx_init(ctx *x, const zb_model *mdl,
     x->mdl = mdl;
     x->o = o;
     x->res = res;
-    x->dev_mem = mdl->cluster.device.mem_bytes;
+    /* the capacity every memory test below uses: device memory less the
+     * safety margin */
+    x->dev_mem = mdl->cluster.device.mem_bytes * (1 - o->mem_margin);
     x->ws_bytes = zb_workspace_bytes(mdl);
     x->max_n = 4 * mdl->arch.layers + 8;   /* pp*v <= layers, v <= 4 */
     if (o->v > 4) x->max_n = o->v * mdl->arch.layers + 8;

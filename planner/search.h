@@ -20,7 +20,8 @@
  *               + zb_workspace_bytes
  *   tokens/s    = global_batch * seq_len / step_s
  *   mfu         = zb_model_step_flops / step_s / (world * peak FLOP/s)
- * Candidates whose peak memory exceeds the device memory are dropped
+ * capacity    = device memory * (1 - mem_margin), the most a plan may use
+ * Candidates whose peak memory exceeds the capacity are dropped
  * (kept with fits = false only in exhaustive mode, for --compare).
  *
  * Ownership: a zb_search_result owns its candidates and each candidate's
@@ -46,6 +47,10 @@
 /* Fraction of the device's memory bandwidth a streaming kernel reaches (the
  * cost model's BW_EFF, docs/cost-model.md section 2.2). */
 #define ZB_SEARCH_BW_EFF 0.80
+/* Default safety margin on device memory (zb_search_opts.mem_margin): what
+ * the cost model cannot see (allocator growth, fragmentation beyond the
+ * workspace, library buffers, other processes) must fit in it. */
+#define ZB_SEARCH_MEM_MARGIN 0.05
 
 typedef struct {
     int dp, tp, pp;          /* > 0 forces; 0 searches (device "cpu": 0 = 1) */
@@ -58,6 +63,10 @@ typedef struct {
     zb_solver solver;        /* for the automatic schedules */
     double time_limit_s;     /* ILP time limit per solve */
     double mip_gap;
+    double mem_margin;       /* safety margin: a candidate fits when its
+                                peak is at most (1 - mem_margin) of the
+                                device memory; [0, 1), default
+                                ZB_SEARCH_MEM_MARGIN */
     int top_k;               /* candidates kept, best first */
     int auto_splits;         /* best splits that also get the automatic
                                 schedules (when no schedule is forced) */
@@ -74,7 +83,8 @@ typedef struct {
     double step_s, pipeline_s, allreduce_s, optimizer_s;
     double tokens_per_s, mfu, bubble_rate;
     double peak_mem_bytes;   /* max over pipeline ranks (static+act+ws) */
-    bool fits;               /* peak_mem_bytes <= device memory */
+    double capacity_bytes;   /* device memory less the safety margin */
+    bool fits;               /* peak_mem_bytes <= capacity_bytes */
     long key;                /* enumeration order, breaks ties */
     zb_schedule sched;       /* owned */
     zb_stage_span *spans;    /* owned, [pp*v] */

@@ -11,6 +11,7 @@
 
 #include "common/zb_plan.h"
 #include "planner/cost.h"
+#include "planner/cost_fit.h"
 #include "planner/partition.h"
 #include "planner/search.h"
 
@@ -257,7 +258,10 @@ static void compare_with_brute_force(double mem_gib, int top_k,
     int fit = 0, unfit = 0, faster_unfit = 0;
     for (int i = 0; i < all.n; i++) {
         const zb_candidate *c = &all.cand[i];
-        ck_assert_int_eq(c->fits, c->peak_mem_bytes <= m.cluster.device.mem_bytes);
+        /* the usable capacity is the device memory less the margin */
+        ck_assert(c->capacity_bytes ==
+                  m.cluster.device.mem_bytes * (1 - ZB_SEARCH_MEM_MARGIN));
+        ck_assert_int_eq(c->fits, c->peak_mem_bytes <= c->capacity_bytes);
         if (!c->fits) {
             unfit++;
             faster_unfit += top.n > 0 && c->step_s < top.cand[top.n - 1].step_s;
@@ -432,6 +436,61 @@ START_TEST(shipped_models) {
 }
 END_TEST
 
+/* zbrun's start-up check (cost_fit.h): a cpu plan needs exactly what the
+ * search predicted per rank; the same plan made for a GPU is said so and
+ * needs more on the cpu backend (fp32, every activation kept) than on the
+ * GPU; a host with less available is refused with one line. */
+START_TEST(fit_host_check) {
+    zb_model m = model(8, 8, 1, 16, "cpu");
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.pp = 2;
+    snprintf(o.schedule, sizeof o.schedule, "zb-h1");
+    zb_search_result r;
+    run(&m, &o, &r);
+    zb_plan plan;
+    zb_err err;
+    ck_assert(zb_search_make_plan(&m, &r.cand[0], &plan, &err) == ZB_OK);
+    double need[2], total = 0;
+    ck_assert(zb_plan_mem_need(&plan, "cpu", need, &err) == ZB_OK);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(fabs(need[i] - plan.pred.peak_mem_bytes[i]) <=
+                      1e-9 * need[i], "rank %d: %g vs %g", i, need[i],
+                      plan.pred.peak_mem_bytes[i]);
+        total += need[i];
+    }
+    char note[256];
+    ck_assert(zb_plan_fit_host(&plan, "p.yaml", true, false, 0, 1, total,
+                               false, note, sizeof note, &err) == ZB_OK);
+    ck_assert_str_eq(note, "");
+    ck_assert(zb_plan_fit_host(&plan, "p.yaml", true, false, 0, 1, 0, false,
+                               note, sizeof note, &err) == ZB_OK);
+    ck_assert(zb_plan_fit_host(&plan, "p.yaml", true, false, 0, 1, total * 0.99,
+                               false, note, sizeof note, &err) == ZB_EINPUT);
+    ck_assert_msg(strstr(err.msg, "p.yaml: does not fit this host: 2 ranks") &&
+                  strstr(err.msg, "MemAvailable"), "%s", err.msg);
+    /* one process per rank: rank 1 alone, the host shared by 2 */
+    ck_assert(zb_plan_fit_host(&plan, "p.yaml", true, true, 1, 2, 2 * need[1],
+                               false, note, sizeof note, &err) == ZB_OK);
+    ck_assert(zb_plan_fit_host(&plan, "p.yaml", true, true, 1, 2, 1.9 * need[1],
+                               false, note, sizeof note, &err) == ZB_EINPUT);
+    /* made for a GPU: said so, and it needs more on the cpu backend */
+    plan.model.cluster.device = *zb_device_lookup("h100-sxm");
+    double gpu_need[2];
+    ck_assert(zb_plan_mem_need(&plan, "h100-sxm", gpu_need, &err) == ZB_OK);
+    ck_assert(zb_plan_fit_host(&plan, "p.yaml", true, false, 0, 1, 1e15,
+                               false, note, sizeof note, &err) == ZB_OK);
+    ck_assert_msg(strstr(note, "made for h100-sxm"), "%s", note);
+    ck_assert(gpu_need[0] - zb_workspace_bytes(&plan.model) <
+              need[0] - zb_workspace_bytes(&m));
+    ck_assert(zb_plan_fit_host(&plan, "p.yaml", false, false, 0, 1, 1,
+                               false, note, sizeof note, &err) == ZB_OK);
+    ck_assert_str_eq(note, "");
+    zb_plan_free(&plan);
+    zb_search_result_free(&r);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("search");
     TCase *t = tcase_create("core");
@@ -448,6 +507,7 @@ static Suite *suite(void) {
     tcase_add_test(t, dp_group_links);
     tcase_add_test(t, plan_round_trip);
     tcase_add_test(t, shipped_models);
+    tcase_add_test(t, fit_host_check);
     suite_add_tcase(s, t);
     return s;
 }
