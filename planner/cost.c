@@ -8,7 +8,9 @@
  */
 #include "planner/cost.h"
 
+#include <sched.h>
 #include <strings.h>
+#include <unistd.h>
 
 /* GEMM efficiency (zb_gemm_efficiency). */
 #define GEMM_EFF_MAX 0.80      /* large cuBLAS GEMMs reach ~75-85% of peak */
@@ -79,6 +81,28 @@ double zb_gemm_efficiency_tile(double M, double N, double K, double peak_flops,
     double work = 2 * M * N * K;
     double w_half = (peak_flops > 0 ? peak_flops : 0) * GEMM_OVERHEAD_S;
     return GEMM_EFF_MAX * q * (work / (work + w_half));
+}
+
+double zb_cost_cpu_rank_share(zb_model *m, int world, int cores) {
+    zb_device *d = &m->cluster.device;
+    if (strcasecmp(d->name, "cpu") != 0) return 1;
+    if (world < 1) world = 1;
+    if (cores < 1) cores = 1;
+    /* whole threads per rank (zbrun: cores / world); more ranks than
+     * cores: each gets its time share */
+    double share = world <= cores ? (double)(cores / world) : (double)cores / world;
+    d->peak_bf16_flops *= share;
+    d->peak_fp32_flops *= share;
+    d->mem_bw_Bps *= share;
+    return share;
+}
+
+int zb_cost_cpu_cores(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
 }
 
 double zb_p2p_s(double bytes, double bw_Bps, double lat_s) {
@@ -174,9 +198,12 @@ static void block_time(const shape *x, zb_pass_cost *c) {
      * outputs and output gradients, which M_W keeps sharded (see
      * block_mem): four all-gathers of b*s*h, two all-reduces' worth. */
     c->w_s = tw + elem_s(x, block_bytes_w(x)) + (x->sp ? tp_s(x, 2 * x->ar_s) : 0);
+    c->f_tp_s = c->b_tp_s = tp_s(x, 2 * x->ar_s);
+    c->w_tp_s = x->sp ? tp_s(x, 2 * x->ar_s) : 0;
     if (x->rc == ZB_RECOMPUTE_FULL) {
         c->b_flops += c->f_flops;
         c->b_s += c->f_s;
+        c->b_tp_s += c->f_tp_s;
     } else if (x->rc == ZB_RECOMPUTE_SELECTIVE && !x->fused) {
         /* fused attention keeps no scores: nothing to recompute */
         double sm = x->b * x->s * (4 * x->e + 1) * x->a * x->s / x->t;
@@ -251,6 +278,8 @@ static void embed_cost(const shape *x, zb_pass_cost *c) {
     c->f_s = elem_s(x, 5 * x->e * bsh) + tp_s(x, x->ar_s);
     c->b_s = 0;
     c->w_s = elem_s(x, 2 * (x->e + 8) * bsh);
+    c->f_tp_s = tp_s(x, x->ar_s);
+    c->b_tp_s = c->w_tp_s = 0;
     c->m_b_bytes = ids;
     c->m_w_bytes = ids + x->e * bsh;
     if (x->cpu) c->m_b_bytes = c->m_w_bytes = 0; /* in chunk_act_bytes */
@@ -276,6 +305,9 @@ static void head_cost(const shape *x, zb_pass_cost *c) {
     c->b_s = gemm_s(x, bs, h, Vl) + elem_s(x, 4 * x->e * bsh + 8 * bs * Vl) +
              tp_s(x, x->ar_s);
     c->w_s = gemm_s(x, Vl, h, bs) + elem_s(x, 2 * x->e * bsh);
+    c->f_tp_s = x->ce_ar_s;
+    c->b_tp_s = tp_s(x, x->ar_s);
+    c->w_tp_s = 0;
     c->m_b_bytes = logits + 2 * x->e * bsh + 4 * bs; /* + LN in/out, targets */
     c->m_w_bytes = logits + x->e * bsh;
     if (x->cpu) /* CPU backend: LN out, its gradient, 2 statistics, dlogits */

@@ -19,6 +19,7 @@
 #include "common/zb_yaml.h"
 #include "planner/calibrate_cmd.h"
 #include "planner/cli.h"
+#include "planner/explain.h"
 #include "planner/guard.h"
 #include "planner/profile.h"
 #include "planner/schedules.h"
@@ -32,7 +33,7 @@ static const char usage[] =
     "              [--chunks V] [--schedule NAME] [--micro-batch N]\n"
     "              [--max-micro-batch N] [--solver heuristic|ilp|auto]\n"
     "              [--time-limit S] [--top K] [--compare] [--profile FILE]\n"
-    "              [--mem-margin PCT] [-q]\n"
+    "              [--mem-margin PCT] [--cores N] [--explain K] [-q]\n"
     "       zbplan sim --help\n"
     "       zbplan calibrate --help\n"
     "Searches data/tensor/pipeline sizes, micro-batch size, chunks and\n"
@@ -53,8 +54,12 @@ static const char usage[] =
     "  --compare            also every schedule for the chosen split (default: off)\n"
     "  --profile FILE       use the times `zbrun --profile` measured wherever\n"
     "                       they cover a candidate (default: the cost model only)\n"
+    "  --cores N            device cpu: plan for N cores (default: this\n"
+    "                       machine's); a rank gets cores / ranks threads\n"
     "  --mem-margin PCT     keep PCT% of device memory free: a plan may use\n"
     "                       at most the rest (default: 5)\n"
+    "  --explain K          also take candidate K of the table apart (the\n"
+    "                       chosen plan, #1, always is)\n"
     "  -q                   print nothing but errors (default: off)\n"
     "  -h, --help           this text;  --version  zbplan's version\n"
     "Exit status: 0 done; 2 bad input (model file or arguments: one line on\n"
@@ -74,6 +79,7 @@ typedef struct {
     const char *model_path, *out_path, *profile_path;
     zb_search_opts so;
     bool compare, quiet, help, version;
+    int explain;             /* --explain K: also candidate K taken apart */
 } args;
 
 static const char *const solver_names[] = {"heuristic", "ilp", "auto", NULL};
@@ -85,7 +91,8 @@ static bool parse_one(int argc, char **argv, int *i, args *a, zb_status *st,
     const struct { const char *name; int *dst; } ints[] = {
         {"--dp", &o->dp}, {"--tp", &o->tp}, {"--pp", &o->pp},
         {"--chunks", &o->v}, {"--micro-batch", &o->micro_batch},
-        {"--max-micro-batch", &o->max_micro_batch}, {"--top", &o->top_k}};
+        {"--max-micro-batch", &o->max_micro_batch}, {"--top", &o->top_k},
+        {"--cores", &o->cores}, {"--explain", &a->explain}};
     const char *val;
     int k;
     for (size_t n = 0; n < sizeof ints / sizeof ints[0]; n++)
@@ -152,10 +159,16 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
 
 static void print_header(const zb_model *m, const zb_search_result *r,
                          double margin) {
-    printf("%s: %d x %d %s, %d layout(s), %d schedule(s) simulated, %d "
+    char where[64];
+    if (r->cores > 0)  /* cpu: ranks are threads sharing the cores */
+        snprintf(where, sizeof where, "%d core%s cpu", r->cores,
+                 r->cores == 1 ? "" : "s");
+    else
+        snprintf(where, sizeof where, "%d x %d %s", m->cluster.nodes,
+                 m->cluster.devices_per_node, m->cluster.device.name);
+    printf("%s: %s, %d layout(s), %d schedule(s) simulated, %d "
            "pruned, %d over memory, %d not applicable, %.3f s\n", m->name,
-           m->cluster.nodes, m->cluster.devices_per_node,
-           m->cluster.device.name, r->splits, r->simulated, r->pruned,
+           where, r->splits, r->simulated, r->pruned,
            r->over_memory, r->not_applicable, r->elapsed_s);
     double dev = m->cluster.device.mem_bytes;
     printf("memory: %.2f GiB per device, %g%% safety margin: a plan may use "
@@ -198,6 +211,28 @@ static void print_legend(void) {
            "idle share of the pipeline ranks' time (simulated); mem: "
            "predicted peak of the fullest device, workspace included; "
            "headroom: share of the usable memory left\n");
+}
+
+/* Why this plan (explain.h): #1 taken apart, why it beat #2, and
+ * candidate `k` (1-based) when asked for. */
+static zb_status explain(const zb_model *m, const zb_search_result *r, int k,
+                         zb_err *err) {
+    zb_explain e1, e2;
+    ZB_TRY(zb_explain_candidate(m, &r->cand[0], &e1, err));
+    printf("\nchosen plan (#1):\n");
+    zb_explain_print(stdout, &r->cand[0], &e1);
+    if (r->n > 1) {
+        ZB_TRY(zb_explain_candidate(m, &r->cand[1], &e2, err));
+        zb_explain_why(stdout, &r->cand[0], &e1, &r->cand[1], &e2);
+    }
+    if (k > 1 && k <= r->n) {
+        ZB_TRY(zb_explain_candidate(m, &r->cand[k - 1], &e2, err));
+        printf("\ncandidate #%d (%s):\n", k, r->cand[k - 1].schedule);
+        zb_explain_print(stdout, &r->cand[k - 1], &e2);
+    } else if (k > r->n) {
+        printf("--explain %d: the table has %d candidate(s)\n", k, r->n);
+    }
+    return ZB_OK;
 }
 
 /* Every schedule for the winner's split, side by side. */
@@ -281,6 +316,7 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
         print_header(&m, &r, a->so.mem_margin);
         print_table(&r, false, prof != NULL);
         print_legend();
+        st = explain(&m, &r, a->so.top_k > 0 ? a->explain : 0, err);
     }
     if (st == ZB_OK && a->compare && !a->quiet)
         st = compare(&m, a, &r.cand[0], err);

@@ -53,7 +53,11 @@
 #define ZB_SEARCH_MEM_MARGIN 0.05
 
 typedef struct {
-    int dp, tp, pp;          /* > 0 forces; 0 searches (device "cpu": 0 = 1) */
+    int dp, tp, pp;          /* > 0 forces; 0 searches (device "cpu": tp
+                                0 = 1, dp * pp up to `cores`) */
+    int cores;               /* device "cpu": cores of the machine (0: this
+                                one's, zb_cost_cpu_cores); a rank runs on
+                                cores / (dp tp pp) threads */
     int v;                   /* > 0 forces the chunks of interleaved; 0 tries
                                 2 and 4 */
     char schedule[32];       /* "" = every schedule, else only this one */
@@ -78,6 +82,8 @@ typedef struct {
 
 typedef struct {
     int dp, tp, pp, v, micro_batch, m;
+    int cores;               /* device "cpu": the machine's cores searched
+                                for (each rank's share: cost.h) */
     char schedule[32];
     zb_sched_report rep;     /* rep.solver: "generator", "heuristic", "ilp" */
     double step_s, pipeline_s, allreduce_s, optimizer_s;
@@ -105,6 +111,7 @@ typedef struct {
     char why_not_applicable[256]; /* the first such condition, with the
                                      option that changes it; "" if none */
     double elapsed_s;
+    int cores;               /* device "cpu": the cores planned for; 0 else */
 } zb_search_result;
 
 void zb_search_opts_default(zb_search_opts *o);

@@ -12,6 +12,7 @@
 #include "common/zb_plan.h"
 #include "planner/cost.h"
 #include "planner/cost_fit.h"
+#include "planner/explain.h"
 #include "planner/partition.h"
 #include "planner/search.h"
 
@@ -213,17 +214,32 @@ START_TEST(gpu_world_rules) {
 }
 END_TEST
 
-/* The CPU device: the world is whatever dp*tp*pp the user forces. */
+/* The CPU device: ranks share the cores (search.h); forced sizes hold. */
 START_TEST(cpu_world_rules) {
     zb_model m = model(8, 16, 1, 16, "cpu");
     zb_search_opts o;
     zb_search_opts_default(&o);
     o.top_k = 50;
+    o.cores = 1;   /* one core: one rank */
     zb_search_result r;
     run(&m, &o, &r);
+    ck_assert_int_eq(r.cores, 1);
     for (int i = 0; i < r.n; i++)
         ck_assert(r.cand[i].dp == 1 && r.cand[i].tp == 1 && r.cand[i].pp == 1);
     check_batch(&m, &r);
+    zb_search_result_free(&r);
+    /* four cores: dp x pp up to 4 ranks, tp 1 unless forced; both seen */
+    o.cores = 4;
+    o.auto_splits = 1000;
+    run(&m, &o, &r);
+    bool seen_dp = false, seen_pp = false;
+    for (int i = 0; i < r.n; i++) {
+        const zb_candidate *c = &r.cand[i];
+        ck_assert(c->tp == 1 && c->dp * c->pp <= 4);
+        seen_dp |= c->dp > 1;
+        seen_pp |= c->pp > 1;
+    }
+    ck_assert(seen_dp && seen_pp);
     zb_search_result_free(&r);
     o.pp = 4;
     run(&m, &o, &r);
@@ -491,6 +507,51 @@ START_TEST(fit_host_check) {
 }
 END_TEST
 
+/* --explain (explain.h): the step parts add up to the step time (other
+ * small), the memory parts of the fullest rank to the candidate's peak,
+ * TP collectives appear at tp > 1 and not at tp 1; the why line names both
+ * candidates. */
+START_TEST(explain_parts) {
+    zb_model m = model(8, 64, 1, 8, "a100-80gb");
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.top_k = 10;
+    zb_search_result r;
+    run(&m, &o, &r);
+    ck_assert_int_gt(r.n, 1);
+    for (int i = 0; i < r.n; i++) {
+        const zb_candidate *c = &r.cand[i];
+        zb_explain e;
+        zb_err err;
+        ck_assert(zb_explain_candidate(&m, c, &e, &err) == ZB_OK);
+        double sum = e.f_s + e.b_s + e.w_s + e.tp_s + e.bubble_s + e.p2p_s +
+                     e.dp_s + e.opt_s;
+        ck_assert_msg(fabs(e.other_s) <= 0.02 * c->step_s && e.other_s ==
+                      c->step_s - sum, "%d: other %g of %g", i, e.other_s, c->step_s);
+        ck_assert(e.f_s > 0 && e.b_s > 0 && e.w_s > 0 && e.bubble_s >= -1e-12);
+        ck_assert(c->tp > 1 ? e.tp_s > 0 : e.tp_s == 0);
+        double peak = 0;
+        for (int k = 0; k < c->pp; k++) {
+            double t = e.weights[k] + e.grads[k] + e.optim[k] + e.act[k] + e.ws;
+            if (t > peak) peak = t;
+        }
+        ck_assert_msg(fabs(peak - c->peak_mem_bytes) <= 1e-9 * peak, "%d: %g vs %g",
+                      i, peak, c->peak_mem_bytes);
+    }
+    zb_explain e1, e2;
+    zb_err err;
+    ck_assert(zb_explain_candidate(&m, &r.cand[0], &e1, &err) == ZB_OK);
+    ck_assert(zb_explain_candidate(&m, &r.cand[1], &e2, &err) == ZB_OK);
+    char buf[1024] = "";
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    ck_assert_ptr_nonnull(f);
+    zb_explain_why(f, &r.cand[0], &e1, &r.cand[1], &e2);
+    fclose(f);
+    ck_assert_msg(strstr(buf, "why #1 (") && strstr(buf, "over #2 ("), "%s", buf);
+    zb_search_result_free(&r);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("search");
     TCase *t = tcase_create("core");
@@ -508,6 +569,7 @@ static Suite *suite(void) {
     tcase_add_test(t, plan_round_trip);
     tcase_add_test(t, shipped_models);
     tcase_add_test(t, fit_host_check);
+    tcase_add_test(t, explain_parts);
     suite_add_tcase(s, t);
     return s;
 }
