@@ -83,7 +83,7 @@ static zb_status simulate_parts(const zb_candidate *c, zb_costs *costs,
 zb_status zb_explain_candidate(const zb_model *model, const zb_candidate *c,
                                zb_explain *e, zb_err *err) {
     memset(e, 0, sizeof *e);
-    zb_model m = *model;
+    zb_model m = zb_candidate_model(model, c);
     zb_cost_cpu_rank_share(&m, c->dp * c->tp * c->pp, c->cores);
     zb_cost_table ct;
     ZB_TRY(zb_cost_eval(&m, c->tp, c->micro_batch, &ct, err));

@@ -33,7 +33,8 @@ static const char usage[] =
     "              [--chunks V] [--schedule NAME] [--micro-batch N]\n"
     "              [--max-micro-batch N] [--solver heuristic|ilp|auto]\n"
     "              [--time-limit S] [--top K] [--compare] [--profile FILE]\n"
-    "              [--mem-margin PCT] [--cores N] [--explain K] [-q]\n"
+    "              [--mem-margin PCT] [--cores N] [--explain K]\n"
+    "              [--levers] [-q]\n"
     "       zbplan sim --help\n"
     "       zbplan calibrate --help\n"
     "Searches data/tensor/pipeline sizes, micro-batch size, chunks and\n"
@@ -58,6 +59,9 @@ static const char usage[] =
     "                       machine's); a rank gets cores / ranks threads\n"
     "  --mem-margin PCT     keep PCT% of device memory free: a plan may use\n"
     "                       at most the rest (default: 5)\n"
+    "  --levers             also search recompute (none, selective, full),\n"
+    "                       sequence parallelism and ZeRO-1 (default: the\n"
+    "                       model file's)\n"
     "  --explain K          also take candidate K of the table apart (the\n"
     "                       chosen plan, #1, always is)\n"
     "  -q                   print nothing but errors (default: off)\n"
@@ -139,6 +143,7 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
             return ZB_OK;
         }
         if (strcmp(s, "--compare") == 0) { a->compare = true; i++; continue; }
+        if (strcmp(s, "--levers") == 0) { a->so.levers = true; i++; continue; }
         if (strcmp(s, "-q") == 0) { a->quiet = true; i++; continue; }
         if (parse_one(argc, argv, &i, a, &st, err)) { ZB_TRY(st); continue; }
         if (s[0] == '-' && s[1] != '\0')
@@ -181,11 +186,20 @@ static const char *costs_word(const zb_candidate *c) {
     return c->measured_overhead ? "measured" : "measured*";
 }
 
-static void print_table(const zb_search_result *r, bool compare, bool costs) {
-    printf("%3s %5s %3s %4s %2s %4s %5s %-12s %-9s %10s %12s %6s %7s %9s %9s%s\n",
+/* The memory levers of a candidate, e.g. "full+sp+z1", "none". */
+static const char *levers_word(const zb_candidate *c, char *buf, size_t n) {
+    static const char *const rc[] = {"none", "sel", "full"};
+    snprintf(buf, n, "%s%s%s", rc[c->recompute], c->sp ? "+sp" : "",
+             c->zero1 ? "+z1" : "");
+    return buf;
+}
+
+static void print_table(const zb_search_result *r, bool compare, bool costs,
+                        bool levers) {
+    printf("%3s %5s %3s %4s %2s %4s %5s %-12s %-9s %10s %12s %6s %7s %9s %9s%s%s\n",
            "#", "dp", "tp", "pp", "v", "mb", "m", "schedule", "solver",
            "step (s)", "tokens/s", "MFU", "bubble", "mem GiB", "headroom",
-           costs ? "  costs" : "");
+           levers ? "  levers" : "", costs ? "  costs" : "");
     for (int i = 0; i < r->n; i++) {
         const zb_candidate *c = &r->cand[i];
         printf("%3d %5d %3d %4d %2d %4d %5d %-12s %-9s %10.4f %12.0f %5.1f%% "
@@ -195,6 +209,8 @@ static void print_table(const zb_search_result *r, bool compare, bool costs) {
                c->peak_mem_bytes / GIB,
                100 * (c->capacity_bytes - c->peak_mem_bytes) / c->capacity_bytes,
                compare && !c->fits ? "  (over memory)" : "");
+        char lw[32];
+        if (levers) printf("  %s", levers_word(c, lw, sizeof lw));
         printf("%s%s\n", costs ? "  " : "", costs ? costs_word(c) : "");
     }
     if (costs)
@@ -245,12 +261,14 @@ static zb_status compare(const zb_model *m, const args *a,
     o.micro_batch = best->micro_batch;
     o.schedule[0] = '\0';
     o.exhaustive = true;
+    o.levers = false;
+    zb_model lm = zb_candidate_model(m, best);
     zb_search_result r;
-    zb_status st = zb_search(m, &o, &r, err);
+    zb_status st = zb_search(&lm, &o, &r, err);
     if (st == ZB_OK) {
         printf("\nall schedules for dp %d tp %d pp %d micro-batch %d:\n",
                best->dp, best->tp, best->pp, best->micro_batch);
-        print_table(&r, true, a->so.profile != NULL);
+        print_table(&r, true, a->so.profile != NULL, false);
     }
     zb_search_result_free(&r);
     return st;
@@ -311,10 +329,10 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
     local.so.profile = prof;
     a = &local;
     zb_search_result r;
-    st = zb_search(&m, &a->so, &r, err);
+    st = zb_search_levers(&m, &a->so, &r, err);
     if (st == ZB_OK && !a->quiet) {
         print_header(&m, &r, a->so.mem_margin);
-        print_table(&r, false, prof != NULL);
+        print_table(&r, false, prof != NULL, a->so.levers);
         print_legend();
         st = explain(&m, &r, a->so.top_k > 0 ? a->explain : 0, err);
     }

@@ -401,8 +401,11 @@ static bool better(const zb_candidate *a, const zb_candidate *b) {
 
 /* k-th best step time: anything with a lower bound above it is useless. */
 static double threshold(const ctx *x) {
-    if (x->o->exhaustive || x->res->n < x->o->top_k) return INFINITY;
-    return x->res->cand[x->o->top_k - 1].step_s;
+    if (x->o->exhaustive) return INFINITY;
+    double b = x->o->bound > 0 ? x->o->bound : INFINITY;
+    if (x->res->n < x->o->top_k) return b;
+    double k = x->res->cand[x->o->top_k - 1].step_s;
+    return k < b ? k : b;
 }
 
 /* Insert c (taking ownership of its schedule; spans are copied from the
@@ -623,6 +626,9 @@ static zb_status run_job(ctx *x, split *s, const job *jb, long key,
     memset(&c, 0, sizeof c);
     c.dp = s->dp; c.tp = s->tp; c.pp = s->pp; c.v = jb->v;
     c.micro_batch = s->mb; c.m = s->m; c.key = key; c.cores = x->cores;
+    c.recompute = x->mdl->train.recompute;
+    c.sp = x->mdl->train.sequence_parallel;
+    c.zero1 = x->mdl->train.zero1;
     c.profile = s->measured ? x->o->profile : NULL;
     c.measured_overhead = s->measured_post;
     snprintf(c.schedule, sizeof c.schedule, "%s", jb->name);
@@ -910,8 +916,18 @@ static void copy_costs(zb_costs *dst, const zb_costs *src) {
     memcpy(dst->m_w, src->m_w, b);
 }
 
-zb_status zb_search_make_plan(const zb_model *mdl, const zb_candidate *c,
+zb_model zb_candidate_model(const zb_model *m, const zb_candidate *c) {
+    zb_model r = *m;
+    r.train.recompute = c->recompute;
+    r.train.sequence_parallel = c->sp;
+    r.train.zero1 = c->zero1;
+    return r;
+}
+
+zb_status zb_search_make_plan(const zb_model *model, const zb_candidate *c,
                               zb_plan *plan, zb_err *err) {
+    zb_model lm = zb_candidate_model(model, c);
+    const zb_model *mdl = &lm;
     memset(plan, 0, sizeof *plan);
     ZB_TRY(zb_plan_alloc(plan, c->pp, c->v, err));
     plan->version = ZB_PLAN_VERSION;

@@ -74,6 +74,11 @@ typedef struct {
     int top_k;               /* candidates kept, best first */
     int auto_splits;         /* best splits that also get the automatic
                                 schedules (when no schedule is forced) */
+    bool levers;             /* also search the memory levers (search_levers.c):
+                                recompute none/selective/full, sequence
+                                parallelism, ZeRO-1; false: the model's */
+    double bound;            /* > 0: prune what cannot beat this step time
+                                (s); 0: none */
     bool exhaustive;         /* no pruning, automatic schedules on every
                                 split, keep candidates over memory */
     const struct zb_profile *profile; /* measured costs where it covers a
@@ -90,6 +95,8 @@ typedef struct {
     double tokens_per_s, mfu, bubble_rate;
     double peak_mem_bytes;   /* max over pipeline ranks (static+act+ws) */
     double capacity_bytes;   /* device memory less the safety margin */
+    zb_recompute recompute;  /* the memory levers it was planned with */
+    bool sp, zero1;
     bool fits;               /* peak_mem_bytes <= capacity_bytes */
     long key;                /* enumeration order, breaks ties */
     zb_schedule sched;       /* owned */
@@ -123,6 +130,13 @@ void zb_search_opts_default(zb_search_opts *o);
 zb_status zb_search(const zb_model *m, const zb_search_opts *o,
                     zb_search_result *res, zb_err *err);
 void zb_search_result_free(zb_search_result *res);
+
+/* Search, and with o->levers every combination of the memory levers the
+ * model and layout allow, merged into one top-k (search_levers.c). */
+zb_status zb_search_levers(const zb_model *m, const zb_search_opts *o,
+                           zb_search_result *res, zb_err *err);
+/* m with candidate c's memory levers (recompute, SP, ZeRO-1). */
+zb_model zb_candidate_model(const zb_model *m, const zb_candidate *c);
 
 /* Fill a plan from a candidate of a zb_search on the same model: sizes,
  * stages, a copy of the schedule, the simulator costs and the full

@@ -552,6 +552,41 @@ START_TEST(explain_parts) {
 }
 END_TEST
 
+/* --levers (search_levers.c): on a tight device it beats the model's full
+ * recomputation, ranks by step time, and the plan carries the winner's
+ * levers; without --levers every candidate has the model's. */
+START_TEST(levers_searched) {
+    zb_model m = model(8, 64, 1, 8, "a100-80gb");
+    m.cluster.device.mem_bytes = 6 * GIB;   /* memory matters */
+    m.train.recompute = ZB_RECOMPUTE_FULL;
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.top_k = 20;
+    zb_search_result pinned, free_;
+    run(&m, &o, &pinned);
+    for (int i = 0; i < pinned.n; i++)
+        ck_assert(pinned.cand[i].recompute == ZB_RECOMPUTE_FULL &&
+                  !pinned.cand[i].sp && !pinned.cand[i].zero1);
+    o.levers = true;
+    zb_err err;
+    ck_assert(zb_search_levers(&m, &o, &free_, &err) == ZB_OK);
+    ck_assert_int_gt(free_.n, 0);
+    ck_assert(free_.cand[0].step_s < pinned.cand[0].step_s);
+    ck_assert(free_.cand[0].recompute != ZB_RECOMPUTE_FULL);
+    for (int i = 1; i < free_.n; i++)
+        ck_assert(free_.cand[i - 1].step_s <= free_.cand[i].step_s);
+    zb_plan plan;
+    ck_assert(zb_search_make_plan(&m, &free_.cand[0], &plan, &err) == ZB_OK);
+    ck_assert(plan.model.train.recompute == free_.cand[0].recompute);
+    ck_assert(plan.model.train.sequence_parallel == free_.cand[0].sp);
+    ck_assert(plan.model.train.zero1 == free_.cand[0].zero1);
+    ck_assert(fabs(plan.pred.step_s - free_.cand[0].step_s) <= 1e-9 * plan.pred.step_s);
+    zb_plan_free(&plan);
+    zb_search_result_free(&pinned);
+    zb_search_result_free(&free_);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("search");
     TCase *t = tcase_create("core");
@@ -570,6 +605,7 @@ static Suite *suite(void) {
     tcase_add_test(t, shipped_models);
     tcase_add_test(t, fit_host_check);
     tcase_add_test(t, explain_parts);
+    tcase_add_test(t, levers_searched);
     suite_add_tcase(s, t);
     return s;
 }
