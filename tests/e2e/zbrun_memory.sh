@@ -53,17 +53,17 @@ rc=$?
 set -e
 lines=$(printf '%s\n' "$out" | wc -l)
 if [ "$rc" = 2 ] && [ "$lines" = 1 ] &&
-   printf '%s' "$out" | grep -q "g.yaml: does not fit this host: 8 ranks need .* GiB of host memory (up to .* GiB per rank, plan made for h100-sxm) but .* GiB is available (ulimit -v)"; then
+   grep -q "g.yaml: does not fit this host: 8 ranks need .* GiB of host memory (up to .* GiB per rank, plan made for h100-sxm) but .* GiB is available (ulimit -v)" <<<"$out"; then
     ok
 else
     bad "gpt2-124m plan under ulimit -v: rc $rc, $lines line(s): $out"
 fi
 
 out=$("$BIN/zbplan" models/gpt3-175b.yaml --top 2 -o "$tmp/q.yaml")
-printf '%s\n' "$out" | grep -q "memory: 80.00 GiB per device, 5% safety margin: a plan may use 76.00 GiB" && ok || bad "capacity line: $out"
-printf '%s\n' "$out" | grep -q "headroom" && ok || bad "headroom column: $out"
+grep -q "memory: 80.00 GiB per device, 5% safety margin: a plan may use 76.00 GiB" <<<"$out" && ok || bad "capacity line: $out"
+grep -q "headroom" <<<"$out" && ok || bad "headroom column: $out"
 out=$("$BIN/zbplan" models/gpt3-175b.yaml --top 2 --mem-margin 20 -o "$tmp/q.yaml")
-printf '%s\n' "$out" | grep -q "20% safety margin: a plan may use 64.00 GiB" && ok || bad "--mem-margin 20: $out"
+grep -q "20% safety margin: a plan may use 64.00 GiB" <<<"$out" && ok || bad "--mem-margin 20: $out"
 set +e
 "$BIN/zbplan" models/tiny.yaml --mem-margin 100 -o "$tmp/q.yaml" 2> "$tmp/err"
 rc=$?
