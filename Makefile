@@ -158,9 +158,16 @@ MODEL ?= models/tiny.yaml
 CORES := $(shell nproc 2>/dev/null || echo 2)
 RUN_PP ?= $(shell [ $(CORES) -ge 4 ] && echo 4 || echo 2)
 RUN_PLAN_FLAGS ?= --dp 1 --tp 1 --pp $(RUN_PP)
-run: all
+# The CPU measured once (`zbplan calibrate`: peak per core, GEMM, attention
+# and elementwise rates on the model's shapes), cached in out/ per model and
+# reused; delete it to measure again.
+RUN_CALIB := out/calibrated-$(notdir $(MODEL))
+$(RUN_CALIB): $(MODEL) | $(BIN)/zbplan
 	@mkdir -p out
-	$(BIN)/zbplan $(MODEL) $(RUN_PLAN_FLAGS) -o out/plan.yaml
+	$(BIN)/zbplan calibrate --model $(MODEL) -o $@
+run: all $(RUN_CALIB)
+	@mkdir -p out
+	$(BIN)/zbplan $(RUN_CALIB) $(RUN_PLAN_FLAGS) -o out/plan.yaml
 	$(BIN)/zbrun out/plan.yaml --report out/report.yaml --trace out/trace.json --svg out/timeline.svg
 
 # Both programs print `git describe` (--version, the report): version.h

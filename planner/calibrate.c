@@ -24,7 +24,7 @@ static double now_s(void) {
 }
 
 void zb_calib_opts_default(zb_calib_opts *o) {
-    *o = (zb_calib_opts){.threads = 1, .reps = 5, .square_n = 1024,
+    *o = (zb_calib_opts){.threads = 1, .reps = 20, .square_n = 1024,
                          .stream_floats = (size_t)8 << 20};
 }
 

@@ -20,7 +20,8 @@ static const char usage[] =
     "of the model file whose cluster.device is the measured one (plan it\n"
     "with zbplan); without, the device mapping alone. --threads: BLAS\n"
     "threads (default 1, what a rank gets when ranks fill the cores);\n"
-    "--device: the device's name (default cpu); --n: edge of the square GEMM\n"
+    "--reps: timed runs, the fastest counts (default 20); --device: the\n"
+    "device's name (default cpu); --n: edge of the square GEMM\n"
     "(default 1024).\n";
 
 typedef struct {

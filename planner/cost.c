@@ -8,7 +8,9 @@
  */
 #include "planner/cost.h"
 
+#include <sched.h>
 #include <strings.h>
+#include <unistd.h>
 
 /* GEMM efficiency (zb_gemm_efficiency). */
 #define GEMM_EFF_MAX 0.80      /* large cuBLAS GEMMs reach ~75-85% of peak */
@@ -37,6 +39,8 @@
 typedef struct {
     double b, s, h, f, a, V, t, e;
     bool sp;
+    bool cpu;          /* device "cpu": zbrun's CPU backend, whose own
+                          activation layout the memory model follows */
     zb_recompute rc;
     double peak;       /* FLOP/s of GEMMs at the training precision */
     double gemm_scale; /* device GEMM efficiency / GEMM_EFF_MAX (1: default) */
@@ -77,6 +81,28 @@ double zb_gemm_efficiency_tile(double M, double N, double K, double peak_flops,
     double work = 2 * M * N * K;
     double w_half = (peak_flops > 0 ? peak_flops : 0) * GEMM_OVERHEAD_S;
     return GEMM_EFF_MAX * q * (work / (work + w_half));
+}
+
+double zb_cost_cpu_rank_share(zb_model *m, int world, int cores) {
+    zb_device *d = &m->cluster.device;
+    if (strcasecmp(d->name, "cpu") != 0) return 1;
+    if (world < 1) world = 1;
+    if (cores < 1) cores = 1;
+    /* whole threads per rank (zbrun: cores / world); more ranks than
+     * cores: each gets its time share */
+    double share = world <= cores ? (double)(cores / world) : (double)cores / world;
+    d->peak_bf16_flops *= share;
+    d->peak_fp32_flops *= share;
+    d->mem_bw_Bps *= share;
+    return share;
+}
+
+int zb_cost_cpu_cores(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
 }
 
 double zb_p2p_s(double bytes, double bw_Bps, double lat_s) {
@@ -172,9 +198,12 @@ static void block_time(const shape *x, zb_pass_cost *c) {
      * outputs and output gradients, which M_W keeps sharded (see
      * block_mem): four all-gathers of b*s*h, two all-reduces' worth. */
     c->w_s = tw + elem_s(x, block_bytes_w(x)) + (x->sp ? tp_s(x, 2 * x->ar_s) : 0);
+    c->f_tp_s = c->b_tp_s = tp_s(x, 2 * x->ar_s);
+    c->w_tp_s = x->sp ? tp_s(x, 2 * x->ar_s) : 0;
     if (x->rc == ZB_RECOMPUTE_FULL) {
         c->b_flops += c->f_flops;
         c->b_s += c->f_s;
+        c->b_tp_s += c->f_tp_s;
     } else if (x->rc == ZB_RECOMPUTE_SELECTIVE && !x->fused) {
         /* fused attention keeps no scores: nothing to recompute */
         double sm = x->b * x->s * (4 * x->e + 1) * x->a * x->s / x->t;
@@ -210,6 +239,21 @@ static void block_mem(const shape *x, zb_pass_cost *c) {
     c->m_w_bytes = e * sbh * (4 / (x->sp ? t : 1) + (4 + 2 * x->f / x->h) / t);
 }
 
+/* The cpu device runs zbrun's CPU backend, which computes in fp32 and
+ * keeps one slot per microbatch in flight from its F until its W (or BW):
+ * every buffer of F and of B together, none freed at B. Per block and
+ * token, in floats: replicated LN1 out, residual 2, LN2 out, dres2, dln2,
+ * dln1 (6h) and the block output and its gradient (2h); sharded QKV and
+ * dQKV (6h/t), attention output (h/t), fc1 out, GELU out and dfc1 (3f/t);
+ * four LayerNorm statistics; plus the (a/t)*s^2 softmax per sequence.
+ * The simulator then holds M_B = M_W from F to W (docs/cost-model.md 3.3). */
+static void block_mem_cpu(const shape *x, zb_pass_cost *c) {
+    double bs = x->b * x->s, h = x->h, t = x->t;
+    double per_tok = 8 * h + (7 * h + 3 * x->f) / t + 4;
+    double att = x->b * (x->a / t) * x->s * x->s;
+    c->m_b_bytes = c->m_w_bytes = 4 * (bs * per_tok + att);
+}
+
 /* Parameters of one block on one TP rank: QKV 3h^2 + 3h, proj h^2 + h,
  * MLP 2hf + f + h, two LayerNorms 4h. Matrices and column-parallel biases
  * (QKV, fc1) are sharded; row-parallel biases and LayerNorms replicated. */
@@ -234,8 +278,11 @@ static void embed_cost(const shape *x, zb_pass_cost *c) {
     c->f_s = elem_s(x, 5 * x->e * bsh) + tp_s(x, x->ar_s);
     c->b_s = 0;
     c->w_s = elem_s(x, 2 * (x->e + 8) * bsh);
+    c->f_tp_s = tp_s(x, x->ar_s);
+    c->b_tp_s = c->w_tp_s = 0;
     c->m_b_bytes = ids;
     c->m_w_bytes = ids + x->e * bsh;
+    if (x->cpu) c->m_b_bytes = c->m_w_bytes = 0; /* in chunk_act_bytes */
     c->params = x->Vl * x->h + x->s * x->h;
 }
 
@@ -258,8 +305,13 @@ static void head_cost(const shape *x, zb_pass_cost *c) {
     c->b_s = gemm_s(x, bs, h, Vl) + elem_s(x, 4 * x->e * bsh + 8 * bs * Vl) +
              tp_s(x, x->ar_s);
     c->w_s = gemm_s(x, Vl, h, bs) + elem_s(x, 2 * x->e * bsh);
+    c->f_tp_s = x->ce_ar_s;
+    c->b_tp_s = tp_s(x, x->ar_s);
+    c->w_tp_s = 0;
     c->m_b_bytes = logits + 2 * x->e * bsh + 4 * bs; /* + LN in/out, targets */
     c->m_w_bytes = logits + x->e * bsh;
+    if (x->cpu) /* CPU backend: LN out, its gradient, 2 statistics, dlogits */
+        c->m_b_bytes = c->m_w_bytes = 4 * (2 * bsh + 2 * bs + bs * Vl);
     c->params = Vl * h + 2 * h;
 }
 
@@ -298,6 +350,7 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
         .a = A->heads, .V = A->vocab, .t = tp,
         .e = zb_precision_bytes(m->train.precision),
         .sp = m->train.sequence_parallel && tp > 1,
+        .cpu = strcasecmp(C->device.name, "cpu") == 0,
         .rc = m->train.recompute,
     };
     bool bf16 = m->train.precision == ZB_PREC_BF16;
@@ -325,7 +378,11 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
     *out = (zb_cost_table){.tp = tp, .micro_batch = micro_batch,
                            .peak_flops = x.peak};
     block_time(&x, &out->layer);
-    block_mem(&x, &out->layer);
+    if (x.cpu) block_mem_cpu(&x, &out->layer);
+    else block_mem(&x, &out->layer);
+    /* CPU backend: each chunk's slot also holds its input, the input's
+     * gradient (floats) and the token ids (int32) */
+    out->chunk_act_bytes = x.cpu ? 8 * x.b * x.s * x.h + 4 * x.b * x.s : 0;
     out->layer.params = block_params(&x);
     embed_cost(&x, &out->embed);
     head_cost(&x, &out->head);

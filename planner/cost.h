@@ -21,6 +21,8 @@
 typedef struct {
     double f_flops, b_flops, w_flops;  /* per microbatch, per device */
     double f_s, b_s, w_s;              /* seconds, incl. TP collectives */
+    double f_tp_s, b_tp_s, w_tp_s;     /* of which TP collectives on the
+                                          critical path (zbplan --explain) */
     double m_b_bytes;                  /* activations kept after F */
     double m_w_bytes;                  /* of those, kept after B until W */
     double params;                     /* parameters held per device */
@@ -33,6 +35,10 @@ typedef struct {
     zb_pass_cost head;    /* final LayerNorm + LM head + cross-entropy */
     double vocab_params;  /* ceil(V/tp)*h: one rank's token table shard,
                              held once where embedding and head share it */
+    double chunk_act_bytes; /* per microbatch and virtual stage, beyond its
+                             layers: the chunk's input, its gradient and the
+                             token ids (the cpu device's executor layout;
+                             0 on GPU devices) */
     double p2p_bytes;     /* one activation (or gradient) between stages */
     double p2p_intra_s;   /* its time over an intra-node link */
     double p2p_inter_s;   /* ... over an inter-node link */
@@ -42,6 +48,15 @@ typedef struct {
 /* Evaluate the cost model for the model's precision/recompute/SP settings. */
 zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
                        zb_cost_table *out, zb_err *err);
+
+/* The cpu device's peak FLOP/s and bandwidth are per core: a rank of
+ * zbrun's CPU backend runs on cores / world threads (at least 1), and
+ * world ranks on fewer cores time-share them. Scales m's device in place
+ * to one rank's share of `cores` cores and returns that share (cores per
+ * rank, fractional when time-shared); other devices: unchanged, 1. */
+double zb_cost_cpu_rank_share(zb_model *m, int world, int cores);
+/* This machine's cores available to the process (affinity), >= 1. */
+int zb_cost_cpu_cores(void);
 
 /* Fraction of peak a GEMM of (M x K) * (K x N) reaches on a device of
  * peak_flops FLOP/s: rises with size and saturates (a fixed per-GEMM

@@ -19,6 +19,7 @@
 #include "common/zb_yaml.h"
 #include "planner/calibrate_cmd.h"
 #include "planner/cli.h"
+#include "planner/explain.h"
 #include "planner/guard.h"
 #include "planner/profile.h"
 #include "planner/schedules.h"
@@ -32,7 +33,8 @@ static const char usage[] =
     "              [--chunks V] [--schedule NAME] [--micro-batch N]\n"
     "              [--max-micro-batch N] [--solver heuristic|ilp|auto]\n"
     "              [--time-limit S] [--top K] [--compare] [--profile FILE]\n"
-    "              [-q]\n"
+    "              [--mem-margin PCT] [--cores N] [--explain K]\n"
+    "              [--levers] [-q]\n"
     "       zbplan sim --help\n"
     "       zbplan calibrate --help\n"
     "Searches data/tensor/pipeline sizes, micro-batch size, chunks and\n"
@@ -53,6 +55,15 @@ static const char usage[] =
     "  --compare            also every schedule for the chosen split (default: off)\n"
     "  --profile FILE       use the times `zbrun --profile` measured wherever\n"
     "                       they cover a candidate (default: the cost model only)\n"
+    "  --cores N            device cpu: plan for N cores (default: this\n"
+    "                       machine's); a rank gets cores / ranks threads\n"
+    "  --mem-margin PCT     keep PCT% of device memory free: a plan may use\n"
+    "                       at most the rest (default: 5)\n"
+    "  --levers             also search recompute (none, selective, full),\n"
+    "                       sequence parallelism and ZeRO-1 (default: the\n"
+    "                       model file's)\n"
+    "  --explain K          also take candidate K of the table apart (the\n"
+    "                       chosen plan, #1, always is)\n"
     "  -q                   print nothing but errors (default: off)\n"
     "  -h, --help           this text;  --version  zbplan's version\n"
     "Exit status: 0 done; 2 bad input (model file or arguments: one line on\n"
@@ -72,6 +83,7 @@ typedef struct {
     const char *model_path, *out_path, *profile_path;
     zb_search_opts so;
     bool compare, quiet, help, version;
+    int explain;             /* --explain K: also candidate K taken apart */
 } args;
 
 static const char *const solver_names[] = {"heuristic", "ilp", "auto", NULL};
@@ -83,7 +95,8 @@ static bool parse_one(int argc, char **argv, int *i, args *a, zb_status *st,
     const struct { const char *name; int *dst; } ints[] = {
         {"--dp", &o->dp}, {"--tp", &o->tp}, {"--pp", &o->pp},
         {"--chunks", &o->v}, {"--micro-batch", &o->micro_batch},
-        {"--max-micro-batch", &o->max_micro_batch}, {"--top", &o->top_k}};
+        {"--max-micro-batch", &o->max_micro_batch}, {"--top", &o->top_k},
+        {"--cores", &o->cores}, {"--explain", &a->explain}};
     const char *val;
     int k;
     for (size_t n = 0; n < sizeof ints / sizeof ints[0]; n++)
@@ -97,6 +110,9 @@ static bool parse_one(int argc, char **argv, int *i, args *a, zb_status *st,
         if (val) a->profile_path = val;
     } else if (zb_cli_opt(argc, argv, i, "--time-limit", &val, st, err)) {
         if (val) *st = zb_cli_double("--time-limit", val, true, &o->time_limit_s, err);
+    } else if (zb_cli_opt(argc, argv, i, "--mem-margin", &val, st, err)) {
+        if (val) *st = zb_cli_double("--mem-margin", val, false, &o->mem_margin, err);
+        if (val && *st == ZB_OK) o->mem_margin /= 100;
     } else if (zb_cli_opt(argc, argv, i, "--schedule", &val, st, err)) {
         if (val && strlen(val) >= sizeof o->schedule)
             *st = zb_fail(err, ZB_EINPUT, "unknown schedule '%.40s...'", val);
@@ -127,6 +143,7 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
             return ZB_OK;
         }
         if (strcmp(s, "--compare") == 0) { a->compare = true; i++; continue; }
+        if (strcmp(s, "--levers") == 0) { a->so.levers = true; i++; continue; }
         if (strcmp(s, "-q") == 0) { a->quiet = true; i++; continue; }
         if (parse_one(argc, argv, &i, a, &st, err)) { ZB_TRY(st); continue; }
         if (s[0] == '-' && s[1] != '\0')
@@ -145,12 +162,22 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
 
 /* ---- printing ---- */
 
-static void print_header(const zb_model *m, const zb_search_result *r) {
-    printf("%s: %d x %d %s, %d layout(s), %d schedule(s) simulated, %d "
+static void print_header(const zb_model *m, const zb_search_result *r,
+                         double margin) {
+    char where[64];
+    if (r->cores > 0)  /* cpu: ranks are threads sharing the cores */
+        snprintf(where, sizeof where, "%d core%s cpu", r->cores,
+                 r->cores == 1 ? "" : "s");
+    else
+        snprintf(where, sizeof where, "%d x %d %s", m->cluster.nodes,
+                 m->cluster.devices_per_node, m->cluster.device.name);
+    printf("%s: %s, %d layout(s), %d schedule(s) simulated, %d "
            "pruned, %d over memory, %d not applicable, %.3f s\n", m->name,
-           m->cluster.nodes, m->cluster.devices_per_node,
-           m->cluster.device.name, r->splits, r->simulated, r->pruned,
+           where, r->splits, r->simulated, r->pruned,
            r->over_memory, r->not_applicable, r->elapsed_s);
+    double dev = m->cluster.device.mem_bytes;
+    printf("memory: %.2f GiB per device, %g%% safety margin: a plan may use "
+           "%.2f GiB\n", dev / GIB, 100 * margin, dev * (1 - margin) / GIB);
 }
 
 /* "measured" or "analytic": where a candidate's costs came from. */
@@ -159,19 +186,31 @@ static const char *costs_word(const zb_candidate *c) {
     return c->measured_overhead ? "measured" : "measured*";
 }
 
-static void print_table(const zb_search_result *r, bool compare, bool costs) {
-    printf("%3s %5s %3s %4s %2s %4s %5s %-12s %-9s %10s %12s %6s %7s %9s%s\n",
+/* The memory levers of a candidate, e.g. "full+sp+z1", "none". */
+static const char *levers_word(const zb_candidate *c, char *buf, size_t n) {
+    static const char *const rc[] = {"none", "sel", "full"};
+    snprintf(buf, n, "%s%s%s", rc[c->recompute], c->sp ? "+sp" : "",
+             c->zero1 ? "+z1" : "");
+    return buf;
+}
+
+static void print_table(const zb_search_result *r, bool compare, bool costs,
+                        bool levers) {
+    printf("%3s %5s %3s %4s %2s %4s %5s %-12s %-9s %10s %12s %6s %7s %9s %9s%s%s\n",
            "#", "dp", "tp", "pp", "v", "mb", "m", "schedule", "solver",
-           "step (s)", "tokens/s", "MFU", "bubble", "mem GiB",
-           costs ? "  costs" : "");
+           "step (s)", "tokens/s", "MFU", "bubble", "mem GiB", "headroom",
+           levers ? "  levers" : "", costs ? "  costs" : "");
     for (int i = 0; i < r->n; i++) {
         const zb_candidate *c = &r->cand[i];
         printf("%3d %5d %3d %4d %2d %4d %5d %-12s %-9s %10.4f %12.0f %5.1f%% "
-               "%7.4f %9.2f%s", i + 1, c->dp, c->tp, c->pp, c->v,
+               "%6.1f%% %9.2f %8.1f%%%s", i + 1, c->dp, c->tp, c->pp, c->v,
                c->micro_batch, c->m, c->schedule, c->rep.solver, c->step_s,
-               c->tokens_per_s, 100 * c->mfu, c->bubble_rate,
+               c->tokens_per_s, 100 * c->mfu, 100 * c->bubble_rate,
                c->peak_mem_bytes / GIB,
+               100 * (c->capacity_bytes - c->peak_mem_bytes) / c->capacity_bytes,
                compare && !c->fits ? "  (over memory)" : "");
+        char lw[32];
+        if (levers) printf("  %s", levers_word(c, lw, sizeof lw));
         printf("%s%s\n", costs ? "  " : "", costs ? costs_word(c) : "");
     }
     if (costs)
@@ -180,6 +219,36 @@ static void print_table(const zb_search_result *r, bool compare, bool costs) {
                "and optimizer analytic (another dp/pp); analytic = the cost "
                "model (the profile does not cover this tp, micro-batch or "
                "model)\n");
+}
+
+static void print_legend(void) {
+    printf("step: predicted seconds per optimizer step; MFU: model FLOPs "
+           "(no recomputation) per second over the devices' peak; bubble: "
+           "idle share of the pipeline ranks' time (simulated); mem: "
+           "predicted peak of the fullest device, workspace included; "
+           "headroom: share of the usable memory left\n");
+}
+
+/* Why this plan (explain.h): #1 taken apart, why it beat #2, and
+ * candidate `k` (1-based) when asked for. */
+static zb_status explain(const zb_model *m, const zb_search_result *r, int k,
+                         zb_err *err) {
+    zb_explain e1, e2;
+    ZB_TRY(zb_explain_candidate(m, &r->cand[0], &e1, err));
+    printf("\nchosen plan (#1):\n");
+    zb_explain_print(stdout, &r->cand[0], &e1);
+    if (r->n > 1) {
+        ZB_TRY(zb_explain_candidate(m, &r->cand[1], &e2, err));
+        zb_explain_why(stdout, &r->cand[0], &e1, &r->cand[1], &e2);
+    }
+    if (k > 1 && k <= r->n) {
+        ZB_TRY(zb_explain_candidate(m, &r->cand[k - 1], &e2, err));
+        printf("\ncandidate #%d (%s):\n", k, r->cand[k - 1].schedule);
+        zb_explain_print(stdout, &r->cand[k - 1], &e2);
+    } else if (k > r->n) {
+        printf("--explain %d: the table has %d candidate(s)\n", k, r->n);
+    }
+    return ZB_OK;
 }
 
 /* Every schedule for the winner's split, side by side. */
@@ -192,12 +261,14 @@ static zb_status compare(const zb_model *m, const args *a,
     o.micro_batch = best->micro_batch;
     o.schedule[0] = '\0';
     o.exhaustive = true;
+    o.levers = false;
+    zb_model lm = zb_candidate_model(m, best);
     zb_search_result r;
-    zb_status st = zb_search(m, &o, &r, err);
+    zb_status st = zb_search(&lm, &o, &r, err);
     if (st == ZB_OK) {
         printf("\nall schedules for dp %d tp %d pp %d micro-batch %d:\n",
                best->dp, best->tp, best->pp, best->micro_batch);
-        print_table(&r, true, a->so.profile != NULL);
+        print_table(&r, true, a->so.profile != NULL, false);
     }
     zb_search_result_free(&r);
     return st;
@@ -258,10 +329,12 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
     local.so.profile = prof;
     a = &local;
     zb_search_result r;
-    st = zb_search(&m, &a->so, &r, err);
+    st = zb_search_levers(&m, &a->so, &r, err);
     if (st == ZB_OK && !a->quiet) {
-        print_header(&m, &r);
-        print_table(&r, false, prof != NULL);
+        print_header(&m, &r, a->so.mem_margin);
+        print_table(&r, false, prof != NULL, a->so.levers);
+        print_legend();
+        st = explain(&m, &r, a->so.top_k > 0 ? a->explain : 0, err);
     }
     if (st == ZB_OK && a->compare && !a->quiet)
         st = compare(&m, a, &r.cand[0], err);

@@ -50,7 +50,7 @@ static double stage_params(const zb_model *m, const zb_cost_table *ct, int nl,
 
 static double stage_mem(const zb_model *m, const zb_cost_table *ct, int nl,
                         bool embed, bool head) {
-    double mb = nl * ct->layer.m_b_bytes;
+    double mb = nl * ct->layer.m_b_bytes + ct->chunk_act_bytes;
     if (embed) mb += ct->embed.m_b_bytes;
     if (head) mb += ct->head.m_b_bytes;
     return zb_static_mem_bytes(m, stage_params(m, ct, nl, embed, head), 1) + mb;
@@ -206,7 +206,8 @@ void zb_stage_costs(const zb_cost_table *ct, const zb_stage_span *spans,
         const zb_stage_span *sp = &spans[s];
         const zb_pass_cost *parts[3] = {&ct->layer, &ct->embed, &ct->head};
         double mult[3] = {sp->n_layers, sp->embed, sp->head};
-        c->t_f[s] = c->t_b[s] = c->t_w[s] = c->m_b[s] = c->m_w[s] = 0;
+        c->t_f[s] = c->t_b[s] = c->t_w[s] = 0;
+        c->m_b[s] = c->m_w[s] = ct->chunk_act_bytes;
         for (int i = 0; i < 3; i++) {
             c->t_f[s] += mult[i] * parts[i]->f_s;
             c->t_b[s] += mult[i] * parts[i]->b_s;

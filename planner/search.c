@@ -68,6 +68,7 @@ void zb_search_opts_default(zb_search_opts *o) {
     o->mip_gap = 1e-4;
     o->top_k = 5;
     o->auto_splits = 8;
+    o->mem_margin = ZB_SEARCH_MEM_MARGIN;
 }
 
 /* ---- step-time parts ---- */
@@ -109,6 +110,13 @@ static double allreduce_s(const zb_model *m, double params, int dp, int tp,
 
 /* ---- splits ---- */
 
+/* m with the device as one rank of a dp x tp x pp layout sees it. */
+static zb_model rank_model(const zb_model *m, int world, int cores) {
+    zb_model r = *m;
+    zb_cost_cpu_rank_share(&r, world, cores);
+    return r;
+}
+
 typedef struct {
     int dp, tp, pp, mb, m;
     int idx;             /* enumeration order */
@@ -119,6 +127,8 @@ typedef struct {
     bool measured_post;  /* all-reduce + optimizer: the profile's overhead */
     double post_s;       /* that overhead */
     bool static_over;    /* even an even share of the weights does not fit */
+    zb_device dev;       /* the device as one rank sees it (cpu: its share
+                            of the cores, zb_cost_cpu_rank_share) */
 } split;
 
 typedef struct { const char *name; int v; } job;
@@ -139,6 +149,7 @@ typedef struct {
     bool g_ready[2];
     double g_lb[2], g_opt[2], g_max_static[2];
     long key_base;
+    int cores;                     /* cpu: the machine's cores; 0 else */
     int skipped_splits;            /* the cost model rejected them */
     zb_err skip_err;               /* why, the last time */
 } ctx;
@@ -152,6 +163,9 @@ static zb_status check_forced(const zb_model *mdl, const zb_search_opts *o,
                               zb_err *err) {
     const zb_arch *a = &mdl->arch;
     int dpn = mdl->cluster.devices_per_node;
+    if (!(o->mem_margin >= 0 && o->mem_margin < 1))
+        return zb_fail(err, ZB_EINPUT, "--mem-margin %g%% must be at least 0 "
+                       "and below 100", 100 * o->mem_margin);
     if (o->tp > 0 && (a->heads % o->tp || a->hidden % o->tp ||
                       a->ffn_hidden % o->tp))
         return zb_fail(err, ZB_EINPUT, "--tp %d must divide heads (%d), "
@@ -241,7 +255,9 @@ static zb_status add_split(ctx *x, split **arr, int *n, int *cap, int dp,
     s->m = x->mdl->train.global_batch / (dp * mb);
     s->idx = *n;
     s->best = INFINITY;
-    zb_status st = zb_cost_eval(x->mdl, tp, mb, &s->ct, &x->skip_err);
+    zb_model rm = rank_model(x->mdl, dp * tp * pp, x->cores);
+    s->dev = rm.cluster.device;
+    zb_status st = zb_cost_eval(&rm, tp, mb, &s->ct, &x->skip_err);
     if (st == ZB_EINFEASIBLE) { x->skipped_splits++; return ZB_OK; }
     if (st != ZB_OK) return zb_fail(err, st, "%s", x->skip_err.msg);
     const zb_profile *prof = x->o->profile;
@@ -249,7 +265,7 @@ static zb_status add_split(ctx *x, split **arr, int *n, int *cap, int dp,
     s->measured_post = s->measured && zb_profile_covers_layout(prof, dp, tp, pp);
     s->post_s = s->measured_post ? prof->overhead_s : 0;
     double share;
-    s->lb = lower_bound_split(x->mdl, s, &share);
+    s->lb = lower_bound_split(&rm, s, &share);
     s->static_over = zb_static_mem_bytes(x->mdl, share, dp) + x->ws_bytes >
                      x->dev_mem;
     (*n)++;
@@ -267,19 +283,28 @@ static zb_status list_splits(ctx *x, split **out, int *count, zb_err *err) {
     for (int i = 0; i < ntp; i++) {
         int tp = tps[i];
         int pp_lo = o->pp > 0 ? o->pp : 1;
-        int pp_hi = o->pp > 0 ? o->pp : cpu ? 1 : mdl->arch.layers;
+        /* cpu: every dp x tp x pp up to the cores (a rank per core at
+         * least); forced sizes may exceed them (time-shared) */
+        int pp_hi = o->pp > 0 ? o->pp : cpu ? x->cores / tp : mdl->arch.layers;
+        if (pp_hi > mdl->arch.layers) pp_hi = mdl->arch.layers;
+        if (pp_hi < pp_lo) pp_hi = pp_lo;
         for (int pp = pp_lo; pp <= pp_hi; pp++) {
-            int dp = o->dp > 0 ? o->dp : 1;
-            if (!cpu) {
-                if (world % (tp * pp)) continue;
-                if (o->dp > 0 && o->dp != world / (tp * pp)) continue;
-                dp = world / (tp * pp);
-            }
-            if (mdl->train.global_batch % dp) continue;
-            int nmb = list_mb(mdl, o, mdl->train.global_batch / dp, mbs);
-            for (int k = 0; k < nmb; k++) {
-                zb_status st = add_split(x, out, &n, &cap, dp, tp, pp, mbs[k], err);
-                if (st != ZB_OK) { free(*out); *out = NULL; return st; }
+            int dp_lo = o->dp > 0 ? o->dp : 1;
+            int dp_hi = o->dp > 0 ? o->dp : cpu ? x->cores / (tp * pp) : 1;
+            if (dp_hi < dp_lo) dp_hi = dp_lo;
+            for (int dp = dp_lo; dp <= dp_hi; dp++) {
+                int d = dp;
+                if (!cpu) {
+                    if (world % (tp * pp)) continue;
+                    if (o->dp > 0 && o->dp != world / (tp * pp)) continue;
+                    d = world / (tp * pp);
+                }
+                if (mdl->train.global_batch % d) continue;
+                int nmb = list_mb(mdl, o, mdl->train.global_batch / d, mbs);
+                for (int k = 0; k < nmb; k++) {
+                    zb_status st = add_split(x, out, &n, &cap, d, tp, pp, mbs[k], err);
+                    if (st != ZB_OK) { free(*out); *out = NULL; return st; }
+                }
             }
         }
     }
@@ -376,8 +401,11 @@ static bool better(const zb_candidate *a, const zb_candidate *b) {
 
 /* k-th best step time: anything with a lower bound above it is useless. */
 static double threshold(const ctx *x) {
-    if (x->o->exhaustive || x->res->n < x->o->top_k) return INFINITY;
-    return x->res->cand[x->o->top_k - 1].step_s;
+    if (x->o->exhaustive) return INFINITY;
+    double b = x->o->bound > 0 ? x->o->bound : INFINITY;
+    if (x->res->n < x->o->top_k) return b;
+    double k = x->res->cand[x->o->top_k - 1].step_s;
+    return k < b ? k : b;
 }
 
 /* Insert c (taking ownership of its schedule; spans are copied from the
@@ -455,8 +483,10 @@ static void prepare_placement(ctx *x, const split *s, zb_placement pl) {
         if (lb_r > lb) lb = lb_r;
         head += c->t_f[r] + (r < n - 1 ? c->t_comm[r] : 0);
     }
+    zb_model rm = *x->mdl;
+    rm.cluster.device = s->dev;
     x->g_opt[pl] = s->measured_post ? s->post_s
-                                    : zb_search_optimizer_s(x->mdl, max_params, s->dp,
+                                    : zb_search_optimizer_s(&rm, max_params, s->dp,
                                                             s->ct.peak_flops);
     x->g_lb[pl] = lb + x->g_opt[pl];
     x->g_max_static[pl] = max_static;
@@ -570,6 +600,7 @@ static zb_status score(ctx *x, const split *s, zb_placement pl,
     if (c->peak_mem_bytes > x->dev_mem)
         ZB_TRY(exact_peak(x, &c->sched, pl, &c->peak_mem_bytes, err));
     c->fits = c->peak_mem_bytes <= x->dev_mem;
+    c->capacity_bytes = x->dev_mem;
     return ZB_OK;
 }
 
@@ -594,7 +625,10 @@ static zb_status run_job(ctx *x, split *s, const job *jb, long key,
     zb_candidate c;
     memset(&c, 0, sizeof c);
     c.dp = s->dp; c.tp = s->tp; c.pp = s->pp; c.v = jb->v;
-    c.micro_batch = s->mb; c.m = s->m; c.key = key;
+    c.micro_batch = s->mb; c.m = s->m; c.key = key; c.cores = x->cores;
+    c.recompute = x->mdl->train.recompute;
+    c.sp = x->mdl->train.sequence_parallel;
+    c.zero1 = x->mdl->train.zero1;
     c.profile = s->measured ? x->o->profile : NULL;
     c.measured_overhead = s->measured_post;
     snprintf(c.schedule, sizeof c.schedule, "%s", jb->name);
@@ -680,10 +714,12 @@ static void detail_free(detail *d) {
 }
 
 /* Everything about a candidate, from its spans and schedule. */
-static zb_status detail_eval(const zb_model *mdl, const zb_candidate *c,
+static zb_status detail_eval(const zb_model *model, const zb_candidate *c,
                              detail *d, zb_err *err) {
     memset(d, 0, sizeof *d);
     int n = c->pp * c->v;
+    zb_model rm = rank_model(model, c->dp * c->tp * c->pp, c->cores);
+    const zb_model *mdl = &rm;
     ZB_TRY(zb_cost_eval(mdl, c->tp, c->micro_batch, &d->ct, err));
     zb_profile_apply(c->profile, mdl, c->tp, c->micro_batch, &d->ct);
     ZB_TRY(zb_costs_init(&d->costs, n, err));
@@ -717,7 +753,7 @@ static zb_status finish(const zb_model *mdl, zb_search_result *r,
         zb_status st = detail_eval(mdl, c, &d, err);
         if (st == ZB_OK) {
             c->peak_mem_bytes = peak_of(mdl, &d, c->pp);
-            c->fits = c->peak_mem_bytes <= mdl->cluster.device.mem_bytes;
+            c->fits = c->peak_mem_bytes <= c->capacity_bytes;
             c->bubble_rate = d.sim.bubble_rate;
             c->tokens_per_s = tokens / c->step_s;
             c->mfu = flops / c->step_s /
@@ -745,8 +781,12 @@ static zb_status ctx_init(ctx *x, const zb_model *mdl,
     x->mdl = mdl;
     x->o = o;
     x->res = res;
-    x->dev_mem = mdl->cluster.device.mem_bytes;
+    /* the capacity every memory test below uses: device memory less the
+     * safety margin */
+    x->dev_mem = mdl->cluster.device.mem_bytes * (1 - o->mem_margin);
     x->ws_bytes = zb_workspace_bytes(mdl);
+    x->cores = !is_cpu(mdl) ? 0 : o->cores > 0 ? o->cores : zb_cost_cpu_cores();
+    res->cores = x->cores;
     x->max_n = 4 * mdl->arch.layers + 8;   /* pp*v <= layers, v <= 4 */
     if (o->v > 4) x->max_n = o->v * mdl->arch.layers + 8;
     x->max_p = mdl->arch.layers + 1;
@@ -876,8 +916,18 @@ static void copy_costs(zb_costs *dst, const zb_costs *src) {
     memcpy(dst->m_w, src->m_w, b);
 }
 
-zb_status zb_search_make_plan(const zb_model *mdl, const zb_candidate *c,
+zb_model zb_candidate_model(const zb_model *m, const zb_candidate *c) {
+    zb_model r = *m;
+    r.train.recompute = c->recompute;
+    r.train.sequence_parallel = c->sp;
+    r.train.zero1 = c->zero1;
+    return r;
+}
+
+zb_status zb_search_make_plan(const zb_model *model, const zb_candidate *c,
                               zb_plan *plan, zb_err *err) {
+    zb_model lm = zb_candidate_model(model, c);
+    const zb_model *mdl = &lm;
     memset(plan, 0, sizeof *plan);
     ZB_TRY(zb_plan_alloc(plan, c->pp, c->v, err));
     plan->version = ZB_PLAN_VERSION;

@@ -20,7 +20,8 @@
  *               + zb_workspace_bytes
  *   tokens/s    = global_batch * seq_len / step_s
  *   mfu         = zb_model_step_flops / step_s / (world * peak FLOP/s)
- * Candidates whose peak memory exceeds the device memory are dropped
+ * capacity    = device memory * (1 - mem_margin), the most a plan may use
+ * Candidates whose peak memory exceeds the capacity are dropped
  * (kept with fits = false only in exhaustive mode, for --compare).
  *
  * Ownership: a zb_search_result owns its candidates and each candidate's
@@ -46,9 +47,17 @@
 /* Fraction of the device's memory bandwidth a streaming kernel reaches (the
  * cost model's BW_EFF, docs/cost-model.md section 2.2). */
 #define ZB_SEARCH_BW_EFF 0.80
+/* Default safety margin on device memory (zb_search_opts.mem_margin): what
+ * the cost model cannot see (allocator growth, fragmentation beyond the
+ * workspace, library buffers, other processes) must fit in it. */
+#define ZB_SEARCH_MEM_MARGIN 0.05
 
 typedef struct {
-    int dp, tp, pp;          /* > 0 forces; 0 searches (device "cpu": 0 = 1) */
+    int dp, tp, pp;          /* > 0 forces; 0 searches (device "cpu": tp
+                                0 = 1, dp * pp up to `cores`) */
+    int cores;               /* device "cpu": cores of the machine (0: this
+                                one's, zb_cost_cpu_cores); a rank runs on
+                                cores / (dp tp pp) threads */
     int v;                   /* > 0 forces the chunks of interleaved; 0 tries
                                 2 and 4 */
     char schedule[32];       /* "" = every schedule, else only this one */
@@ -58,9 +67,18 @@ typedef struct {
     zb_solver solver;        /* for the automatic schedules */
     double time_limit_s;     /* ILP time limit per solve */
     double mip_gap;
+    double mem_margin;       /* safety margin: a candidate fits when its
+                                peak is at most (1 - mem_margin) of the
+                                device memory; [0, 1), default
+                                ZB_SEARCH_MEM_MARGIN */
     int top_k;               /* candidates kept, best first */
     int auto_splits;         /* best splits that also get the automatic
                                 schedules (when no schedule is forced) */
+    bool levers;             /* also search the memory levers (search_levers.c):
+                                recompute none/selective/full, sequence
+                                parallelism, ZeRO-1; false: the model's */
+    double bound;            /* > 0: prune what cannot beat this step time
+                                (s); 0: none */
     bool exhaustive;         /* no pruning, automatic schedules on every
                                 split, keep candidates over memory */
     const struct zb_profile *profile; /* measured costs where it covers a
@@ -69,12 +87,17 @@ typedef struct {
 
 typedef struct {
     int dp, tp, pp, v, micro_batch, m;
+    int cores;               /* device "cpu": the machine's cores searched
+                                for (each rank's share: cost.h) */
     char schedule[32];
     zb_sched_report rep;     /* rep.solver: "generator", "heuristic", "ilp" */
     double step_s, pipeline_s, allreduce_s, optimizer_s;
     double tokens_per_s, mfu, bubble_rate;
     double peak_mem_bytes;   /* max over pipeline ranks (static+act+ws) */
-    bool fits;               /* peak_mem_bytes <= device memory */
+    double capacity_bytes;   /* device memory less the safety margin */
+    zb_recompute recompute;  /* the memory levers it was planned with */
+    bool sp, zero1;
+    bool fits;               /* peak_mem_bytes <= capacity_bytes */
     long key;                /* enumeration order, breaks ties */
     zb_schedule sched;       /* owned */
     zb_stage_span *spans;    /* owned, [pp*v] */
@@ -95,6 +118,7 @@ typedef struct {
     char why_not_applicable[256]; /* the first such condition, with the
                                      option that changes it; "" if none */
     double elapsed_s;
+    int cores;               /* device "cpu": the cores planned for; 0 else */
 } zb_search_result;
 
 void zb_search_opts_default(zb_search_opts *o);
@@ -106,6 +130,13 @@ void zb_search_opts_default(zb_search_opts *o);
 zb_status zb_search(const zb_model *m, const zb_search_opts *o,
                     zb_search_result *res, zb_err *err);
 void zb_search_result_free(zb_search_result *res);
+
+/* Search, and with o->levers every combination of the memory levers the
+ * model and layout allow, merged into one top-k (search_levers.c). */
+zb_status zb_search_levers(const zb_model *m, const zb_search_opts *o,
+                           zb_search_result *res, zb_err *err);
+/* m with candidate c's memory levers (recompute, SP, ZeRO-1). */
+zb_model zb_candidate_model(const zb_model *m, const zb_candidate *c);
 
 /* Fill a plan from a candidate of a zb_search on the same model: sizes,
  * stages, a copy of the schedule, the simulator costs and the full

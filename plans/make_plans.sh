@@ -8,7 +8,9 @@
 # what `zbrun plans/tiny.yaml` runs on the CPU in the tests and examples, so
 # it is pinned to 4 pipeline ranks (threads) with the hand-made ZB-H1
 # schedule: deterministic (no solver heuristics involved), splits B and W
-# (so the executor runs every pass kind), and quick.
+# (so the executor runs every pass kind), and quick; planned for 4 cores
+# (--cores 4: one thread per rank), so the plan does not depend on the
+# machine that makes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ZBPLAN="${BIN:-bin}/zbplan"
@@ -16,7 +18,7 @@ ZBPLAN="${BIN:-bin}/zbplan"
 
 args_for() {
     case "$1" in
-        tiny) echo "--dp 1 --tp 1 --pp 4 --schedule zb-h1" ;;
+        tiny) echo "--dp 1 --tp 1 --pp 4 --schedule zb-h1 --cores 4" ;;
         *) echo "" ;;
     esac
 }

@@ -35,6 +35,21 @@ static bool cpu_device(const zb_plan *plan) {
     return strcasecmp(plan->model.cluster.device.name, "cpu") == 0;
 }
 
+/* A cpu device whose peak is not the table's guess: `zbplan calibrate`
+ * measured it (per core; MFU is over the cores the ranks use). */
+static bool cpu_calibrated(const zb_plan *plan) {
+    const zb_device *t = zb_device_lookup("cpu");
+    const zb_device *d = &plan->model.cluster.device;
+    return cpu_device(plan) && t && (d->peak_fp32_flops != t->peak_fp32_flops ||
+                                     d->gemm_eff > 0);
+}
+
+static const char *mfu_basis(const zb_plan *plan) {
+    if (!cpu_device(plan)) return "device datasheet";
+    return cpu_calibrated(plan) ? "measured cpu peak (zbplan calibrate)"
+                                : "guessed cpu peak";
+}
+
 zb_status zb_report_pred_make(const zb_plan *plan, zb_report_pred *out,
                               zb_err *err) {
     memset(out, 0, sizeof *out);
@@ -120,7 +135,7 @@ static void write_summary(zb_yw *w, const zb_plan *plan,
     zb_err err;
     if (zb_replay_bubble(plan, res, &replayed, &err) == ZB_OK)
         zb_yw_kdouble(w, "replayed_bubble_rate", replayed);
-    zb_yw_kstr(w, "mfu_peak", cpu_device(plan) ? "guessed cpu peak" : "device datasheet");
+    zb_yw_kstr(w, "mfu_peak", mfu_basis(plan));
     if (res->n_steps > 0) {
         zb_yw_kdouble(w, "first_loss", res->loss[0]);
         zb_yw_kdouble(w, "final_loss", res->loss[res->n_steps - 1]);
@@ -356,11 +371,15 @@ void zb_report_table(FILE *out, const zb_plan *plan, const zb_run_result *res,
     double replayed = 0;
     zb_err err;
     bool rp = zb_replay_bubble(plan, res, &replayed, &err) == ZB_OK;
+    char basis[96] = "";
+    if (cpu_device(plan))
+        snprintf(basis, sizeof basis, ", of %s CPU peak, %.1f GFLOP/s per core",
+                 cpu_calibrated(plan) ? "the measured (zbplan calibrate)" : "a guessed",
+                 plan->model.cluster.device.peak_fp32_flops / 1e9);
     fprintf(out, "mean step %.3f ms (predicted %.3f ms), %.0f tokens/s (predicted "
             "%.0f), MFU %.2f%% (predicted %.2f%%%s)\n", res->step_s_mean * 1e3,
             plan->pred.step_s * 1e3, res->tokens_per_s, plan->pred.tokens_per_s,
-            100 * res->mfu, 100 * plan->pred.mfu,
-            cpu_device(plan) ? ", of a guessed CPU peak" : "");
+            100 * res->mfu, 100 * plan->pred.mfu, basis);
     fprintf(out, "bubble %.1f%% measured, %.1f%% predicted", 100 * res->bubble_rate,
             100 * plan->pred.bubble_rate);
     if (rp && plan->pp > 1)

@@ -33,11 +33,13 @@
 #include "executor/state/data.h"
 #include "executor/comm/launch.h"
 #include "executor/state/llmc.h"
+#include "executor/host/meminfo.h"
 #include "executor/host/memlimit.h"
 #include "executor/run/procs.h"
 #include "executor/report/profile.h"
 #include "executor/report/report.h"
 #include "executor/run/run_checks.h"
+#include "planner/cost_fit.h"
 #include "executor/host/signals.h"
 #include "executor/run/runtime.h"
 #include "executor/stage/stage.h"
@@ -418,6 +420,15 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     int threads = a->threads ? a->threads : proc.tr ? zb_procs_threads(l)
                              : zb_threads_per_rank(omp_get_num_procs(), here);
     /* rank 0 writes the outputs and holds the checkpoint folder's lock */
+    char fit_note[256];   /* cost_fit.h: refuse a plan too big for this host */
+    bool limited;
+    double avail = zb_host_mem_available(&limited);
+    if (zb_plan_fit_host(&plan, a->plan_path, !strcmp(a->backend, "cpu"),
+                         proc.tr != NULL, l->rank, here, avail, limited,
+                         fit_note, sizeof fit_note, err) != ZB_OK) {
+        zb_plan_free(&plan);
+        return ZB_EINPUT;
+    }
     bool writer = l->rank == 0;
     int lock_fd = -1;
     zb_status st = zb_run_preflight(writer ? a->report : NULL, writer ? a->trace : NULL,
@@ -442,6 +453,7 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                      .keep_params = a->export_path != NULL,
                      .backend = backend};
     if (!a->quiet) print_header(a, &plan, threads, here, proc.tr != NULL);
+    if (!a->quiet && fit_note[0]) printf("%s\n", fit_note);
     if (!a->quiet && proc.tr)
         printf("launch: %s, %d processes, one rank each, %s\n",
                zb_launcher_name(l->kind), l->world, backend == ZB_BACKEND_CUDA

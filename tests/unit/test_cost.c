@@ -436,6 +436,33 @@ START_TEST(overheads_overlap_fused_bandwidth) {
     c = eval(&m, 1, 1);
     ck_assert(c.head.w_s > 1.9 * u.head.w_s && c.head.w_s < 2.0 * u.head.w_s + 1e-9);
 }
+
+/* The cpu device: a rank's share of the cores scales its peak and
+ * bandwidth (whole threads, or a time share when ranks outnumber cores);
+ * a rank with more threads is faster, not slower; other devices keep
+ * theirs. The CPU backend's memory: a slot held from F to W (M_B = M_W). */
+START_TEST(cpu_rank_share) {
+    zb_model m = gpt2();
+    m.cluster.device = *zb_device_lookup("cpu");
+    m.train.precision = ZB_PREC_FP32;
+    double peak = m.cluster.device.peak_fp32_flops;
+    zb_model a = m, b = m, c = m;
+    ck_assert_double_eq(zb_cost_cpu_rank_share(&a, 1, 4), 4);
+    ck_assert_double_eq(zb_cost_cpu_rank_share(&b, 3, 4), 1);
+    ck_assert_double_eq(zb_cost_cpu_rank_share(&c, 8, 2), 0.25);
+    REL(a.cluster.device.peak_fp32_flops, 4 * peak);
+    REL(c.cluster.device.peak_fp32_flops, 0.25 * peak);
+    zb_cost_table t4 = eval(&a, 1, 1), t1 = eval(&b, 1, 1);
+    ck_assert(t4.layer.f_s < t1.layer.f_s && t4.layer.f_s > t1.layer.f_s / 4);
+    ck_assert(t4.layer.m_b_bytes == t4.layer.m_w_bytes);
+    ck_assert(t4.chunk_act_bytes > 0);
+    zb_model g = gpt2();
+    ck_assert_double_eq(zb_cost_cpu_rank_share(&g, 1, 64), 1);
+    ck_assert_double_eq(g.cluster.device.peak_bf16_flops, 312e12);
+    ck_assert_int_ge(zb_cost_cpu_cores(), 1);
+}
+END_TEST
+
 END_TEST
 
 int main(void) {
@@ -450,6 +477,7 @@ int main(void) {
     tcase_add_test(tc, params_gpt2);
     tcase_add_test(tc, static_memory_zero);
     tcase_add_test(tc, workspace);
+    tcase_add_test(tc, cpu_rank_share);
     tcase_add_test(tc, comm_by_hand);
     tcase_add_test(tc, tp_allreduce_on_critical_path);
     tcase_add_test(tc, times_bounded_by_peak);

@@ -11,6 +11,8 @@
 
 #include "common/zb_plan.h"
 #include "planner/cost.h"
+#include "planner/cost_fit.h"
+#include "planner/explain.h"
 #include "planner/partition.h"
 #include "planner/search.h"
 
@@ -212,17 +214,32 @@ START_TEST(gpu_world_rules) {
 }
 END_TEST
 
-/* The CPU device: the world is whatever dp*tp*pp the user forces. */
+/* The CPU device: ranks share the cores (search.h); forced sizes hold. */
 START_TEST(cpu_world_rules) {
     zb_model m = model(8, 16, 1, 16, "cpu");
     zb_search_opts o;
     zb_search_opts_default(&o);
     o.top_k = 50;
+    o.cores = 1;   /* one core: one rank */
     zb_search_result r;
     run(&m, &o, &r);
+    ck_assert_int_eq(r.cores, 1);
     for (int i = 0; i < r.n; i++)
         ck_assert(r.cand[i].dp == 1 && r.cand[i].tp == 1 && r.cand[i].pp == 1);
     check_batch(&m, &r);
+    zb_search_result_free(&r);
+    /* four cores: dp x pp up to 4 ranks, tp 1 unless forced; both seen */
+    o.cores = 4;
+    o.auto_splits = 1000;
+    run(&m, &o, &r);
+    bool seen_dp = false, seen_pp = false;
+    for (int i = 0; i < r.n; i++) {
+        const zb_candidate *c = &r.cand[i];
+        ck_assert(c->tp == 1 && c->dp * c->pp <= 4);
+        seen_dp |= c->dp > 1;
+        seen_pp |= c->pp > 1;
+    }
+    ck_assert(seen_dp && seen_pp);
     zb_search_result_free(&r);
     o.pp = 4;
     run(&m, &o, &r);
@@ -257,7 +274,10 @@ static void compare_with_brute_force(double mem_gib, int top_k,
     int fit = 0, unfit = 0, faster_unfit = 0;
     for (int i = 0; i < all.n; i++) {
         const zb_candidate *c = &all.cand[i];
-        ck_assert_int_eq(c->fits, c->peak_mem_bytes <= m.cluster.device.mem_bytes);
+        /* the usable capacity is the device memory less the margin */
+        ck_assert(c->capacity_bytes ==
+                  m.cluster.device.mem_bytes * (1 - ZB_SEARCH_MEM_MARGIN));
+        ck_assert_int_eq(c->fits, c->peak_mem_bytes <= c->capacity_bytes);
         if (!c->fits) {
             unfit++;
             faster_unfit += top.n > 0 && c->step_s < top.cand[top.n - 1].step_s;
@@ -432,6 +452,141 @@ START_TEST(shipped_models) {
 }
 END_TEST
 
+/* zbrun's start-up check (cost_fit.h): a cpu plan needs exactly what the
+ * search predicted per rank; the same plan made for a GPU is said so and
+ * needs more on the cpu backend (fp32, every activation kept) than on the
+ * GPU; a host with less available is refused with one line. */
+START_TEST(fit_host_check) {
+    zb_model m = model(8, 8, 1, 16, "cpu");
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.pp = 2;
+    snprintf(o.schedule, sizeof o.schedule, "zb-h1");
+    zb_search_result r;
+    run(&m, &o, &r);
+    zb_plan plan;
+    zb_err err;
+    ck_assert(zb_search_make_plan(&m, &r.cand[0], &plan, &err) == ZB_OK);
+    double need[2], total = 0;
+    ck_assert(zb_plan_mem_need(&plan, "cpu", need, &err) == ZB_OK);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(fabs(need[i] - plan.pred.peak_mem_bytes[i]) <=
+                      1e-9 * need[i], "rank %d: %g vs %g", i, need[i],
+                      plan.pred.peak_mem_bytes[i]);
+        total += need[i];
+    }
+    char note[256];
+    ck_assert(zb_plan_fit_host(&plan, "p.yaml", true, false, 0, 1, total,
+                               false, note, sizeof note, &err) == ZB_OK);
+    ck_assert_str_eq(note, "");
+    ck_assert(zb_plan_fit_host(&plan, "p.yaml", true, false, 0, 1, 0, false,
+                               note, sizeof note, &err) == ZB_OK);
+    ck_assert(zb_plan_fit_host(&plan, "p.yaml", true, false, 0, 1, total * 0.99,
+                               false, note, sizeof note, &err) == ZB_EINPUT);
+    ck_assert_msg(strstr(err.msg, "p.yaml: does not fit this host: 2 ranks") &&
+                  strstr(err.msg, "MemAvailable"), "%s", err.msg);
+    /* one process per rank: rank 1 alone, the host shared by 2 */
+    ck_assert(zb_plan_fit_host(&plan, "p.yaml", true, true, 1, 2, 2 * need[1],
+                               false, note, sizeof note, &err) == ZB_OK);
+    ck_assert(zb_plan_fit_host(&plan, "p.yaml", true, true, 1, 2, 1.9 * need[1],
+                               false, note, sizeof note, &err) == ZB_EINPUT);
+    /* made for a GPU: said so, and it needs more on the cpu backend */
+    plan.model.cluster.device = *zb_device_lookup("h100-sxm");
+    double gpu_need[2];
+    ck_assert(zb_plan_mem_need(&plan, "h100-sxm", gpu_need, &err) == ZB_OK);
+    ck_assert(zb_plan_fit_host(&plan, "p.yaml", true, false, 0, 1, 1e15,
+                               false, note, sizeof note, &err) == ZB_OK);
+    ck_assert_msg(strstr(note, "made for h100-sxm"), "%s", note);
+    ck_assert(gpu_need[0] - zb_workspace_bytes(&plan.model) <
+              need[0] - zb_workspace_bytes(&m));
+    ck_assert(zb_plan_fit_host(&plan, "p.yaml", false, false, 0, 1, 1,
+                               false, note, sizeof note, &err) == ZB_OK);
+    ck_assert_str_eq(note, "");
+    zb_plan_free(&plan);
+    zb_search_result_free(&r);
+}
+END_TEST
+
+/* --explain (explain.h): the step parts add up to the step time (other
+ * small), the memory parts of the fullest rank to the candidate's peak,
+ * TP collectives appear at tp > 1 and not at tp 1; the why line names both
+ * candidates. */
+START_TEST(explain_parts) {
+    zb_model m = model(8, 64, 1, 8, "a100-80gb");
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.top_k = 10;
+    zb_search_result r;
+    run(&m, &o, &r);
+    ck_assert_int_gt(r.n, 1);
+    for (int i = 0; i < r.n; i++) {
+        const zb_candidate *c = &r.cand[i];
+        zb_explain e;
+        zb_err err;
+        ck_assert(zb_explain_candidate(&m, c, &e, &err) == ZB_OK);
+        double sum = e.f_s + e.b_s + e.w_s + e.tp_s + e.bubble_s + e.p2p_s +
+                     e.dp_s + e.opt_s;
+        ck_assert_msg(fabs(e.other_s) <= 0.02 * c->step_s && e.other_s ==
+                      c->step_s - sum, "%d: other %g of %g", i, e.other_s, c->step_s);
+        ck_assert(e.f_s > 0 && e.b_s > 0 && e.w_s > 0 && e.bubble_s >= -1e-12);
+        ck_assert(c->tp > 1 ? e.tp_s > 0 : e.tp_s == 0);
+        double peak = 0;
+        for (int k = 0; k < c->pp; k++) {
+            double t = e.weights[k] + e.grads[k] + e.optim[k] + e.act[k] + e.ws;
+            if (t > peak) peak = t;
+        }
+        ck_assert_msg(fabs(peak - c->peak_mem_bytes) <= 1e-9 * peak, "%d: %g vs %g",
+                      i, peak, c->peak_mem_bytes);
+    }
+    zb_explain e1, e2;
+    zb_err err;
+    ck_assert(zb_explain_candidate(&m, &r.cand[0], &e1, &err) == ZB_OK);
+    ck_assert(zb_explain_candidate(&m, &r.cand[1], &e2, &err) == ZB_OK);
+    char buf[1024] = "";
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    ck_assert_ptr_nonnull(f);
+    zb_explain_why(f, &r.cand[0], &e1, &r.cand[1], &e2);
+    fclose(f);
+    ck_assert_msg(strstr(buf, "why #1 (") && strstr(buf, "over #2 ("), "%s", buf);
+    zb_search_result_free(&r);
+}
+END_TEST
+
+/* --levers (search_levers.c): on a tight device it beats the model's full
+ * recomputation, ranks by step time, and the plan carries the winner's
+ * levers; without --levers every candidate has the model's. */
+START_TEST(levers_searched) {
+    zb_model m = model(8, 64, 1, 8, "a100-80gb");
+    m.cluster.device.mem_bytes = 6 * GIB;   /* memory matters */
+    m.train.recompute = ZB_RECOMPUTE_FULL;
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.top_k = 20;
+    zb_search_result pinned, free_;
+    run(&m, &o, &pinned);
+    for (int i = 0; i < pinned.n; i++)
+        ck_assert(pinned.cand[i].recompute == ZB_RECOMPUTE_FULL &&
+                  !pinned.cand[i].sp && !pinned.cand[i].zero1);
+    o.levers = true;
+    zb_err err;
+    ck_assert(zb_search_levers(&m, &o, &free_, &err) == ZB_OK);
+    ck_assert_int_gt(free_.n, 0);
+    ck_assert(free_.cand[0].step_s < pinned.cand[0].step_s);
+    ck_assert(free_.cand[0].recompute != ZB_RECOMPUTE_FULL);
+    for (int i = 1; i < free_.n; i++)
+        ck_assert(free_.cand[i - 1].step_s <= free_.cand[i].step_s);
+    zb_plan plan;
+    ck_assert(zb_search_make_plan(&m, &free_.cand[0], &plan, &err) == ZB_OK);
+    ck_assert(plan.model.train.recompute == free_.cand[0].recompute);
+    ck_assert(plan.model.train.sequence_parallel == free_.cand[0].sp);
+    ck_assert(plan.model.train.zero1 == free_.cand[0].zero1);
+    ck_assert(fabs(plan.pred.step_s - free_.cand[0].step_s) <= 1e-9 * plan.pred.step_s);
+    zb_plan_free(&plan);
+    zb_search_result_free(&pinned);
+    zb_search_result_free(&free_);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("search");
     TCase *t = tcase_create("core");
@@ -448,6 +603,9 @@ static Suite *suite(void) {
     tcase_add_test(t, dp_group_links);
     tcase_add_test(t, plan_round_trip);
     tcase_add_test(t, shipped_models);
+    tcase_add_test(t, fit_host_check);
+    tcase_add_test(t, explain_parts);
+    tcase_add_test(t, levers_searched);
     suite_add_tcase(s, t);
     return s;
 }
