@@ -1,4 +1,5 @@
-/* test_stage.c - the CPU GPT stage (executor/stage/stage.h, stage_cpu.c):
+/* test_stage.c - the GPT stage on the CPU ops (executor/stage/stage.h, the
+ * stage program gpt.c over ops_cpu.c):
  *  - gradients against central finite differences of the loss (1 rank);
  *  - split B then W equals fused BW, bitwise;
  *  - pipeline layouts (pp = 2 loop, interleaved, V placement on 1 and 2
