@@ -160,7 +160,7 @@ static size_t arena_layout(zb_stage *st) {
     st->mom1 = carve(st, &off, P * fl);
     st->mom2 = carve(st, &off, P * fl);
     st->partial = carve(st, &off, N * st->C * fl);
-    st->logits = carve(st, &off, N * st->Vv * fl);
+    st->logits = carve(st, &off, N * st->Vp * fl);
     st->losses = carve(st, &off, N * fl);
     st->dgelu = carve(st, &off, N * st->Fl * fl);
     st->datty = carve(st, &off, N * st->Cl * fl);
@@ -204,6 +204,8 @@ static zb_status alloc_all(zb_stage *st, zb_err *err) {
         if (!st->ce_host) return ZB_ENOMEM;
     }
     st->att_floats = st->ops.attn_saved_floats(st->B, st->NHl, st->T);
+    int al = st->ops.logits_align > 0 ? st->ops.logits_align : 1;
+    st->Vp = (st->Vv + al - 1) / al * al;
     for (int c = 0; c < st->v; c++) ZB_TRY(chunk_init(st, c, err));
     size_t bytes = arena_layout(st);
     ZB_TRY(st->ops.alloc(st->ops.ctx, bytes, &st->arena, err));

@@ -36,6 +36,8 @@ struct zb_stage {
     int B, T, N, C, V, NH, F;  /* model dims, N = B*T */
     int tp, Cl, Fl, NHl;       /* local dims under TP */
     int Vl, v0, Vv;            /* vocab rows per rank, first row, real rows */
+    int Vp;                    /* row stride of logits/dlogits: Vv rounded
+                                  up to ops.logits_align */
     int v, m;
     size_t att_floats;         /* attention's saved floats per layer */
     zb_ptable pt;
@@ -43,7 +45,7 @@ struct zb_stage {
     float *params, *grads, *mom1, *mom2; /* [pt.floats] each */
     zb_gpt_chunk *chunks;      /* host [v] */
     float *partial;            /* [N, C] row-parallel output before reduce */
-    float *logits;             /* [N, Vv] this rank's vocabulary rows */
+    float *logits;             /* [N, Vp] this rank's vocabulary rows */
     double *ce;                /* [(tp + 2) * N] cross-entropy statistics */
     double *acc;               /* [2] loss sum, gradient sum of squares */
     float *losses;             /* [N] */
@@ -87,7 +89,7 @@ typedef struct {
                        [L] = grad_in */
     float *lnf, *lnf_mean, *lnf_rstd; /* head: [N, C] [N] [N] */
     float *dlnf;    /* [N, C] grad wrt lnf output */
-    float *dlogits; /* [N, Vv] loss_scale * (softmax - onehot), own rows */
+    float *dlogits; /* [N, Vp] loss_scale * (softmax - onehot), own rows */
     float *layers;  /* [L, layer_floats] */
     int *tokens;    /* [N] (embedding chunk) */
 } zb_slot_view;

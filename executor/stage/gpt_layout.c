@@ -45,7 +45,7 @@ size_t zb_gpt_slot_carve(const zb_stage *st, const zb_gpt_chunk *ck,
     sv->lnf_mean = zb_gpt_take(base, &off, hn * N);
     sv->lnf_rstd = zb_gpt_take(base, &off, hn * N);
     sv->dlnf = zb_gpt_take(base, &off, hn * N * C);
-    sv->dlogits = zb_gpt_take(base, &off, hn * N * (size_t)st->Vv);
+    sv->dlogits = zb_gpt_take(base, &off, hn * N * (size_t)st->Vp);
     sv->layers = zb_gpt_take(base, &off, L * ck->layer_floats);
     sv->tokens = NULL;
     return off;

@@ -73,15 +73,16 @@ static float *resid_at(const zb_stage *st, float *buf, int l) {
 
 static int ld(int n) { return n > 0 ? n : 1; }
 
-/* ---- linear layers: inp [N, C], w [OC, C], bias [OC], out/dout [N, OC] ---- */
+/* ---- linear layers: inp [N, C], w [OC, C], bias [OC], out/dout [N, OC]
+ * with row stride ldo >= OC (the logits' padded stride, else OC) ---- */
 
 /* out = inp @ w^T + bias; gelu_out (may be NULL) = GELU(out) */
 static zb_status linear_fwd(zb_stage *st, float *out, const float *inp,
                             const float *w, const float *bias, int N, int C,
-                            int OC, float *gelu_out, zb_err *err) {
+                            int OC, int ldo, float *gelu_out, zb_err *err) {
     zb_gemm g = {.M = N, .N = OC, .K = C, .ta = false, .tb = true,
                  .A = inp, .lda = ld(C), .B = w, .ldb = ld(C), .C = out,
-                 .ldc = ld(OC), .batch = 1, .alpha = 1.0f, .beta = 0.0f,
+                 .ldc = ld(ldo), .batch = 1, .alpha = 1.0f, .beta = 0.0f,
                  .bias = bias, .gelu_out = gelu_out};
     return st->ops.gemm(st->ops.ctx, &g, err);
 }
@@ -89,8 +90,8 @@ static zb_status linear_fwd(zb_stage *st, float *out, const float *inp,
 /* B: dinp[N, C] += dout[N, OC] @ w[OC, C] */
 static zb_status linear_bwd_input(zb_stage *st, float *dinp, const float *dout,
                                   const float *w, int N, int C, int OC,
-                                  zb_err *err) {
-    zb_gemm g = {.M = N, .N = C, .K = OC, .A = dout, .lda = ld(OC), .B = w,
+                                  int ldo, zb_err *err) {
+    zb_gemm g = {.M = N, .N = C, .K = OC, .A = dout, .lda = ld(ldo), .B = w,
                  .ldb = ld(C), .C = dinp, .ldc = ld(C), .batch = 1,
                  .alpha = 1.0f, .beta = 1.0f};
     return st->ops.gemm(st->ops.ctx, &g, err);
@@ -99,9 +100,9 @@ static zb_status linear_bwd_input(zb_stage *st, float *dinp, const float *dout,
 /* W: dw[OC, C] += dout^T @ inp; dbias[OC] += column sums (may be NULL) */
 static zb_status linear_bwd_weight(zb_stage *st, float *dw, float *dbias,
                                    const float *dout, const float *inp, int N,
-                                   int C, int OC, zb_err *err) {
+                                   int C, int OC, int ldo, zb_err *err) {
     zb_gemm g = {.M = OC, .N = C, .K = N, .ta = true, .A = dout,
-                 .lda = ld(OC), .B = inp, .ldb = ld(C), .C = dw, .ldc = ld(C),
+                 .lda = ld(ldo), .B = inp, .ldb = ld(C), .C = dw, .ldc = ld(C),
                  .batch = 1, .alpha = 1.0f, .beta = 1.0f};
     ZB_TRY(st->ops.gemm(st->ops.ctx, &g, err));
     if (dbias) OP(colsum_add, dbias, dout, N, OC);
@@ -144,17 +145,17 @@ static zb_status layer_forward(zb_stage *st, const layer_params *w,
     int N = st->N, C = st->C, Cl = st->Cl, Fl = st->Fl;
     OP(ln_fwd, a->ln1, a->ln1_mean, a->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
     ZB_TRY(linear_fwd(st, a->qkv, a->ln1, w->qkvw, w->qkvb, N, C, 3 * Cl,
-                      NULL, err));
+                      3 * Cl, NULL, err));
     OP(attn_fwd, a->atty, a->att, a->qkv, st->B, st->T, Cl, st->NHl);
-    ZB_TRY(linear_fwd(st, st->partial, a->atty, w->projw, NULL, N, Cl, C,
+    ZB_TRY(linear_fwd(st, st->partial, a->atty, w->projw, NULL, N, Cl, C, C,
                       NULL, err));
     ZB_TRY(tp_allreduce(st, st->partial, (size_t)N * C, err));
     OP(residual_add, a->res2, x, st->partial, w->projb, N, C);
     OP(ln_fwd, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, w->ln2w, w->ln2b, N,
        C);
-    ZB_TRY(linear_fwd(st, a->fch, a->ln2, w->fcw, w->fcb, N, C, Fl,
+    ZB_TRY(linear_fwd(st, a->fch, a->ln2, w->fcw, w->fcb, N, C, Fl, Fl,
                       a->fch_gelu, err));
-    ZB_TRY(linear_fwd(st, st->partial, a->fch_gelu, w->fc2w, NULL, N, Fl, C,
+    ZB_TRY(linear_fwd(st, st->partial, a->fch_gelu, w->fc2w, NULL, N, Fl, C, C,
                       NULL, err));
     ZB_TRY(tp_allreduce(st, st->partial, (size_t)N * C, err));
     OP(residual_add, out, a->res2, st->partial, w->fc2b, N, C);
@@ -169,22 +170,24 @@ static zb_status layer_backward_b(zb_stage *st, const layer_params *w,
     size_t NC = (size_t)N * C;
     /* MLP branch */
     ZB_TRY(zero(st, st->dgelu, (size_t)N * Fl, err));
-    ZB_TRY(linear_bwd_input(st, st->dgelu, dout, w->fc2w, N, Fl, C, err));
+    ZB_TRY(linear_bwd_input(st, st->dgelu, dout, w->fc2w, N, Fl, C, C, err));
     ZB_TRY(zero(st, a->dfch, (size_t)N * Fl, err));
     OP(gelu_bwd, a->dfch, a->fch, st->dgelu, (size_t)N * Fl);
     ZB_TRY(zero(st, a->dln2, NC, err));
-    ZB_TRY(linear_bwd_input(st, a->dln2, a->dfch, w->fcw, N, C, Fl, err));
+    ZB_TRY(linear_bwd_input(st, a->dln2, a->dfch, w->fcw, N, C, Fl, Fl, err));
     ZB_TRY(tp_allreduce(st, a->dln2, NC, err));
     ZB_TRY(copy(st, a->dres2, dout, NC, err));
     OP(ln_bwd_input, a->dres2, a->dln2, a->res2, w->ln2w, a->ln2_mean,
        a->ln2_rstd, N, C);
     /* attention branch */
     ZB_TRY(zero(st, st->datty, (size_t)N * Cl, err));
-    ZB_TRY(linear_bwd_input(st, st->datty, a->dres2, w->projw, N, Cl, C, err));
+    ZB_TRY(linear_bwd_input(st, st->datty, a->dres2, w->projw, N, Cl, C, C,
+                            err));
     OP(attn_bwd, a->dqkv, st->datt, st->datty, a->qkv, a->atty, a->att, st->B,
        st->T, Cl, st->NHl);
     ZB_TRY(zero(st, a->dln1, NC, err));
-    ZB_TRY(linear_bwd_input(st, a->dln1, a->dqkv, w->qkvw, N, C, 3 * Cl, err));
+    ZB_TRY(linear_bwd_input(st, a->dln1, a->dqkv, w->qkvw, N, C, 3 * Cl,
+                            3 * Cl, err));
     ZB_TRY(tp_allreduce(st, a->dln1, NC, err));
     ZB_TRY(copy(st, dx, a->dres2, NC, err));
     OP(ln_bwd_input, dx, a->dln1, x, w->ln1w, a->ln1_mean, a->ln1_rstd, N, C);
@@ -197,15 +200,15 @@ static zb_status layer_backward_w(zb_stage *st, const layer_params *g,
                                   const float *dout, zb_err *err) {
     int N = st->N, C = st->C, Cl = st->Cl, Fl = st->Fl;
     ZB_TRY(linear_bwd_weight(st, g->fc2w, g->fc2b, dout, a->fch_gelu, N, Fl,
-                             C, err));
+                             C, C, err));
     ZB_TRY(linear_bwd_weight(st, g->fcw, g->fcb, a->dfch, a->ln2, N, C, Fl,
-                             err));
+                             Fl, err));
     OP(ln_bwd_weight, g->ln2w, g->ln2b, a->dln2, a->res2, a->ln2_mean,
        a->ln2_rstd, N, C);
     ZB_TRY(linear_bwd_weight(st, g->projw, g->projb, a->dres2, a->atty, N, Cl,
-                             C, err));
+                             C, C, err));
     ZB_TRY(linear_bwd_weight(st, g->qkvw, g->qkvb, a->dqkv, a->ln1, N, C,
-                             3 * Cl, err));
+                             3 * Cl, 3 * Cl, err));
     OP(ln_bwd_weight, g->ln1w, g->ln1b, a->dln1, x, a->ln1_mean, a->ln1_rstd,
        N, C);
     return ZB_OK;
@@ -225,14 +228,14 @@ static zb_status vocab_parallel_ce(zb_stage *st, const float *logits,
            *Zt = S + N;
     ZB_TRY(st->ops.memset0(st->ops.ctx, tab, (size_t)tp * N * sizeof *tab,
                            err));
-    OP(ce_max, tab + (size_t)st->cfg.tp_rank * N, logits, N, st->Vv);
+    OP(ce_max, tab + (size_t)st->cfg.tp_rank * N, logits, N, st->Vv, st->Vp);
     ZB_TRY(tp_allreduce_f64(st, tab, (size_t)tp * N, err));
     OP(ce_max_combine, tab, tp, N);
-    OP(ce_stats, S, Zt, logits, M, st->targets, st->v0, N, st->Vv);
+    OP(ce_stats, S, Zt, logits, M, st->targets, st->v0, N, st->Vv, st->Vp);
     ZB_TRY(tp_allreduce_f64(st, S, 2 * (size_t)N, err));
     OP(ce_loss, &st->acc[0], st->losses, M, S, Zt, N);
     OP(ce_bwd, dlogits, logits, M, S, st->targets, st->v0, loss_scale, N,
-       st->Vv);
+       st->Vv, st->Vp);
     return ZB_OK;
 }
 
@@ -245,8 +248,8 @@ static zb_status head_forward(zb_stage *st, const zb_gpt_chunk *ck,
        tensor(st, st->params, ck->pc.lnfw), tensor(st, st->params, ck->pc.lnfb),
        N, C);
     const float *wh = tensor(st, st->params, ck->pc.head); /* [Vl, C] */
-    ZB_TRY(linear_fwd(st, st->logits, sv->lnf, wh, NULL, N, C, st->Vv, NULL,
-                      err));
+    ZB_TRY(linear_fwd(st, st->logits, sv->lnf, wh, NULL, N, C, st->Vv, st->Vp,
+                      NULL, err));
     return vocab_parallel_ce(st, st->logits, sv->dlogits, loss_scale, err);
 }
 
@@ -258,7 +261,7 @@ static zb_status head_backward_b(zb_stage *st, const zb_gpt_chunk *ck,
     ZB_TRY(zero(st, sv->dlnf, (size_t)N * C, err));
     ZB_TRY(linear_bwd_input(st, sv->dlnf, sv->dlogits,
                             tensor(st, st->params, ck->pc.head), N, C, st->Vv,
-                            err));
+                            st->Vp, err));
     /* each rank has the part from its vocabulary rows */
     ZB_TRY(tp_allreduce(st, sv->dlnf, (size_t)N * C, err));
     ZB_TRY(zero(st, dh, (size_t)N * C, err));
@@ -272,7 +275,8 @@ static zb_status head_backward_w(zb_stage *st, const zb_gpt_chunk *ck,
     int N = st->N, C = st->C;
     const float *h = resid_at(st, sv->resid, ck->n_layers);
     ZB_TRY(linear_bwd_weight(st, tensor(st, st->grads, ck->pc.head), NULL,
-                             sv->dlogits, sv->lnf, N, C, st->Vv, err));
+                             sv->dlogits, sv->lnf, N, C, st->Vv, st->Vp,
+                             err));
     OP(ln_bwd_weight, tensor(st, st->grads, ck->pc.lnfw),
        tensor(st, st->grads, ck->pc.lnfb), sv->dlnf, h, sv->lnf_mean,
        sv->lnf_rstd, N, C);

@@ -33,6 +33,11 @@ typedef struct {
     void *ctx;         /* the backend's own state, first argument of all */
     void *stream;      /* cuda: the cudaStream_t every op enqueues on (the
                           transport orders its copies against it); cpu: NULL */
+    int logits_align;  /* rows of the logits (and their gradient) start at
+                          multiples of this many floats: the stage pads
+                          their stride (cuda 128; cpu 1, no padding, or
+                          ZB_LOGITS_ALIGN from the environment for tests);
+                          the padded columns never enter the softmax */
 
     /* ---- memory placement ---- */
     /* One zeroed arena of `bytes` (the rank's; 256-byte aligned). */
@@ -111,25 +116,27 @@ typedef struct {
                                int B, int T, int C, zb_err *err);
 
     /* ---- vocabulary-parallel cross-entropy (kernels/crossentropy.h):
-     * zl [N, Vl] this rank's logits of rows [v0, v0+Vl), doubles [N] ---- */
+     * zl [N, Vl] this rank's logits of rows [v0, v0+Vl), row stride
+     * ld >= Vl (columns past Vl are padding, never read); doubles [N] ---- */
     /* rowmax[N] = max_v zl (=) */
     zb_status (*ce_max)(void *ctx, double *rowmax, const float *zl, int N,
-                        int Vl, zb_err *err);
+                        int Vl, int ld, zb_err *err);
     /* tab [tp, N] (every rank's maxima) -> tab[0, n] = max over k (=) */
     zb_status (*ce_max_combine)(void *ctx, double *tab, int tp, int N,
                                 zb_err *err);
     /* S[n] = sum exp(zl - M), Zt[n] = target logit or 0 (=) */
     zb_status (*ce_stats)(void *ctx, double *S, double *Zt, const float *zl,
                           const double *M, const int *targets, int v0, int N,
-                          int Vl, zb_err *err);
+                          int Vl, int ld, zb_err *err);
     /* losses[n] = log S + M - Zt (=); *acc += their sum, in order */
     zb_status (*ce_loss)(void *ctx, double *acc, float *losses,
                          const double *M, const double *S, const double *Zt,
                          int N, zb_err *err);
-    /* dzl = scale (softmax - onehot) (=) */
+    /* dzl[:, :Vl] = scale (softmax - onehot) (=; stride ld, padding left) */
     zb_status (*ce_bwd)(void *ctx, float *dzl, const float *zl,
                         const double *M, const double *S, const int *targets,
-                        int v0, float scale, int N, int Vl, zb_err *err);
+                        int v0, float scale, int N, int Vl, int ld,
+                        zb_err *err);
 
     /* ---- optimizer and norms ---- */
     /* *acc += sum x[i]^2 in double */

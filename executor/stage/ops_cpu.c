@@ -150,9 +150,14 @@ static zb_status c_embed_pos_bwd(void *ctx, float *dwpe, const float *dout,
     return ZB_OK;
 }
 
+/* The kernels take contiguous rows; a padded stride goes row by row (each
+ * row is computed alone either way, so the results are the same). */
 static zb_status c_ce_max(void *ctx, double *rowmax, const float *zl, int N,
-                          int Vl, zb_err *err) {
-    zb_ce_shard_max(rowmax, zl, N, Vl);
+                          int Vl, int ld, zb_err *err) {
+    if (ld == Vl) zb_ce_shard_max(rowmax, zl, N, Vl);
+    else
+        for (int n = 0; n < N; n++)
+            zb_ce_shard_max(rowmax + n, zl + (size_t)n * ld, 1, Vl);
     return ZB_OK;
 }
 static zb_status c_ce_max_combine(void *ctx, double *tab, int tp, int N,
@@ -164,8 +169,12 @@ static zb_status c_ce_max_combine(void *ctx, double *tab, int tp, int N,
 }
 static zb_status c_ce_stats(void *ctx, double *S, double *Zt, const float *zl,
                             const double *M, const int *targets, int v0,
-                            int N, int Vl, zb_err *err) {
-    zb_ce_shard_stats(S, Zt, zl, M, targets, v0, N, Vl);
+                            int N, int Vl, int ld, zb_err *err) {
+    if (ld == Vl) zb_ce_shard_stats(S, Zt, zl, M, targets, v0, N, Vl);
+    else
+        for (int n = 0; n < N; n++)
+            zb_ce_shard_stats(S + n, Zt + n, zl + (size_t)n * ld, M + n,
+                              targets + n, v0, 1, Vl);
     return ZB_OK;
 }
 static zb_status c_ce_loss(void *ctx, double *acc, float *losses,
@@ -176,8 +185,13 @@ static zb_status c_ce_loss(void *ctx, double *acc, float *losses,
 }
 static zb_status c_ce_bwd(void *ctx, float *dzl, const float *zl,
                           const double *M, const double *S, const int *targets,
-                          int v0, float scale, int N, int Vl, zb_err *err) {
-    zb_ce_shard_backward(dzl, zl, M, S, targets, v0, scale, N, Vl);
+                          int v0, float scale, int N, int Vl, int ld,
+                          zb_err *err) {
+    if (ld == Vl) zb_ce_shard_backward(dzl, zl, M, S, targets, v0, scale, N, Vl);
+    else
+        for (int n = 0; n < N; n++)
+            zb_ce_shard_backward(dzl + (size_t)n * ld, zl + (size_t)n * ld,
+                                 M + n, S + n, targets + n, v0, scale, 1, Vl);
     return ZB_OK;
 }
 
@@ -203,9 +217,19 @@ static bool c_pass_times(void *ctx, double *t_start, double *t_end, int n,
 }
 static void c_destroy(void *ctx) {}
 
+/* ZB_LOGITS_ALIGN=K (tests): pad the logits' row stride to a multiple of
+ * K floats as the CUDA ops do (128), so that the CPU runs that path of the
+ * stage program too; unset: 1, no padding. */
+static int logits_align(void) {
+    const char *s = getenv("ZB_LOGITS_ALIGN");
+    int k = s ? atoi(s) : 1;
+    return k >= 1 && k <= 4096 ? k : 1;
+}
+
 void zb_ops_cpu(zb_ops *o) {
     *o = (zb_ops){
         .name = "cpu", .ctx = NULL, .stream = NULL,
+        .logits_align = logits_align(),
         .alloc = c_alloc, .release = c_release, .to_host = c_copy,
         .from_host = c_copy, .copy = c_copy, .memset0 = c_memset0,
         .gemm = c_gemm, .colsum_add = c_colsum_add,

@@ -12,7 +12,8 @@
  * fp32 GEMMs (CUBLAS_COMPUTE_32F, no TF32), so results match the CPU to
  * rounding; bf16: the same fp32 buffers multiplied on the tensor cores
  * with operands rounded to bf16 and fp32 accumulation
- * (CUBLAS_COMPUTE_32F_FAST_16BF). Attention is the fused fp32 kernel of
+ * (CUBLAS_COMPUTE_32F_FAST_16BF). The logits' row stride is padded to a
+ * multiple of ZB_LOGITS_ALIGN floats (logits_align). Attention is the fused fp32 kernel of
  * kernels/cuda/attention.cu: it keeps the row log-sum-exp [B, NH, T], not
  * the [T, T] softmax.
  *
@@ -32,6 +33,9 @@ extern "C" {
 
 #define ZB_CUBLAS_WORKSPACE ((size_t)32 << 20) /* what cuBLAS asks on Hopper */
 #define ZB_UPLOAD_RING 16                      /* pinned staging buffers */
+/* Logit rows start at multiples of 128 floats (512 bytes): V = 50257 would
+ * leave rows unaligned for cuBLAS and the vector loads of the kernels. */
+#define ZB_LOGITS_ALIGN 128
 
 struct cu_ops {
     int device;
@@ -260,8 +264,8 @@ static zb_status o_embed_pos_bwd(void *ctx, float *dwpe, const float *dout,
 /* ---- cross-entropy ---- */
 
 static zb_status o_ce_max(void *ctx, double *rowmax, const float *zl, int N,
-                          int Vl, zb_err *err) {
-    ZB_KERNEL(zb_cuda_ce_max(rowmax, zl, N, Vl, X(ctx)->stream));
+                          int Vl, int ld, zb_err *err) {
+    ZB_KERNEL(zb_cuda_ce_max(rowmax, zl, N, Vl, ld, X(ctx)->stream));
     return ZB_OK;
 }
 static zb_status o_ce_max_combine(void *ctx, double *tab, int tp, int N,
@@ -271,8 +275,8 @@ static zb_status o_ce_max_combine(void *ctx, double *tab, int tp, int N,
 }
 static zb_status o_ce_stats(void *ctx, double *S, double *Zt, const float *zl,
                             const double *M, const int *targets, int v0,
-                            int N, int Vl, zb_err *err) {
-    ZB_KERNEL(zb_cuda_ce_stats(S, Zt, zl, M, targets, v0, N, Vl,
+                            int N, int Vl, int ld, zb_err *err) {
+    ZB_KERNEL(zb_cuda_ce_stats(S, Zt, zl, M, targets, v0, N, Vl, ld,
                                X(ctx)->stream));
     return ZB_OK;
 }
@@ -284,8 +288,9 @@ static zb_status o_ce_loss(void *ctx, double *acc, float *losses,
 }
 static zb_status o_ce_bwd(void *ctx, float *dzl, const float *zl,
                           const double *M, const double *S, const int *targets,
-                          int v0, float scale, int N, int Vl, zb_err *err) {
-    ZB_KERNEL(zb_cuda_ce_backward(dzl, zl, M, S, targets, v0, scale, N, Vl,
+                          int v0, float scale, int N, int Vl, int ld,
+                          zb_err *err) {
+    ZB_KERNEL(zb_cuda_ce_backward(dzl, zl, M, S, targets, v0, scale, N, Vl, ld,
                                   X(ctx)->stream));
     return ZB_OK;
 }
@@ -432,6 +437,7 @@ extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
     t.name = "cuda";
     t.ctx = o;
     t.stream = (void *)o->stream;
+    t.logits_align = ZB_LOGITS_ALIGN;
     t.alloc = o_alloc;
     t.release = o_release;
     t.to_host = o_to_host;

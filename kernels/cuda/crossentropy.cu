@@ -2,7 +2,9 @@
  * GPU, twins of kernels/crossentropy.h's zb_ce_shard_* (same doubles, same
  * formulas; sums in a fixed order, so results repeat bit for bit, and
  * match the CPU to rounding).
- *   zl, dzl [N, Vl] logits of vocabulary rows [v0, v0 + Vl); targets [N];
+ *   zl, dzl [N, Vl] logits of vocabulary rows [v0, v0 + Vl), row stride
+ *   ld >= Vl (the columns past Vl are padding: never read or written);
+ *   targets [N];
  *   rowmax, M, S, Zt [N] doubles; tab [tp, N]; losses [N]
  * One block per row for the row passes; the loss sum is one block adding
  * the rows in order.
@@ -12,8 +14,9 @@
 
 #define ZB_CE_THREADS 256
 
-__global__ static void ce_max(double *rowmax, const float *zl, int Vl) {
-    const float *z = zl + (size_t)blockIdx.x * Vl; /* [Vl] */
+__global__ static void ce_max(double *rowmax, const float *zl, int Vl,
+                              int ld) {
+    const float *z = zl + (size_t)blockIdx.x * ld; /* [Vl] */
     float m = -INFINITY;
     for (int v = threadIdx.x; v < Vl; v += blockDim.x) m = fmaxf(m, z[v]);
     m = zb_block_reduce(m, -INFINITY, ZbWarpMax());
@@ -30,8 +33,8 @@ __global__ static void ce_max_combine(double *tab, int tp, int N) {
 
 __global__ static void ce_stats(double *S, double *Zt, const float *zl,
                                 const double *M, const int *targets, int v0,
-                                int Vl) {
-    const float *z = zl + (size_t)blockIdx.x * Vl; /* [Vl] */
+                                int Vl, int ld) {
+    const float *z = zl + (size_t)blockIdx.x * ld; /* [Vl] */
     float m = (float)M[blockIdx.x];
     double s = 0.0;
     for (int v = threadIdx.x; v < Vl; v += blockDim.x) s += expf(z[v] - m);
@@ -57,9 +60,9 @@ __global__ static void ce_loss(double *acc, float *losses, const double *M,
 __global__ static void ce_backward(float *dzl, const float *zl,
                                    const double *M, const double *S,
                                    const int *targets, int v0, float scale,
-                                   int Vl) {
-    const float *z = zl + (size_t)blockIdx.x * Vl; /* [Vl] */
-    float *dz = dzl + (size_t)blockIdx.x * Vl;     /* [Vl] */
+                                   int Vl, int ld) {
+    const float *z = zl + (size_t)blockIdx.x * ld; /* [Vl] */
+    float *dz = dzl + (size_t)blockIdx.x * ld;     /* [Vl] */
     float m = (float)M[blockIdx.x], inv = (float)(1.0 / S[blockIdx.x]);
     int k = targets[blockIdx.x] - v0;
     for (int v = threadIdx.x; v < Vl; v += blockDim.x) {
@@ -69,9 +72,9 @@ __global__ static void ce_backward(float *dzl, const float *zl,
 }
 
 extern "C" cudaError_t zb_cuda_ce_max(double *rowmax, const float *zl, int N,
-                                      int Vl, cudaStream_t stream) {
+                                      int Vl, int ld, cudaStream_t stream) {
     if (N <= 0) return cudaSuccess;
-    ce_max<<<N, ZB_CE_THREADS, 0, stream>>>(rowmax, zl, Vl);
+    ce_max<<<N, ZB_CE_THREADS, 0, stream>>>(rowmax, zl, Vl, ld);
     CUDA_CHECK(cudaGetLastError());
     return cudaSuccess;
 }
@@ -86,10 +89,11 @@ extern "C" cudaError_t zb_cuda_ce_max_combine(double *tab, int tp, int N,
 
 extern "C" cudaError_t zb_cuda_ce_stats(double *S, double *Zt, const float *zl,
                                         const double *M, const int *targets,
-                                        int v0, int N, int Vl,
+                                        int v0, int N, int Vl, int ld,
                                         cudaStream_t stream) {
     if (N <= 0) return cudaSuccess;
-    ce_stats<<<N, ZB_CE_THREADS, 0, stream>>>(S, Zt, zl, M, targets, v0, Vl);
+    ce_stats<<<N, ZB_CE_THREADS, 0, stream>>>(S, Zt, zl, M, targets, v0, Vl,
+                                              ld);
     CUDA_CHECK(cudaGetLastError());
     return cudaSuccess;
 }
@@ -107,11 +111,11 @@ extern "C" cudaError_t zb_cuda_ce_loss(double *acc, float *losses,
 extern "C" cudaError_t zb_cuda_ce_backward(float *dzl, const float *zl,
                                            const double *M, const double *S,
                                            const int *targets, int v0,
-                                           float scale, int N, int Vl,
+                                           float scale, int N, int Vl, int ld,
                                            cudaStream_t stream) {
     if (N <= 0) return cudaSuccess;
     ce_backward<<<N, ZB_CE_THREADS, 0, stream>>>(dzl, zl, M, S, targets, v0,
-                                                 scale, Vl);
+                                                 scale, Vl, ld);
     CUDA_CHECK(cudaGetLastError());
     return cudaSuccess;
 }

@@ -69,21 +69,21 @@ cudaError_t zb_cuda_gelu_backward(float *dinp, const float *inp,
                                   cudaStream_t stream);
 
 /* vocabulary-parallel cross-entropy (kernels/crossentropy.h's shard
- * pieces): zl, dzl [N, Vl]; targets [N]; rowmax, M, S, Zt [N]; tab [tp, N];
+ * pieces): zl, dzl [N, Vl] with row stride ld >= Vl; targets [N]; rowmax, M, S, Zt [N]; tab [tp, N];
  * losses [N]; ce_loss adds the sum of the row losses (in order) to *acc */
 cudaError_t zb_cuda_ce_max(double *rowmax, const float *zl, int N, int Vl,
-                           cudaStream_t stream);
+                           int ld, cudaStream_t stream);
 cudaError_t zb_cuda_ce_max_combine(double *tab, int tp, int N,
                                    cudaStream_t stream);
 cudaError_t zb_cuda_ce_stats(double *S, double *Zt, const float *zl,
                              const double *M, const int *targets, int v0,
-                             int N, int Vl, cudaStream_t stream);
+                             int N, int Vl, int ld, cudaStream_t stream);
 cudaError_t zb_cuda_ce_loss(double *acc, float *losses, const double *M,
                             const double *S, const double *Zt, int N,
                             cudaStream_t stream);
 cudaError_t zb_cuda_ce_backward(float *dzl, const float *zl, const double *M,
                                 const double *S, const int *targets, int v0,
-                                float scale, int N, int Vl,
+                                float scale, int N, int Vl, int ld,
                                 cudaStream_t stream);
 /* params, grads, m, v [n] */
 cudaError_t zb_cuda_adamw_update(float *params, const float *grads, float *m,

@@ -74,13 +74,10 @@ static float *nan_device(size_t n) {
     return d;
 }
 
-/* Copy n floats back and compare with the CPU result. */
-static void compare(const char *what, const std::vector<float> &cpu,
-                    const float *dev, double rtol, double atol) {
-    std::vector<float> gpu(cpu.size());
-    EXPECT_CUDA(cudaDeviceSynchronize());
-    EXPECT_CUDA(cudaMemcpy(gpu.data(), dev, gpu.size() * sizeof(float),
-                           cudaMemcpyDeviceToHost));
+/* Compare the GPU's floats (on the host) with the CPU result. */
+static void compare_vec(const char *what, const std::vector<float> &cpu,
+                        const std::vector<float> &gpu, double rtol,
+                        double atol) {
     size_t bad = 0, first = 0;
     double worst = 0.0;
     for (size_t i = 0; i < cpu.size(); i++) {
@@ -97,6 +94,16 @@ static void compare(const char *what, const std::vector<float> &cpu,
                gpu[first], cpu[first]);
         failures++;
     }
+}
+
+/* Copy n floats back and compare with the CPU result. */
+static void compare(const char *what, const std::vector<float> &cpu,
+                    const float *dev, double rtol, double atol) {
+    std::vector<float> gpu(cpu.size());
+    EXPECT_CUDA(cudaDeviceSynchronize());
+    EXPECT_CUDA(cudaMemcpy(gpu.data(), dev, gpu.size() * sizeof(float),
+                           cudaMemcpyDeviceToHost));
+    compare_vec(what, cpu, gpu, rtol, atol);
 }
 
 static void test_layernorm(int N, int C) {
@@ -143,8 +150,11 @@ static void test_gelu(size_t n) {
 }
 
 /* The vocabulary-parallel pieces on the shard of rows [v0, v0 + Vl) of a
- * vocabulary of V (M from a two-rank table, as the TP reduce leaves it). */
-static void test_crossentropy(int N, int V, int v0, int Vl) {
+ * vocabulary of V (M from a two-rank table, as the TP reduce leaves it),
+ * the device rows with stride ld >= Vl: the padding holds 1e30, which
+ * would win every maximum and softmax if it were read, and dlogits' padding
+ * must stay as it was (NaN). */
+static void test_crossentropy(int N, int V, int v0, int Vl, int ld) {
     auto z = rand_vec((size_t)N * Vl, 8.0f);
     std::vector<int> tgt(N);
     for (int n = 0; n < N; n++) tgt[n] = (int)(((long long)n * 7919 + 3) % V);
@@ -163,21 +173,35 @@ static void test_crossentropy(int N, int V, int v0, int Vl) {
                                           Zt.data(), N);
     zb_ce_shard_backward(dz.data(), z.data(), tab.data(), S.data(), tgt.data(),
                          v0, scale, N, Vl);
-    float *d_z = to_device(z);
+    std::vector<float> zp((size_t)N * ld, 1e30f);
+    for (int n = 0; n < N; n++)
+        memcpy(&zp[(size_t)n * ld], &z[(size_t)n * Vl], Vl * sizeof(float));
+    float *d_z = to_device(zp);
     int *d_t = to_device(tgt);
     double *d_tab = to_device(d_tab_init), *d_S = to_device(S),
            *d_Zt = to_device(Zt);
     std::vector<double> acc0(1, 0.25);
     double *d_acc = to_device(acc0);
-    float *d_loss = nan_device(N), *d_dz = nan_device((size_t)N * Vl);
-    EXPECT_CUDA(zb_cuda_ce_max(d_tab, d_z, N, Vl, 0));
+    float *d_loss = nan_device(N), *d_dz = nan_device((size_t)N * ld);
+    EXPECT_CUDA(zb_cuda_ce_max(d_tab, d_z, N, Vl, ld, 0));
     EXPECT_CUDA(zb_cuda_ce_max_combine(d_tab, 2, N, 0));
-    EXPECT_CUDA(zb_cuda_ce_stats(d_S, d_Zt, d_z, d_tab, d_t, v0, N, Vl, 0));
+    EXPECT_CUDA(zb_cuda_ce_stats(d_S, d_Zt, d_z, d_tab, d_t, v0, N, Vl, ld, 0));
     EXPECT_CUDA(zb_cuda_ce_loss(d_acc, d_loss, d_tab, d_S, d_Zt, N, 0));
     EXPECT_CUDA(zb_cuda_ce_backward(d_dz, d_z, d_tab, d_S, d_t, v0, scale, N,
-                                    Vl, 0));
+                                    Vl, ld, 0));
     compare("ce shard losses", loss, d_loss, 1e-5, 1e-5);
-    compare("ce shard dlogits =", dz, d_dz, 1e-4, 1e-9);
+    std::vector<float> dzp((size_t)N * ld), dzc((size_t)N * Vl);
+    EXPECT_CUDA(cudaMemcpy(dzp.data(), d_dz, dzp.size() * sizeof(float),
+                           cudaMemcpyDeviceToHost));
+    size_t touched = 0;
+    for (int n = 0; n < N; n++) {
+        memcpy(&dzc[(size_t)n * Vl], &dzp[(size_t)n * ld], Vl * sizeof(float));
+        for (int v = Vl; v < ld; v++) touched += !std::isnan(dzp[(size_t)n * ld + v]);
+    }
+    compare_vec("ce shard dlogits =", dz, dzc, 1e-4, 1e-9);
+    printf("%-28s %zu padded dlogits written  %s\n", "ce shard padding", touched,
+           touched ? "FAIL" : "ok");
+    if (touched) failures++;
     double got;
     EXPECT_CUDA(cudaMemcpy(&got, d_acc, sizeof got, cudaMemcpyDeviceToHost));
     bool ok = std::fabs(got - want) <= 1e-5 * (1.0 + std::fabs(want));
@@ -402,9 +426,10 @@ int main(void) {
     test_layernorm(37, 200);
     test_layernorm(256, 768);
     test_gelu(100003);
-    test_crossentropy(33, 300, 0, 300);
-    test_crossentropy(33, 301, 151, 150); /* last TP rank of 2, padded */
-    test_crossentropy(5, 50257, 25129, 25128);
+    test_crossentropy(33, 300, 0, 300, 300);
+    test_crossentropy(33, 301, 151, 150, 256); /* last TP rank of 2, padded */
+    test_crossentropy(5, 50257, 0, 50257, 50304); /* GPT-2, rows of 128k */
+    test_crossentropy(5, 50257, 25129, 25128, 25216);
     test_adamw(100003);
     test_embed(3, 16, 96, 11, 0, 11);
     test_embed(3, 16, 96, 11, 6, 5);       /* second TP shard */
