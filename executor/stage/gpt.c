@@ -177,6 +177,16 @@ static size_t arena_layout(zb_stage *st) {
     return off;
 }
 
+#ifdef ZB_HAVE_CUDA
+static int max3(int a, int b, int c) {
+    int m = a > b ? a : b;
+    return m > c ? m : c;
+}
+#endif
+
+/* The backend's op table; the CUDA ops learn the sizes they must hold
+ * scratch for (the bias and LayerNorm weight gradients: N rows, at most
+ * max(C, 3C/tp, F/tp) columns). */
 static zb_status ops_init(zb_stage *st, zb_err *err) {
 #ifdef ZB_HAVE_CUDA
     if (st->cfg.backend == ZB_BACKEND_CUDA) {
@@ -184,7 +194,9 @@ static zb_status ops_init(zb_stage *st, zb_err *err) {
             .device = st->cfg.device,
             .bf16 = st->plan->model.train.precision == ZB_PREC_BF16,
             .max_passes = st->max_passes,
-            .upload_bytes = (size_t)st->N * sizeof(int)};
+            .upload_bytes = (size_t)st->N * sizeof(int),
+            .wgrad_rows = st->N,
+            .wgrad_cols = max3(st->C, 3 * st->Cl, st->Fl)};
         return zb_ops_cuda(&c, &st->ops, err);
     }
 #endif

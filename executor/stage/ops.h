@@ -171,6 +171,8 @@ typedef struct {
     bool bf16;           /* plan precision bf16: GEMMs on bf16 tensor cores */
     int max_passes;      /* passes per step to time (events) */
     size_t upload_bytes; /* largest from_host that must not wait */
+    int wgrad_rows;      /* N of every colsum_add and ln_bwd_weight */
+    int wgrad_cols;      /* their largest column count */
 } zb_ops_cuda_cfg;
 
 /* ops_cuda.cu: stream, cuBLAS handle and workspace on cfg->device. */

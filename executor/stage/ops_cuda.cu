@@ -44,6 +44,8 @@ struct cu_ops {
     cublasHandle_t blas;
     void *workspace;          /* ZB_CUBLAS_WORKSPACE bytes */
     double *sum_scratch;      /* zb_cuda_sum_scratch_doubles() */
+    int wgrad_rows, wgrad_cols;
+    float *wgrad_scratch;     /* zb_cuda_wgrad_scratch_floats(rows, cols) */
     size_t upload_bytes;
     char *staged;             /* pinned [ZB_UPLOAD_RING, upload_bytes] */
     cudaEvent_t staged_done[ZB_UPLOAD_RING];
@@ -169,9 +171,20 @@ static zb_status o_gemm(void *ctx, const zb_gemm *g, zb_err *err) {
     return ZB_OK;
 }
 
+/* The full-grid weight-gradient sums need scratch sized at creation. */
+static zb_status wgrad_fits(const cu_ops *o, int N, int cols, zb_err *err) {
+    if (N == o->wgrad_rows && cols <= o->wgrad_cols) return ZB_OK;
+    return zb_fail(err, ZB_ERUNTIME, "weight gradient of %d x %d: the CUDA "
+                   "ops were sized for %d x %d", N, cols, o->wgrad_rows,
+                   o->wgrad_cols);
+}
+
 static zb_status o_colsum_add(void *ctx, float *dbias, const float *dout,
                               int N, int OC, zb_err *err) {
-    ZB_KERNEL(zb_cuda_colsum_add(dbias, dout, N, OC, X(ctx)->stream));
+    cu_ops *o = X(ctx);
+    ZB_TRY(wgrad_fits(o, N, OC, err));
+    ZB_KERNEL(zb_cuda_colsum_add(dbias, dout, N, OC, o->wgrad_scratch,
+                                 o->stream));
     return ZB_OK;
 }
 
@@ -209,8 +222,11 @@ static zb_status o_ln_bwd_weight(void *ctx, float *dw, float *db,
                                  const float *dout, const float *inp,
                                  const float *mean, const float *rstd, int N,
                                  int C, zb_err *err) {
+    cu_ops *o = X(ctx);
+    ZB_TRY(wgrad_fits(o, N, C, err));
     ZB_KERNEL(zb_cuda_layernorm_backward_weight(dw, db, dout, inp, mean, rstd,
-                                                N, C, X(ctx)->stream));
+                                                N, C, o->wgrad_scratch,
+                                                o->stream));
     return ZB_OK;
 }
 
@@ -378,6 +394,7 @@ static void o_destroy(void *ctx) {
     if (o->staged) cudaFreeHost(o->staged);
     if (o->workspace) cudaFree(o->workspace);
     if (o->sum_scratch) cudaFree(o->sum_scratch);
+    if (o->wgrad_scratch) cudaFree(o->wgrad_scratch);
     if (o->blas) cublasDestroy(o->blas);
     if (o->stream) cudaStreamDestroy(o->stream);
     free(o);
@@ -415,6 +432,10 @@ static zb_status device_init(cu_ops *o, zb_err *err) {
     ZB_CUBLAS(cublasSetMathMode(o->blas, CUBLAS_DEFAULT_MATH));
     ZB_CUDA(cudaMalloc((void **)&o->sum_scratch,
                        zb_cuda_sum_scratch_doubles() * sizeof(double)));
+    ZB_CUDA(cudaMalloc((void **)&o->wgrad_scratch,
+                       zb_cuda_wgrad_scratch_floats(o->wgrad_rows,
+                                                    o->wgrad_cols) *
+                           sizeof(float)));
     return events_init(o, err);
 }
 
@@ -426,6 +447,8 @@ extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
     o->bf16 = cfg->bf16;
     o->max_passes = cfg->max_passes;
     o->upload_bytes = cfg->upload_bytes > 0 ? cfg->upload_bytes : 1;
+    o->wgrad_rows = cfg->wgrad_rows;
+    o->wgrad_cols = cfg->wgrad_cols > 0 ? cfg->wgrad_cols : 1;
     const char *sync = getenv("ZB_CUDA_SYNC");
     o->debug_sync = sync && sync[0] == '1';
     zb_status s = device_init(o, err);

@@ -54,12 +54,17 @@ cudaError_t zb_cuda_layernorm_backward_input(float *dinp, const float *dout,
                                              const float *mean,
                                              const float *rstd, int N, int C,
                                              cudaStream_t stream);
+/* W over the full grid (slabs of rows, then the slabs in order):
+ * scratch of zb_cuda_wgrad_scratch_floats(N, C) floats, free again when
+ * the work enqueued after the call runs */
 cudaError_t zb_cuda_layernorm_backward_weight(float *dweight, float *dbias,
                                               const float *dout,
                                               const float *inp,
                                               const float *mean,
                                               const float *rstd, int N, int C,
+                                              float *scratch,
                                               cudaStream_t stream);
+size_t zb_cuda_wgrad_scratch_floats(int N, int C);
 
 /* inp, out, dout, dinp [N] */
 cudaError_t zb_cuda_gelu_forward(float *out, const float *inp, size_t N,
@@ -106,11 +111,12 @@ cudaError_t zb_cuda_embed_pos_backward(float *dwpe, const float *dout, int B,
                                        int T, int C, cudaStream_t stream);
 /* ---- matmul.cu: around the GEMM (twins of kernels/matmul.c) ----
  * out[n, :OC] = bias for n < N (row stride ldo), before a beta = 1 GEMM;
- * dbias[OC] += column sums of dout [N, OC] (one owner per column) */
+ * dbias[OC] += column sums of dout [N, OC], over the full grid like the
+ * LayerNorm W (scratch: zb_cuda_wgrad_scratch_floats(N, OC) floats) */
 cudaError_t zb_cuda_bias_rows(float *out, const float *bias, int N, int OC,
                               int ldo, cudaStream_t stream);
 cudaError_t zb_cuda_colsum_add(float *dbias, const float *dout, int N, int OC,
-                               cudaStream_t stream);
+                               float *scratch, cudaStream_t stream);
 const char *zb_cublas_status_name(cublasStatus_t s);
 /* ---- attention.cu: fused causal attention, twin of kernels/attention.h ----
  * qkv [B, T, 3C], out/dout [B, T, C], lse/dsum [B, NH, T]. F writes out

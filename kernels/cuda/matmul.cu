@@ -1,10 +1,12 @@
 /* matmul.cu - the pieces around a cuBLAS GEMM that the op table's gemm
  * (executor/stage/ops_cuda.cu) and the bias gradient need, twins of
  * kernels/matmul.c: the bias copied into every row before a beta = 1 GEMM,
- * and the column sums of dout (bias gradient) with one owner per column
- * (fixed order, fp32). Also the names of cuBLAS statuses for messages.
+ * and the column sums of dout (bias gradient) over the full grid: slabs of
+ * rows (reduce.cuh), then the slabs in order per column (fixed order,
+ * fp32). Also the names of cuBLAS statuses for messages.
  */
 #include "kernels/cuda/kernels_cuda.h"
+#include "kernels/cuda/reduce.cuh"
 
 #define ZB_BIAS_COLS 32   /* columns per block in the bias gradient */
 #define ZB_BIAS_ROWS 32   /* row groups per block in the bias gradient */
@@ -31,21 +33,35 @@ __global__ static void bias_rows(float *out, const float *bias, int N, int OC,
     if (i < (size_t)N * OC) out[(i / OC) * ldo + i % OC] = bias[i % OC];
 }
 
-/* dbias[o] += sum_n dout[n, o]: thread (x, y) sums rows y, y+ROWS, ... of
- * column o in order, then the ROWS partial sums are added in y order. */
-__global__ static void bias_backward(float *dbias, const float *dout, int N,
+/* partial[slab, o] = sum of dout[n, o] over the slab's rows (reduce.cuh):
+ * thread (x, y) sums rows y, y+ROWS, ... of the slab in order, then the
+ * ROWS partial sums are added in y order. */
+__global__ static void bias_backward(float *partial, const float *dout, int N,
                                      int OC) {
     __shared__ float part[ZB_BIAS_ROWS][ZB_BIAS_COLS];
     int o = blockIdx.x * ZB_BIAS_COLS + threadIdx.x, y = threadIdx.y;
+    int rows = zb_wgrad_rows(N), n0 = blockIdx.y * rows;
+    int n1 = min(N, n0 + rows);
     float s = 0.0f;
     if (o < OC)
-        for (int n = y; n < N; n += ZB_BIAS_ROWS) s += dout[(size_t)n * OC + o];
+        for (int n = n0 + y; n < n1; n += ZB_BIAS_ROWS)
+            s += dout[(size_t)n * OC + o];
     part[y][threadIdx.x] = s;
     __syncthreads();
     if (y != 0 || o >= OC) return;
     float total = 0.0f;
     for (int r = 0; r < ZB_BIAS_ROWS; r++) total += part[r][threadIdx.x];
-    dbias[o] += total;
+    partial[(size_t)blockIdx.y * OC + o] = total;
+}
+
+/* dbias[o] += the slabs' partials in order */
+__global__ static void bias_final(float *dbias, const float *partial,
+                                  int slabs, int OC) {
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= OC) return;
+    float s = 0.0f;
+    for (int k = 0; k < slabs; k++) s += partial[(size_t)k * OC + o];
+    dbias[o] += s;
 }
 
 extern "C" cudaError_t zb_cuda_bias_rows(float *out, const float *bias,
@@ -60,11 +76,15 @@ extern "C" cudaError_t zb_cuda_bias_rows(float *out, const float *bias,
 }
 
 extern "C" cudaError_t zb_cuda_colsum_add(float *dbias, const float *dout,
-                                          int N, int OC, cudaStream_t stream) {
-    if (OC <= 0) return cudaSuccess;
+                                          int N, int OC, float *scratch,
+                                          cudaStream_t stream) {
+    if (OC <= 0 || N <= 0) return cudaSuccess;
+    int slabs = zb_wgrad_slabs(N);
     dim3 block(ZB_BIAS_COLS, ZB_BIAS_ROWS);
-    bias_backward<<<(OC + ZB_BIAS_COLS - 1) / ZB_BIAS_COLS, block, 0, stream>>>(
-        dbias, dout, N, OC);
+    dim3 grid((OC + ZB_BIAS_COLS - 1) / ZB_BIAS_COLS, slabs);
+    bias_backward<<<grid, block, 0, stream>>>(scratch, dout, N, OC);
+    CUDA_CHECK(cudaGetLastError());
+    bias_final<<<(OC + 255) / 256, 256, 0, stream>>>(dbias, scratch, slabs, OC);
     CUDA_CHECK(cudaGetLastError());
     return cudaSuccess;
 }

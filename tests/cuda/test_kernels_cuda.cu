@@ -126,8 +126,9 @@ static void test_layernorm(int N, int C) {
                                           N, C, 0));
     EXPECT_CUDA(zb_cuda_layernorm_backward_input(d_dx, d_dy, d_x, d_w, d_mean,
                                                  d_rstd, N, C, 0));
+    float *d_scr = nan_device(zb_cuda_wgrad_scratch_floats(N, C));
     EXPECT_CUDA(zb_cuda_layernorm_backward_weight(d_dw, d_db, d_dy, d_x, d_mean,
-                                                  d_rstd, N, C, 0));
+                                                  d_rstd, N, C, d_scr, 0));
     compare("layernorm out", y, d_y, 1e-4, 1e-5);
     compare("layernorm mean", mean, d_mean, 1e-5, 1e-6);
     compare("layernorm rstd", rstd, d_rstd, 1e-5, 0);
@@ -356,6 +357,8 @@ static void test_ops_gemms(bool bf16) {
     cfg.bf16 = bf16;
     cfg.max_passes = 1;
     cfg.upload_bytes = 64;
+    cfg.wgrad_rows = 8192;
+    cfg.wgrad_cols = 96;
     zb_ops ops;
     zb_err err = {};
     if (zb_ops_cuda(&cfg, &ops, &err) != ZB_OK) {
@@ -370,14 +373,19 @@ static void test_ops_gemms(bool bf16) {
                               false, 0.5f);
         test_ops_gemm(ops, false, 17, 33, 65, true, false, 3, false, 1.0f);
         test_ops_gemm(ops, false, 33, 17, 3, false, true, 1, true, 0.0f);
-        auto dy = rand_vec(37 * 29, 1.0f), db = rand_vec(29, 1.0f);
+        /* 8192 rows: 32 slabs of the full-grid sum (reduce.cuh) */
+        auto dy = rand_vec(8192 * 96, 1.0f), db = rand_vec(96, 1.0f);
         float *d_dy = to_device(dy), *d_db = to_device(db);
-        zb_colsum_add(db.data(), dy.data(), 37, 29);
-        if (ops.colsum_add(ops.ctx, d_db, d_dy, 37, 29, &err) != ZB_OK) {
+        zb_colsum_add(db.data(), dy.data(), 8192, 96);
+        if (ops.colsum_add(ops.ctx, d_db, d_dy, 8192, 96, &err) != ZB_OK) {
             fprintf(stderr, "colsum_add: %s\n", err.msg);
             exit(1);
         }
-        compare("colsum_add += (bias grad)", db, d_db, 1e-5, 1e-5);
+        compare("colsum_add += (8192 rows)", db, d_db, 1e-4, 1e-3);
+        /* a shape the scratch was not sized for is refused */
+        bool refused = ops.colsum_add(ops.ctx, d_db, d_dy, 37, 29, &err) != ZB_OK;
+        printf("%-28s %s\n", "colsum_add other N refused", refused ? "ok" : "FAIL");
+        if (!refused) failures++;
     } else {
         test_ops_gemm(ops, true, 64, 96, 256, false, true, 1, false, 0.0f);
         test_ops_gemm(ops, true, 64, 256, 96, false, false, 1, false, 1.0f);
@@ -425,6 +433,7 @@ int main(void) {
     if (present != 0) return present;
     test_layernorm(37, 200);
     test_layernorm(256, 768);
+    test_layernorm(8192, 96); /* 32 slabs in W */
     test_gelu(100003);
     test_crossentropy(33, 300, 0, 300, 300);
     test_crossentropy(33, 301, 151, 150, 256); /* last TP rank of 2, padded */
