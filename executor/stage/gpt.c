@@ -154,7 +154,8 @@ static void *carve(zb_stage *st, size_t *off, size_t bytes) {
 static size_t arena_layout(zb_stage *st) {
     size_t off = 0, P = st->pt.floats > 0 ? st->pt.floats : 1;
     size_t N = (size_t)st->N, fl = sizeof(float);
-    size_t scratch = st->ops.attn_scratch_floats(st->B, st->NHl, st->T);
+    size_t scratch = st->ops.attn_scratch_floats(st->ops.ctx, st->B, st->NHl,
+                                                 st->T);
     st->params = carve(st, &off, P * fl);
     st->grads = carve(st, &off, P * fl);
     st->mom1 = carve(st, &off, P * fl);
@@ -196,7 +197,8 @@ static zb_status ops_init(zb_stage *st, zb_err *err) {
             .max_passes = st->max_passes,
             .upload_bytes = (size_t)st->N * sizeof(int),
             .wgrad_rows = st->N,
-            .wgrad_cols = max3(st->C, 3 * st->Cl, st->Fl)};
+            .wgrad_cols = max3(st->C, 3 * st->Cl, st->Fl),
+            .attn_gemm = st->plan->model.train.precision == ZB_PREC_BF16};
         return zb_ops_cuda(&c, &st->ops, err);
     }
 #endif
@@ -215,7 +217,8 @@ static zb_status alloc_all(zb_stage *st, zb_err *err) {
                                 err);
         if (!st->ce_host) return ZB_ENOMEM;
     }
-    st->att_floats = st->ops.attn_saved_floats(st->B, st->NHl, st->T);
+    st->att_floats = st->ops.attn_saved_floats(st->ops.ctx, st->B, st->NHl,
+                                               st->T);
     int al = st->ops.logits_align > 0 ? st->ops.logits_align : 1;
     st->Vp = (st->Vv + al - 1) / al * al;
     for (int c = 0; c < st->v; c++) ZB_TRY(chunk_init(st, c, err));

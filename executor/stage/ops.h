@@ -87,8 +87,8 @@ typedef struct {
     /* ---- causal attention core: qkv [B, T, 3C], out/dout [B, T, C],
      * NH heads of C/NH; `saved` (what B needs besides qkv and out) and the
      * backward `scratch` are backend-sized (the two size entries). ---- */
-    size_t (*attn_saved_floats)(int B, int NH, int T);
-    size_t (*attn_scratch_floats)(int B, int NH, int T);
+    size_t (*attn_saved_floats)(void *ctx, int B, int NH, int T);
+    size_t (*attn_scratch_floats)(void *ctx, int B, int NH, int T);
     zb_status (*attn_fwd)(void *ctx, float *out, float *saved,
                           const float *qkv, int B, int T, int C, int NH,
                           zb_err *err);
@@ -173,6 +173,10 @@ typedef struct {
     size_t upload_bytes; /* largest from_host that must not wait */
     int wgrad_rows;      /* N of every colsum_add and ln_bwd_weight */
     int wgrad_cols;      /* their largest column count */
+    bool attn_gemm;      /* attention as cuBLAS batched GEMMs around softmax
+                            kernels (keeps the [T, T] probabilities; on the
+                            tensor cores with bf16); false: the fused fp32
+                            online-softmax kernel (keeps a row lse) */
 } zb_ops_cuda_cfg;
 
 /* ops_cuda.cu: stream, cuBLAS handle and workspace on cfg->device. */

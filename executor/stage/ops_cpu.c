@@ -109,7 +109,7 @@ static zb_status c_ln_bwd_weight(void *ctx, float *dw, float *db,
 
 /* the CPU attention keeps the softmax [B, NH, T, T]; its backward the
  * same size of scratch */
-static size_t c_attn_full(int B, int NH, int T) {
+static size_t c_attn_full(void *ctx, int B, int NH, int T) {
     return (size_t)B * NH * T * T;
 }
 static zb_status c_attn_fwd(void *ctx, float *out, float *saved,

@@ -13,9 +13,12 @@
  * rounding; bf16: the same fp32 buffers multiplied on the tensor cores
  * with operands rounded to bf16 and fp32 accumulation
  * (CUBLAS_COMPUTE_32F_FAST_16BF). The logits' row stride is padded to a
- * multiple of ZB_LOGITS_ALIGN floats (logits_align). Attention is the fused fp32 kernel of
- * kernels/cuda/attention.cu: it keeps the row log-sum-exp [B, NH, T], not
- * the [T, T] softmax.
+ * multiple of ZB_LOGITS_ALIGN floats (logits_align). Attention: with
+ * cfg.attn_gemm (precision bf16) QK^T, PV and their gradients are cuBLAS
+ * strided-batched GEMMs (tensor cores) around the causal softmax kernels of
+ * kernels/cuda/attn_softmax.cu, keeping the [T, T] probabilities as the CPU
+ * does; else (fp32, the reference) the fused online-softmax kernel of
+ * kernels/cuda/attention.cu, keeping only the row log-sum-exp.
  *
  * Time: two events bracket every pass; step_begin records the reference
  * event and its host time. Debugging: ZB_CUDA_SYNC=1 waits after every
@@ -26,6 +29,7 @@ extern "C" {
 }
 #include "executor/host/cuda_util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +49,7 @@ struct cu_ops {
     void *workspace;          /* ZB_CUBLAS_WORKSPACE bytes */
     double *sum_scratch;      /* zb_cuda_sum_scratch_doubles() */
     int wgrad_rows, wgrad_cols;
+    bool attn_gemm;           /* attention as GEMMs + softmax kernels */
     float *wgrad_scratch;     /* zb_cuda_wgrad_scratch_floats(rows, cols) */
     size_t upload_bytes;
     char *staged;             /* pinned [ZB_UPLOAD_RING, upload_bytes] */
@@ -230,23 +235,106 @@ static zb_status o_ln_bwd_weight(void *ctx, float *dw, float *db,
     return ZB_OK;
 }
 
-/* ---- attention: fused, the row log-sum-exp [B, NH, T] kept ---- */
+/* ---- attention ----
+ * attn_gemm: per batch row b, the NH heads as one strided-batched GEMM
+ * (head h is the column block h*hs of Q, K, V in qkv [T, 3C] and of out
+ * [T, C]); the probabilities [B, NH, T, T] are kept for B, the scratch
+ * holds dP / dS. Else the fused fp32 kernel keeps the row log-sum-exp
+ * [B, NH, T] and recomputes the scores in B. */
 
-static size_t o_attn_rows(int B, int NH, int T) { return (size_t)B * NH * T; }
+static size_t o_attn_saved(void *ctx, int B, int NH, int T) {
+    size_t rows = (size_t)B * NH * T;
+    return X(ctx)->attn_gemm ? rows * T : rows;
+}
+
+/* One GEMM per batch row b over the NH heads (strides: hs inside qkv, out
+ * and dout, T*T between the heads' [T, T] matrices). */
+static zb_status head_gemm(cu_ops *o, bool ta, bool tb, int M, int N, int K,
+                           float alpha, const float *A, int lda, long long sa,
+                           const float *B, int ldb, long long sb, float *C,
+                           int ldc, long long sc, int NH, zb_err *err) {
+    zb_gemm g = {};
+    g.M = M; g.N = N; g.K = K; g.ta = ta; g.tb = tb;
+    g.A = A; g.lda = lda; g.sa = sa;
+    g.B = B; g.ldb = ldb; g.sb = sb;
+    g.C = C; g.ldc = ldc; g.sc = sc;
+    g.batch = NH; g.alpha = alpha; g.beta = 0.0f;
+    return o_gemm(o, &g, err);
+}
+
+/* P = softmax(scale Q K^T) (causal), out = P V */
+static zb_status attn_gemm_fwd(cu_ops *o, float *out, float *P,
+                               const float *qkv, int B, int T, int C, int NH,
+                               zb_err *err) {
+    int hs = C / NH, l3 = 3 * C;
+    long long TT = (long long)T * T;
+    float scale = 1.0f / sqrtf((float)hs);
+    for (int b = 0; b < B; b++) {
+        const float *q = qkv + (size_t)b * T * l3, *k = q + C;
+        ZB_TRY(head_gemm(o, false, true, T, T, hs, scale, q, l3, hs, k, l3, hs,
+                         P + b * NH * TT, T, TT, NH, err));
+    }
+    ZB_KERNEL(zb_cuda_attn_softmax_causal(P, T, (size_t)B * NH, o->stream));
+    for (int b = 0; b < B; b++) {
+        const float *v = qkv + (size_t)b * T * l3 + 2 * C;
+        ZB_TRY(head_gemm(o, false, false, T, hs, T, 1.0f, P + b * NH * TT, T,
+                         TT, v, l3, hs, out + (size_t)b * T * C, C, hs, NH,
+                         err));
+    }
+    return ZB_OK;
+}
+
+/* dS = P (dP - rowsum(P dP)), dP = dout V^T; dq = scale dS K,
+ * dk = scale dS^T Q, dv = P^T dout (each written, =) */
+static zb_status attn_gemm_bwd(cu_ops *o, float *dqkv, float *dS,
+                               const float *dout, const float *qkv,
+                               const float *P, int B, int T, int C, int NH,
+                               zb_err *err) {
+    int hs = C / NH, l3 = 3 * C;
+    long long TT = (long long)T * T;
+    float scale = 1.0f / sqrtf((float)hs);
+    for (int b = 0; b < B; b++) {
+        const float *dy = dout + (size_t)b * T * C;
+        const float *v = qkv + (size_t)b * T * l3 + 2 * C;
+        ZB_TRY(head_gemm(o, false, true, T, T, hs, 1.0f, dy, C, hs, v, l3, hs,
+                         dS + b * NH * TT, T, TT, NH, err));
+    }
+    ZB_KERNEL(zb_cuda_attn_softmax_causal_backward(dS, P, T, (size_t)B * NH,
+                                                   o->stream));
+    for (int b = 0; b < B; b++) {
+        size_t off = (size_t)b * T * l3;
+        const float *q = qkv + off, *k = q + C, *dy = dout + (size_t)b * T * C;
+        float *dq = dqkv + off, *dk = dq + C, *dv = dq + 2 * C;
+        const float *ds = dS + b * NH * TT, *p = P + b * NH * TT;
+        ZB_TRY(head_gemm(o, false, false, T, hs, T, scale, ds, T, TT, k, l3,
+                         hs, dq, l3, hs, NH, err));
+        ZB_TRY(head_gemm(o, true, false, T, hs, T, scale, ds, T, TT, q, l3, hs,
+                         dk, l3, hs, NH, err));
+        ZB_TRY(head_gemm(o, true, false, T, hs, T, 1.0f, p, T, TT, dy, C, hs,
+                         dv, l3, hs, NH, err));
+    }
+    return ZB_OK;
+}
 
 static zb_status o_attn_fwd(void *ctx, float *out, float *saved,
                             const float *qkv, int B, int T, int C, int NH,
                             zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (o->attn_gemm) return attn_gemm_fwd(o, out, saved, qkv, B, T, C, NH, err);
     ZB_KERNEL(zb_cuda_attention_forward(out, saved, qkv, B, T, C, NH,
-                                        X(ctx)->stream));
+                                        o->stream));
     return ZB_OK;
 }
 static zb_status o_attn_bwd(void *ctx, float *dqkv, float *scratch,
                             const float *dout, const float *qkv,
                             const float *out, const float *saved, int B,
                             int T, int C, int NH, zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (o->attn_gemm)
+        return attn_gemm_bwd(o, dqkv, scratch, dout, qkv, saved, B, T, C, NH,
+                             err);
     ZB_KERNEL(zb_cuda_attention_backward(dqkv, scratch, dout, qkv, out, saved,
-                                         B, T, C, NH, X(ctx)->stream));
+                                         B, T, C, NH, o->stream));
     return ZB_OK;
 }
 
@@ -448,6 +536,7 @@ extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
     o->max_passes = cfg->max_passes;
     o->upload_bytes = cfg->upload_bytes > 0 ? cfg->upload_bytes : 1;
     o->wgrad_rows = cfg->wgrad_rows;
+    o->attn_gemm = cfg->attn_gemm;
     o->wgrad_cols = cfg->wgrad_cols > 0 ? cfg->wgrad_cols : 1;
     const char *sync = getenv("ZB_CUDA_SYNC");
     o->debug_sync = sync && sync[0] == '1';
@@ -474,8 +563,8 @@ extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
     t.ln_fwd = o_ln_fwd;
     t.ln_bwd_input = o_ln_bwd_input;
     t.ln_bwd_weight = o_ln_bwd_weight;
-    t.attn_saved_floats = o_attn_rows;
-    t.attn_scratch_floats = o_attn_rows;
+    t.attn_saved_floats = o_attn_saved;
+    t.attn_scratch_floats = o_attn_saved;
     t.attn_fwd = o_attn_fwd;
     t.attn_bwd = o_attn_bwd;
     t.embed_tokens = o_embed_tokens;

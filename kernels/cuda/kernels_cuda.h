@@ -133,6 +133,14 @@ cudaError_t zb_cuda_attention_backward(float *dqkv, float *dsum,
                                        int B, int T, int C, int NH,
                                        cudaStream_t stream);
 
+/* ---- attn_softmax.cu: the softmax between the attention GEMMs, twins of
+ * kernels/attention.h's zb_attn_softmax_causal(_backward): att, ds
+ * [nmat, T, T] in place ---- */
+cudaError_t zb_cuda_attn_softmax_causal(float *att, int T, size_t nmat,
+                                        cudaStream_t stream);
+cudaError_t zb_cuda_attn_softmax_causal_backward(float *ds, const float *att,
+                                                 int T, size_t nmat,
+                                                 cudaStream_t stream);
 /* ---- stage_ops.cu ---- */
 /* out[N, C] = x + (part + bias[C]) (the CPU stage's residual add) */
 cudaError_t zb_cuda_residual_add(float *out, const float *x, const float *part,

@@ -1,7 +1,8 @@
 /* test_kernels_cuda.cu - every CUDA kernel (kernels/cuda/) against its CPU
  * twin (the C files in kernels/) on the same random inputs, including the += / =
  * contract (accumulating buffers start nonzero; written buffers start as
- * NaN garbage), and the CUDA op table's gemm (the row-major descriptor
+ * NaN garbage), the CUDA op table's attention as GEMMs around the softmax
+ * kernels (fp32 and bf16) against the CPU attention, and its gemm (the row-major descriptor
  * through cuBLAS) against a reference on odd shapes, in fp32 and bf16.
  * Exit 0: all pass; 1: a mismatch or any CUDA error (a missing or
  * mismatched driver included); 77: no CUDA device, skipped (the Automake
@@ -278,6 +279,77 @@ static void test_attention(int B, int T, int C, int NH) {
     compare(what, dqkv, d_dqkv, 1e-3, 1e-5);
 }
 
+/* The softmax pieces between the attention GEMMs against their CPU twins
+ * (upper triangles poisoned: they must come back 0). */
+static void test_attn_softmax(int nmat, int T) {
+    size_t n = (size_t)nmat * T * T;
+    auto s = rand_vec(n, 4.0f), dp = rand_vec(n, 1.0f);
+    std::vector<float> p = s, ds = dp;
+    for (size_t i = 0; i < n; i++) {
+        int t = (int)(i / T % T), j = (int)(i % T);
+        if (j > t) s[i] = 1e30f; /* masked: must never be read */
+    }
+    float *d_p = to_device(s);
+    zb_attn_softmax_causal(p.data(), T, nmat); /* the CPU never reads j > t */
+    EXPECT_CUDA(zb_cuda_attn_softmax_causal(d_p, T, nmat, 0));
+    compare("attn softmax (causal)", p, d_p, 1e-5, 1e-7);
+    float *d_ds = to_device(dp);
+    zb_attn_softmax_causal_backward(ds.data(), p.data(), T, nmat);
+    EXPECT_CUDA(zb_cuda_attn_softmax_causal_backward(d_ds, d_p, T, nmat, 0));
+    compare("attn softmax backward", ds, d_ds, 1e-4, 1e-6);
+}
+
+/* The CUDA op table's attention with attn_gemm (batched GEMMs around the
+ * softmax kernels) against the CPU attention: fp32 GEMMs to fp32
+ * tolerance; bf16 GEMMs within bf16 rounding. */
+static void test_ops_attention(bool bf16, int B, int T, int C, int NH) {
+    zb_ops_cuda_cfg cfg = {};
+    cfg.bf16 = bf16;
+    cfg.attn_gemm = true;
+    cfg.max_passes = 1;
+    cfg.upload_bytes = 64;
+    cfg.wgrad_rows = 1;
+    cfg.wgrad_cols = 1;
+    zb_ops ops;
+    zb_err err = {};
+    if (zb_ops_cuda(&cfg, &ops, &err) != ZB_OK) {
+        fprintf(stderr, "zb_ops_cuda: %s\n", err.msg);
+        exit(1);
+    }
+    size_t n3 = (size_t)B * T * 3 * C, n1 = (size_t)B * T * C;
+    size_t na = ops.attn_saved_floats(ops.ctx, B, NH, T);
+    if (na != (size_t)B * NH * T * T) {
+        printf("attn_gemm saves %zu floats, not B*NH*T*T  FAIL\n", na);
+        failures++;
+    }
+    auto qkv = rand_vec(n3, 1.5f), dy = rand_vec(n1, 1.0f);
+    std::vector<float> y(n1), att((size_t)B * NH * T * T), datt(att.size());
+    std::vector<float> dqkv(n3, 0.0f);
+    zb_attention_forward(y.data(), att.data(), qkv.data(), B, T, C, NH);
+    zb_attention_backward(dqkv.data(), datt.data(), dy.data(), qkv.data(),
+                          att.data(), B, T, C, NH);
+    float *d_qkv = to_device(qkv), *d_dy = to_device(dy);
+    float *d_y = nan_device(n1), *d_att = nan_device(na);
+    float *d_ds = nan_device(na), *d_dqkv = nan_device(n3);
+    if (ops.attn_fwd(ops.ctx, d_y, d_att, d_qkv, B, T, C, NH, &err) != ZB_OK ||
+        ops.attn_bwd(ops.ctx, d_dqkv, d_ds, d_dy, d_qkv, d_y, d_att, B, T, C,
+                     NH, &err) != ZB_OK) {
+        fprintf(stderr, "ops attention: %s\n", err.msg);
+        exit(1);
+    }
+    char what[64];
+    double hs = (double)C / NH;
+    double tol = bf16 ? 4.0 * std::sqrt(hs + T) / 256 : 1e-5;
+    snprintf(what, sizeof what, "attn gemm %s out T=%d", bf16 ? "bf16" : "fp32", T);
+    compare(what, y, d_y, bf16 ? 0 : 1e-4, tol);
+    snprintf(what, sizeof what, "attn gemm %s probs T=%d", bf16 ? "bf16" : "fp32", T);
+    compare(what, att, d_att, bf16 ? 0 : 1e-4, bf16 ? tol : 1e-6);
+    snprintf(what, sizeof what, "attn gemm %s dqkv T=%d", bf16 ? "bf16" : "fp32", T);
+    compare(what, dqkv, d_dqkv, bf16 ? 0 : 1e-3, bf16 ? 4 * tol : 1e-5);
+    EXPECT_CUDA(cudaDeviceSynchronize());
+    ops.destroy(ops.ctx);
+}
+
 /* Row-major reference of a descriptor (gemm_desc.h), in double. */
 static void ref_gemm(const zb_gemm &g, const float *A, const float *B,
                      float *C) {
@@ -452,6 +524,11 @@ int main(void) {
     test_attention(1, 300, 768, 12);
     test_ops_gemms(false);
     test_ops_gemms(true);
+    test_attn_softmax(3, 7);
+    test_attn_softmax(2, 200);
+    test_ops_attention(false, 2, 7, 32, 2);
+    test_ops_attention(false, 2, 65, 96, 3);
+    test_ops_attention(true, 2, 128, 128, 2);
     test_stage_ops(37, 53);
     test_stage_ops(1024, 768);
     for (void *p : device_allocs) cudaFree(p);
