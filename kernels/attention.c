@@ -22,7 +22,7 @@
 #include "kernels/parallel.h"
 
 /* One softmax row: scores[0..t] -> probabilities, scores[t+1..T-1] = 0. */
-static void causal_softmax_row(float *row, int t, int T) {
+static inline void causal_softmax_row(float *row, int t, int T) {
     float maxv = -INFINITY;
     for (int t2 = 0; t2 <= t; t2++) maxv = row[t2] > maxv ? row[t2] : maxv;
     float sum = 0.0f;
@@ -33,6 +33,30 @@ static void causal_softmax_row(float *row, int t, int T) {
     float inv = 1.0f / sum; /* sum >= 1: the max term is exp(0) */
     for (int t2 = 0; t2 <= t; t2++) row[t2] *= inv;
     for (int t2 = t + 1; t2 < T; t2++) row[t2] = 0.0f;
+}
+
+/* One row of the softmax backward, in place: dr = p (dr - sum p dr) over
+ * [0..t], 0 after. */
+static inline void causal_softmax_backward_row(float *dr, const float *pr,
+                                               int t, int T) {
+    float pda = 0.0f;
+    for (int t2 = 0; t2 <= t; t2++) pda += pr[t2] * dr[t2];
+    for (int t2 = 0; t2 <= t; t2++) dr[t2] = pr[t2] * (dr[t2] - pda);
+    for (int t2 = t + 1; t2 < T; t2++) dr[t2] = 0.0f;
+}
+
+void zb_attn_softmax_causal(float *att, int T, size_t nmat) {
+    for (size_t m = 0; m < nmat; m++)
+        for (int t = 0; t < T; t++)
+            causal_softmax_row(att + (m * T + t) * T, t, T);
+}
+
+void zb_attn_softmax_causal_backward(float *ds, const float *att, int T,
+                                     size_t nmat) {
+    for (size_t m = 0; m < nmat; m++)
+        for (int t = 0; t < T; t++)
+            causal_softmax_backward_row(ds + (m * T + t) * T,
+                                        att + (m * T + t) * T, t, T);
 }
 
 void zb_attention_forward(float *out, float *att, const float *qkv, int B,
@@ -51,7 +75,7 @@ void zb_attention_forward(float *out, float *att, const float *qkv, int B,
         /* a = scale * q k^T, then causal softmax row by row */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale,
                     q, ld, k, ld, 0.0f, a, T);
-        for (int t = 0; t < T; t++) causal_softmax_row(a + (size_t)t * T, t, T);
+        zb_attn_softmax_causal(a, T, 1);
         /* o = a v */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f,
                     a, T, v, ld, 0.0f, o, C);
@@ -81,13 +105,7 @@ void zb_attention_backward(float *dqkv, float *datt, const float *dout,
         const float *dy = dout + (size_t)b * T * C + h * hs;   /* [T, hs] ld C */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f,
                     dy, C, v, ld, 0.0f, ds, T);
-        for (int t = 0; t < T; t++) {
-            const float *pr = p + (size_t)t * T;
-            float *dr = ds + (size_t)t * T, pda = 0.0f;
-            for (int t2 = 0; t2 <= t; t2++) pda += pr[t2] * dr[t2];
-            for (int t2 = 0; t2 <= t; t2++) dr[t2] = pr[t2] * (dr[t2] - pda);
-            for (int t2 = t + 1; t2 < T; t2++) dr[t2] = 0.0f;
-        }
+        zb_attn_softmax_causal_backward(ds, p, T, 1);
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f,
                     p, T, dy, C, 1.0f, dv, ld);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale,

@@ -8,8 +8,18 @@
 #ifndef ZB_KERNELS_ATTENTION_H
 #define ZB_KERNELS_ATTENTION_H
 
+#include <stddef.h>
+
 void zb_attention_forward(float *out, float *att, const float *qkv, int B,
                           int T, int C, int NH);
+/* The softmax pieces between the GEMMs, on nmat [T, T] matrices in place
+ * (the CUDA attention of precision bf16 runs the same pieces around cuBLAS
+ * GEMMs; kernels/cuda twins):
+ *   forward: scaled scores -> causal softmax rows (entries t2 > t set 0);
+ *   backward: ds holds dP = dout v^T on entry, p (dP - sum_j p dP) after. */
+void zb_attn_softmax_causal(float *att, int T, size_t nmat);
+void zb_attn_softmax_causal_backward(float *ds, const float *att, int T,
+                                     size_t nmat);
 void zb_attention_backward(float *dqkv, float *datt, const float *dout,
                            const float *qkv, const float *att, int B, int T,
                            int C, int NH);

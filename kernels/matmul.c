@@ -15,6 +15,7 @@
 #include "kernels/matmul.h"
 
 #include <cblas.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -47,40 +48,22 @@ static int block_rows(int blk, int rows) {
     return left < ZB_GEMM_ROWS ? left : ZB_GEMM_ROWS;
 }
 
-/* out[N, OC] = inp[N, C] @ weight[OC, C]^T + bias[OC]: the bias is copied
- * into every row first and the GEMM adds onto it (beta = 1). */
-void zb_matmul_forward(float *out, const float *inp, const float *weight,
-                       const float *bias, int N, int C, int OC) {
+/* C[M, N] = alpha op(A) op(B) + beta C (row-major, matmul.h), by blocks of
+ * ZB_GEMM_ROWS rows of C, one single-threaded cblas_sgemm per block. */
+void zb_sgemm_blocked(bool ta, bool tb, int M, int N, int K, float alpha,
+                      const float *A, int lda, const float *B, int ldb,
+                      float beta, float *C, int ldc) {
     zb_blas_single_threaded();
-    int nb = n_blocks(N);
-    size_t work = (size_t)N * C * OC;
+    int nb = n_blocks(M);
+    size_t work = (size_t)M * N * K;
 #pragma omp parallel for schedule(static) if (nb > 1 && ZB_OMP_WORTH(work))
     for (int blk = 0; blk < nb; blk++) {
-        int r0 = blk * ZB_GEMM_ROWS, rows = block_rows(blk, N);
-        float *o = out + (size_t)r0 * OC;  /* [rows, OC] */
-        float beta = 0.0f;
-        if (bias) {
-            for (int n = 0; n < rows; n++)
-                memcpy(o + (size_t)n * OC, bias, (size_t)OC * sizeof *out);
-            beta = 1.0f;
-        }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, OC, C, 1.0f,
-                    inp + (size_t)r0 * C, C, weight, C, beta, o, OC);
-    }
-}
-
-/* B: dinp[N, C] += dout[N, OC] @ weight[OC, C], by blocks of rows of N */
-void zb_matmul_backward_input(float *dinp, const float *dout,
-                              const float *weight, int N, int C, int OC) {
-    zb_blas_single_threaded();
-    int nb = n_blocks(N);
-    size_t work = (size_t)N * C * OC;
-#pragma omp parallel for schedule(static) if (nb > 1 && ZB_OMP_WORTH(work))
-    for (int blk = 0; blk < nb; blk++) {
-        int r0 = blk * ZB_GEMM_ROWS, rows = block_rows(blk, N);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, OC,
-                    1.0f, dout + (size_t)r0 * OC, OC, weight, C, 1.0f,
-                    dinp + (size_t)r0 * C, C);
+        int r0 = blk * ZB_GEMM_ROWS, rows = block_rows(blk, M);
+        /* rows r0.. of op(A): rows of A, or columns of A when transposed */
+        const float *a = ta ? A + r0 : A + (size_t)r0 * lda;
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                    tb ? CblasTrans : CblasNoTrans, rows, N, K, alpha, a, lda,
+                    B, ldb, beta, C + (size_t)r0 * ldc, ldc);
     }
 }
 
@@ -98,20 +81,46 @@ static void bias_backward(float *dbias, const float *dout, int N, int OC,
     }
 }
 
+/* dbias[OC] += column sums of dout[N, OC], blocks of columns over the team */
+void zb_colsum_add(float *dbias, const float *dout, int N, int OC) {
+    int nb = (OC + ZB_COLS_PER_BLOCK - 1) / ZB_COLS_PER_BLOCK;
+    size_t work = (size_t)N * OC;
+#pragma omp parallel for schedule(static) if (nb > 1 && ZB_OMP_WORTH(work))
+    for (int blk = 0; blk < nb; blk++) {
+        int o0 = blk * ZB_COLS_PER_BLOCK;
+        int o1 = o0 + ZB_COLS_PER_BLOCK < OC ? o0 + ZB_COLS_PER_BLOCK : OC;
+        bias_backward(dbias, dout, N, OC, o0, o1);
+    }
+}
+
+/* out[N, OC] = inp[N, C] @ weight[OC, C]^T + bias[OC]: the bias is copied
+ * into every row first and the GEMM adds onto it (beta = 1). */
+void zb_matmul_forward(float *out, const float *inp, const float *weight,
+                       const float *bias, int N, int C, int OC) {
+    float beta = 0.0f;
+    if (bias) {
+        for (int n = 0; n < N; n++)
+            memcpy(out + (size_t)n * OC, bias, (size_t)OC * sizeof *out);
+        beta = 1.0f;
+    }
+    zb_sgemm_blocked(false, true, N, OC, C, 1.0f, inp, C, weight, C, beta,
+                     out, OC);
+}
+
+/* B: dinp[N, C] += dout[N, OC] @ weight[OC, C], by blocks of rows of N */
+void zb_matmul_backward_input(float *dinp, const float *dout,
+                              const float *weight, int N, int C, int OC) {
+    zb_sgemm_blocked(false, false, N, C, OC, 1.0f, dout, OC, weight, C, 1.0f,
+                     dinp, C);
+}
+
 /* W: dweight[OC, C] += dout[N, OC]^T @ inp[N, C]; dbias[OC] += colsum(dout),
  * by blocks of rows of dweight (columns of dout) */
 void zb_matmul_backward_weight(float *dweight, float *dbias, const float *dout,
                                const float *inp, int N, int C, int OC) {
-    zb_blas_single_threaded();
-    int nb = n_blocks(OC);
-    size_t work = (size_t)N * C * OC;
-#pragma omp parallel for schedule(static) if (nb > 1 && ZB_OMP_WORTH(work))
-    for (int blk = 0; blk < nb; blk++) {
-        int o0 = blk * ZB_GEMM_ROWS, rows = block_rows(blk, OC);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, C, N, 1.0f,
-                    dout + o0, OC, inp, C, 1.0f, dweight + (size_t)o0 * C, C);
-        if (dbias) bias_backward(dbias, dout, N, OC, o0, o0 + rows);
-    }
+    zb_sgemm_blocked(true, false, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f,
+                     dweight, C);
+    if (dbias) zb_colsum_add(dbias, dout, N, OC);
 }
 
 /* The reference: one dot product per output, summed in order. */

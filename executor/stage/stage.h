@@ -1,11 +1,12 @@
 /* stage.h - one rank's part of the GPT: the chunks (virtual stages) its
  * pipeline rank holds, sharded for its TP rank, with flat parameter,
  * gradient and AdamW buffers, and the four passes F, B, W, BW per
- * microbatch. This is the backend seam: stage.c dispatches every call to
- * the backend chosen in zb_stage_cfg (stage_backend.h): stage_cpu.c with
- * kernels/ (OpenBLAS), or stage_cuda.cu with cuBLAS and kernels/cuda/ when
- * zbrun is built with CUDA (ZB_HAVE_CUDA); the plan interpreter
- * (runtime.c) does not change.
+ * microbatch. One stage program (gpt.c, gpt_passes.c) runs on the op
+ * table (ops.h) of the backend chosen in zb_stage_cfg: ops_cpu.c with
+ * kernels/ (OpenBLAS), or ops_cuda.cu with cuBLAS and kernels/cuda/ when
+ * zbrun is built with CUDA (ZB_HAVE_CUDA); every layout, schedule and
+ * recompute setting runs the same orchestration on both, and the plan
+ * interpreter (runtime.c) does not change.
  *
  * Memory: "backend memory" below is host memory for cpu and device memory
  * (of cfg.device) for cuda; passes only enqueue work on the cuda backend,

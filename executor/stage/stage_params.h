@@ -1,8 +1,8 @@
 /* stage_params.h - the parameter table of one rank's stage: which tensors
  * it holds, where each lives in the flat parameter buffer, how it is sharded
  * over TP, and its deterministic initialisation. Backend independent: the
- * CPU stage (stage_cpu.c) uses it, a CUDA stage can initialise on the host
- * with it and copy, and tests use it to gather shards into full tensors.
+ * stage program (gpt.c) initialises on the host with it and copies to the
+ * backend, and tests use it to gather shards into full tensors.
  *
  * Tensors, in buffer order, per chunk (chunk 0 first):
  *   embedding chunk:  wte [V, C], wpe [T, C]                      (layer -1)

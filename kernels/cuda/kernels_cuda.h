@@ -6,10 +6,9 @@
  * the launch status; it never synchronises, prints or exits. Reductions
  * use a fixed order (one owner per output element), so results repeat
  * bit for bit from run to run.
- * Differences from the CPU: zb_cuda_crossentropy_forward writes the row
- * losses only (sum them after copying back); statistics are summed in
- * float except the cross-entropy softmax sum (double), so results match
- * the CPU to rounding, not bitwise.
+ * Differences from the CPU: statistics are summed in float except the
+ * cross-entropy softmax sum (double), so results match the CPU to
+ * rounding, not bitwise.
  */
 #ifndef ZB_KERNELS_CUDA_H
 #define ZB_KERNELS_CUDA_H
@@ -55,12 +54,17 @@ cudaError_t zb_cuda_layernorm_backward_input(float *dinp, const float *dout,
                                              const float *mean,
                                              const float *rstd, int N, int C,
                                              cudaStream_t stream);
+/* W over the full grid (slabs of rows, then the slabs in order):
+ * scratch of zb_cuda_wgrad_scratch_floats(N, C) floats, free again when
+ * the work enqueued after the call runs */
 cudaError_t zb_cuda_layernorm_backward_weight(float *dweight, float *dbias,
                                               const float *dout,
                                               const float *inp,
                                               const float *mean,
                                               const float *rstd, int N, int C,
+                                              float *scratch,
                                               cudaStream_t stream);
+size_t zb_cuda_wgrad_scratch_floats(int N, int C);
 
 /* inp, out, dout, dinp [N] */
 cudaError_t zb_cuda_gelu_forward(float *out, const float *inp, size_t N,
@@ -69,52 +73,51 @@ cudaError_t zb_cuda_gelu_backward(float *dinp, const float *inp,
                                   const float *dout, size_t N,
                                   cudaStream_t stream);
 
-/* logits, dlogits [N, V]; targets [N]; losses [N] */
-cudaError_t zb_cuda_crossentropy_forward(float *losses, const float *logits,
-                                         const int *targets, int N, int V,
-                                         cudaStream_t stream);
-cudaError_t zb_cuda_crossentropy_backward(float *dlogits, const float *logits,
-                                          const int *targets, float scale,
-                                          int N, int V, cudaStream_t stream);
-
+/* vocabulary-parallel cross-entropy (kernels/crossentropy.h's shard
+ * pieces): zl, dzl [N, Vl] with row stride ld >= Vl; targets [N]; rowmax, M, S, Zt [N]; tab [tp, N];
+ * losses [N]; ce_loss adds the sum of the row losses (in order) to *acc */
+cudaError_t zb_cuda_ce_max(double *rowmax, const float *zl, int N, int Vl,
+                           int ld, cudaStream_t stream);
+cudaError_t zb_cuda_ce_max_combine(double *tab, int tp, int N,
+                                   cudaStream_t stream);
+cudaError_t zb_cuda_ce_stats(double *S, double *Zt, const float *zl,
+                             const double *M, const int *targets, int v0,
+                             int N, int Vl, int ld, cudaStream_t stream);
+cudaError_t zb_cuda_ce_loss(double *acc, float *losses, const double *M,
+                            const double *S, const double *Zt, int N,
+                            cudaStream_t stream);
+cudaError_t zb_cuda_ce_backward(float *dzl, const float *zl, const double *M,
+                                const double *S, const int *targets, int v0,
+                                float scale, int N, int Vl, int ld,
+                                cudaStream_t stream);
 /* params, grads, m, v [n] */
 cudaError_t zb_cuda_adamw_update(float *params, const float *grads, float *m,
                                  float *v, size_t n, float lr, float beta1,
                                  float beta2, float eps, float weight_decay,
                                  float grad_scale, int t, cudaStream_t stream);
 
-/* tokens [B, T]; wte [V, C]; wpe [maxT, C]; out [B, T, C] */
-cudaError_t zb_cuda_embed_forward(float *out, const int *tokens,
-                                  const float *wte, const float *wpe, int B,
-                                  int T, int C, cudaStream_t stream);
-/* V: vocabulary rows of dwte (every token must be < V) */
-cudaError_t zb_cuda_embed_backward(float *dwte, float *dwpe, const float *dout,
-                                   const int *tokens, int B, int T, int C,
-                                   int V, cudaStream_t stream);
-
-/* ---- matmul.cu: cuBLAS linear layer, twin of kernels/matmul.h ----
- * inp [N, C], weight [OC, C], bias [OC] (may be NULL), out/dout [N, OC].
- * The handle is bound to `stream` by each call. bf16: tensor-core GEMM
- * with operands rounded to bf16 and fp32 accumulation (buffers stay fp32);
- * false: exact fp32 GEMM (no TF32). */
-cudaError_t zb_cuda_matmul_forward(cublasHandle_t h, float *out,
-                                   const float *inp, const float *weight,
-                                   const float *bias, int N, int C, int OC,
-                                   bool bf16, cudaStream_t stream);
-/* B: dinp[N, C] += dout[N, OC] @ weight[OC, C] */
-cudaError_t zb_cuda_matmul_backward_input(cublasHandle_t h, float *dinp,
-                                          const float *dout,
-                                          const float *weight, int N, int C,
-                                          int OC, bool bf16,
-                                          cudaStream_t stream);
-/* W: dweight[OC, C] += dout^T @ inp; dbias[OC] += column sums (may be NULL) */
-cudaError_t zb_cuda_matmul_backward_weight(cublasHandle_t h, float *dweight,
-                                           float *dbias, const float *dout,
-                                           const float *inp, int N, int C,
-                                           int OC, bool bf16,
-                                           cudaStream_t stream);
+/* vocabulary-parallel embedding (kernels/embed.h's shard pieces):
+ * tokens [N]; wtel, dwtel [nv, C] rows [v0, v0 + nv); wpe [maxT, C];
+ * out, dout [N = B*T, C] */
+cudaError_t zb_cuda_embed_tokens(float *out, const int *tokens,
+                                 const float *wtel, int v0, int nv, int N,
+                                 int C, cudaStream_t stream);
+cudaError_t zb_cuda_embed_add_pos(float *out, const float *wpe, int B, int T,
+                                  int C, cudaStream_t stream);
+cudaError_t zb_cuda_embed_tokens_backward(float *dwtel, const float *dout,
+                                          const int *tokens, int v0, int nv,
+                                          int N, int C, cudaStream_t stream);
+cudaError_t zb_cuda_embed_pos_backward(float *dwpe, const float *dout, int B,
+                                       int T, int C, cudaStream_t stream);
+/* ---- matmul.cu: around the GEMM (twins of kernels/matmul.c) ----
+ * out[n, :OC] = bias for n < N (row stride ldo), before a beta = 1 GEMM;
+ * dbias[OC] += column sums of dout [N, OC], over the full grid like the
+ * LayerNorm W (scratch: zb_cuda_wgrad_scratch_floats(N, OC) floats) */
+cudaError_t zb_cuda_bias_rows(float *out, const float *bias, int N, int OC,
+                              int ldo, cudaStream_t stream);
+cudaError_t zb_cuda_colsum_add(float *dbias, const float *dout, int N, int OC,
+                               float *scratch, cudaStream_t stream);
 const char *zb_cublas_status_name(cublasStatus_t s);
-
 /* ---- attention.cu: fused causal attention, twin of kernels/attention.h ----
  * qkv [B, T, 3C], out/dout [B, T, C], lse/dsum [B, NH, T]. F writes out
  * and lse (row log-sum-exp, what B needs instead of the [T, T] softmax);
@@ -130,6 +133,14 @@ cudaError_t zb_cuda_attention_backward(float *dqkv, float *dsum,
                                        int B, int T, int C, int NH,
                                        cudaStream_t stream);
 
+/* ---- attn_softmax.cu: the softmax between the attention GEMMs, twins of
+ * kernels/attention.h's zb_attn_softmax_causal(_backward): att, ds
+ * [nmat, T, T] in place ---- */
+cudaError_t zb_cuda_attn_softmax_causal(float *att, int T, size_t nmat,
+                                        cudaStream_t stream);
+cudaError_t zb_cuda_attn_softmax_causal_backward(float *ds, const float *att,
+                                                 int T, size_t nmat,
+                                                 cudaStream_t stream);
 /* ---- stage_ops.cu ---- */
 /* out[N, C] = x + (part + bias[C]) (the CPU stage's residual add) */
 cudaError_t zb_cuda_residual_add(float *out, const float *x, const float *part,

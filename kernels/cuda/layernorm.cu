@@ -1,9 +1,10 @@
 /* layernorm.cu - LayerNorm on the GPU, twin of kernels/layernorm.c.
  *   inp, out, dout, dinp [N, C]; weight, bias, dweight, dbias [C];
  *   mean, rstd [N]; eps = 1e-5
- * F and B: one warp per row. W: a block per 32 columns, 32 row groups
- * each summing its rows in order, then the groups in order (coalesced
- * across the warp, and deterministic).
+ * F and B: one warp per row. W over the full grid: a block per 32 columns
+ * and slab of rows (reduce.cuh), 32 row groups each summing its rows of
+ * the slab in order, then the groups in order into the slab's partial;
+ * then the slabs in order per column (coalesced and deterministic).
  */
 #include "kernels/cuda/kernels_cuda.h"
 #include "kernels/cuda/reduce.cuh"
@@ -56,21 +57,24 @@ __global__ static void ln_backward_input(float *dinp, const float *dout,
     }
 }
 
-/* W: column c of dweight/dbias is owned by thread x of one block; the
- * block's ZB_LN_WROWS thread rows each sum rows y, y + ZB_LN_WROWS, ... in
- * order, then row 0 adds the partial sums in y order (fixed order: the
- * result repeats bit for bit). */
+/* W: column c of one slab of rows is owned by thread x of one block; the
+ * block's ZB_LN_WROWS thread rows each sum the slab's rows y, y +
+ * ZB_LN_WROWS, ... in order, then row 0 adds the partial sums in y order;
+ * ln_weight_final adds the slabs in order (fixed order: the result repeats
+ * bit for bit). */
 #define ZB_LN_WCOLS 32
 #define ZB_LN_WROWS 32
-__global__ static void ln_backward_weight(float *dweight, float *dbias,
-                                          const float *dout, const float *inp,
-                                          const float *mean, const float *rstd,
-                                          int N, int C) {
+/* partial[slab, 0, c] (weight) and partial[slab, 1, c] (bias) */
+__global__ static void ln_backward_weight(float *partial, const float *dout,
+                                          const float *inp, const float *mean,
+                                          const float *rstd, int N, int C) {
     __shared__ float pw[ZB_LN_WROWS][ZB_LN_WCOLS], pb[ZB_LN_WROWS][ZB_LN_WCOLS];
     int c = blockIdx.x * ZB_LN_WCOLS + threadIdx.x, y = threadIdx.y;
+    int rows = zb_wgrad_rows(N), n0 = blockIdx.y * rows;
+    int n1 = min(N, n0 + rows);
     float dw = 0.0f, db = 0.0f;
     if (c < C)
-        for (int n = y; n < N; n += ZB_LN_WROWS) {
+        for (int n = n0 + y; n < n1; n += ZB_LN_WROWS) {
             float dy = dout[(size_t)n * C + c];
             dw += dy * zb_ln_xhat(inp[(size_t)n * C + c], mean[n], rstd[n]);
             db += dy;
@@ -83,6 +87,22 @@ __global__ static void ln_backward_weight(float *dweight, float *dbias,
     for (int r = 0; r < ZB_LN_WROWS; r++) {
         sw += pw[r][threadIdx.x];
         sb += pb[r][threadIdx.x];
+    }
+    float *p = partial + (size_t)blockIdx.y * 2 * C;
+    p[c] = sw;
+    p[C + c] = sb;
+}
+
+/* dweight[c] += sum over slabs of partial[s, 0, c]; dbias the same */
+__global__ static void ln_weight_final(float *dweight, float *dbias,
+                                       const float *partial, int slabs,
+                                       int C) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float sw = 0.0f, sb = 0.0f;
+    for (int s = 0; s < slabs; s++) {
+        sw += partial[(size_t)s * 2 * C + c];
+        sb += partial[(size_t)s * 2 * C + C + c];
     }
     dweight[c] += sw;
     dbias[c] += sb;
@@ -114,11 +134,21 @@ extern "C" cudaError_t zb_cuda_layernorm_backward_input(
 
 extern "C" cudaError_t zb_cuda_layernorm_backward_weight(
     float *dweight, float *dbias, const float *dout, const float *inp,
-    const float *mean, const float *rstd, int N, int C, cudaStream_t stream) {
-    if (C <= 0) return cudaSuccess;
+    const float *mean, const float *rstd, int N, int C, float *scratch,
+    cudaStream_t stream) {
+    if (C <= 0 || N <= 0) return cudaSuccess;
+    int slabs = zb_wgrad_slabs(N);
     dim3 block(ZB_LN_WCOLS, ZB_LN_WROWS);
-    ln_backward_weight<<<(C + ZB_LN_WCOLS - 1) / ZB_LN_WCOLS, block, 0, stream>>>(
-        dweight, dbias, dout, inp, mean, rstd, N, C);
+    dim3 grid((C + ZB_LN_WCOLS - 1) / ZB_LN_WCOLS, slabs);
+    ln_backward_weight<<<grid, block, 0, stream>>>(scratch, dout, inp, mean,
+                                                   rstd, N, C);
+    CUDA_CHECK(cudaGetLastError());
+    ln_weight_final<<<(C + 255) / 256, 256, 0, stream>>>(dweight, dbias,
+                                                         scratch, slabs, C);
     CUDA_CHECK(cudaGetLastError());
     return cudaSuccess;
+}
+
+extern "C" size_t zb_cuda_wgrad_scratch_floats(int N, int C) {
+    return (size_t)zb_wgrad_slabs(N) * 2 * (size_t)(C > 0 ? C : 1);
 }

@@ -46,4 +46,20 @@ __device__ inline T zb_block_reduce(T v, T identity, WarpOp warp_op) {
     return v;
 }
 
+/* Weight-gradient column sums over a full grid: the N rows are cut into
+ * zb_wgrad_slabs(N) slabs of zb_wgrad_rows(N) rows (a function of N only,
+ * never of the device, so results repeat bit for bit); block (x, slab)
+ * sums its slab's rows of 32 columns into scratch[slab, column], then one
+ * thread per column adds the slabs in order. */
+#define ZB_WGRAD_MAX_SLABS 64
+#define ZB_WGRAD_MIN_ROWS 256
+__host__ __device__ static inline int zb_wgrad_slabs(int N) {
+    int s = (N + ZB_WGRAD_MIN_ROWS - 1) / ZB_WGRAD_MIN_ROWS;
+    return s < 1 ? 1 : s > ZB_WGRAD_MAX_SLABS ? ZB_WGRAD_MAX_SLABS : s;
+}
+__host__ __device__ static inline int zb_wgrad_rows(int N) {
+    int s = zb_wgrad_slabs(N);
+    return (N + s - 1) / s;
+}
+
 #endif

@@ -1,6 +1,6 @@
 /* stage_ops.cu - small kernels the CUDA stage needs beside the layer
  * kernels: the residual add, sums for the loss and the gradient norm.
- * Twins: residual add of executor/stage/stage_cpu.c, zb_sumsq (kernels/adamw.c),
+ * Twins: residual add of executor/stage/ops_cpu.c, zb_sumsq (kernels/adamw.c),
  * the loss sum of zb_crossentropy_forward. Sums use double and one fixed
  * order (fixed grid, per-block partials added in block order by one
  * block), so they repeat bit for bit.

@@ -1,9 +1,11 @@
 /* test_stage_cuda.cu - the CUDA stage against the CPU stage (its reference),
  * through the whole plan interpreter (zb_run), on a small GPT (hidden 32,
  * 2 heads of 16, 8 layers, seq 16, global batch 8), 5 steps, fp32:
- *  - pp 1 (1f1b), and pp 4 with every schedule of zb_schedule_names() (the
- *    four ranks share one GPU through the device-local transport); with 2+
- *    visible devices also tp 2 and dp 2 (one rank per device, NCCL):
+ *  - pp 1 (1f1b), pp 4 with every schedule of zb_schedule_names() (zb-v
+ *    and zb-auto-v included), tp 2 (vocabulary 257: the last TP rank holds
+ *    a padding row), dp 2 and tp 2 x pp 2, every rank sharing one GPU
+ *    through the device-local transport; with 2+ visible devices also tp 2
+ *    and dp 2 with one rank per device (NCCL):
  *    every step's loss within 1e-4 relative of the CPU run, every rank's
  *    final parameters within 1e-4 of the largest magnitude of that rank's
  *    buffer;
@@ -13,7 +15,8 @@
  *    CUDA stage, every loss within 2% relative of the fp32 CUDA run's, and
  *    the loss falls.
  * AdamW eps is 1e-3, as in tests/unit/test_runtime.c (why: see there).
- * Exit 0 all passed, 1 a failure, 77 no CUDA device (skipped).
+ * Exit 0 all passed, 1 a failure or any CUDA error other than "no device"
+ * (a driver mismatch fails), 77 no CUDA device (skipped).
  */
 #include <cmath>
 #include <cstdio>
@@ -22,6 +25,8 @@
 #include <vector>
 
 #include <cuda_runtime_api.h>
+
+#include "tests/cuda/cuda_present.h"
 
 extern "C" {
 #include "common/zb_model.h"
@@ -49,6 +54,7 @@ static zb_status small_model(zb_model *m, zb_err *err) {
     m->arch.heads = 2;
     m->arch.ffn_hidden = 128;
     m->arch.seq_len = SEQ;
+    m->arch.vocab = 257; /* not a multiple of tp 2: a padded vocabulary row */
     m->train.global_batch = GB;
     m->train.steps = STEPS;
     m->train.opt.lr = 2e-3;
@@ -252,24 +258,28 @@ static void check_bf16(void) {
 }
 
 int main(void) {
-    int ndev = zb_backend_cuda_devices();
     if (getenv("ZB_TEST_HARNESS")) {
         gpu_backend = ZB_BACKEND_CPU;
         check_layout("1f1b", 1, 1, 1, 1, 2);
         for (const char *const *s = zb_schedule_names(); *s; s++)
             check_layout(*s, 1, 1, 4, 2, 1);
+        check_layout("1f1b", 1, 2, 1, 1, 2);
+        check_layout("zb-v", 1, 2, 2, 2, 1);
         printf("harness %s\n", failures ? "FAIL" : "PASS");
         return failures ? 1 : 0;
     }
-    if (ndev == 0) {
-        printf("skipped: no CUDA device\n");
-        return 77;
-    }
+    int present = zb_test_cuda_present();
+    if (present != 0) return present;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess) return 1;
     check_split_equals_fused();
     check_layout("1f1b", 1, 1, 1, 1, 2);
     setenv("ZB_CUDA_SHARE", "1", 1); /* the 4 ranks share device 0 */
     for (const char *const *s = zb_schedule_names(); *s; s++)
         check_layout(*s, 1, 1, 4, 2, 1);
+    check_layout("1f1b", 1, 2, 1, 1, 2); /* TP on one GPU */
+    check_layout("1f1b", 2, 1, 1, 1, 2); /* DP on one GPU */
+    check_layout("zb-v", 1, 2, 2, 2, 1); /* TP x PP on one GPU */
     unsetenv("ZB_CUDA_SHARE");
     if (ndev >= 2) {
         check_layout("1f1b", 1, 2, 1, 1, 2);

@@ -1,4 +1,5 @@
-/* test_stage.c - the CPU GPT stage (executor/stage/stage.h, stage_cpu.c):
+/* test_stage.c - the GPT stage on the CPU ops (executor/stage/stage.h, the
+ * stage program gpt.c over ops_cpu.c):
  *  - gradients against central finite differences of the loss (1 rank);
  *  - split B then W equals fused BW, bitwise;
  *  - pipeline layouts (pp = 2 loop, interleaved, V placement on 1 and 2
@@ -557,6 +558,36 @@ END_TEST
 START_TEST(test_tp4_untied_vocab_padding) { check_tp(4, false); }
 END_TEST
 
+/* The logits' row stride padded as the CUDA ops pad it (ZB_LOGITS_ALIGN,
+ * ops.h): the same loss and gradients bit for bit (the padding is never
+ * read), on one stage and under TP 4 with vocabulary padding. */
+START_TEST(test_padded_logits_stride) {
+    spec s = base_spec(2);
+    zb_plan p;
+    plan_build(&p, &s);
+    int tok[2 * 10], tgt[2 * 10];
+    make_tokens(&s, tok, tgt);
+    unsetenv("ZB_LOGITS_ALIGN");
+    zb_stage *a = stage_make(&p, 0, 0, NULL, NULL);
+    setenv("ZB_LOGITS_ALIGN", "128", 1);
+    zb_stage *b = stage_make(&p, 0, 0, NULL, NULL);
+    double la = run_step(&a, &p, tok, tgt, true);
+    double lb = run_step(&b, &p, tok, tgt, true);
+    ck_assert(la == lb);
+    size_t n;
+    float *ga = zb_stage_grads(a, &n), *gb = zb_stage_grads(b, &n);
+    ck_assert_mem_eq(ga, gb, n * sizeof(float));
+    ck_assert(zb_stage_grad_sumsq(b) > 0);
+    /* the padded stage holds more activation memory (dlogits' padding) */
+    ck_assert(zb_stage_act_peak_bytes(b) > zb_stage_act_peak_bytes(a));
+    zb_stage_free(a);
+    zb_stage_free(b);
+    plan_release(&p);
+    check_tp(4, false);
+    unsetenv("ZB_LOGITS_ALIGN");
+}
+END_TEST
+
 /* ---- slots and pass order ---- */
 
 START_TEST(test_slot_bound_and_order) {
@@ -812,6 +843,7 @@ static Suite *stage_suite(void) {
     tcase_add_test(tc, test_v_two_ranks);
     tcase_add_test(tc, test_tp2_equals_tp1);
     tcase_add_test(tc, test_tp4_untied_vocab_padding);
+    tcase_add_test(tc, test_padded_logits_stride);
     tcase_add_test(tc, test_slot_bound_and_order);
     tcase_add_test(tc, test_bad_shapes);
     tcase_add_test(tc, test_adamw_by_hand);

@@ -1,0 +1,75 @@
+/* gemm_desc.h - one GEMM as the stage program describes it (row-major),
+ * and its translation to a column-major BLAS call (cuBLAS's convention).
+ *
+ * Row-major, per batch b in [0, batch):
+ *   C_b[M, N] = alpha * op(A_b)[M, K] * op(B_b)[K, N] + beta * C_b
+ * op(A) = A when !ta (A stored [M, K], lda >= K), A^T when ta (A stored
+ * [K, M], lda >= M); the same for B with [K, N] / [N, K] and ldb; C stored
+ * [M, N] with ldc >= N. X_b = X + b * sX (strides in elements).
+ * Epilogue (optional, in this order): bias [N] added to every row of C
+ * (then beta must be 0: C = alpha op(A) op(B) + bias); gelu_out [M, N]
+ * = GELU(C) (ldc must be N), C keeping the pre-activation (what B needs).
+ *
+ * A row-major [R, S] matrix with leading dimension ld is, bit for bit, the
+ * column-major [S, R] matrix with the same ld, its transpose. So the
+ * row-major product C = op(A) op(B) is the column-major product
+ * C^T = op(B)^T op(A)^T: swap the operands, keep each one's transpose
+ * flag, m = N, n = M, k = K. zb_gemm_colmajor does exactly that and
+ * nothing else; it is pure (no CUDA), tested on the CPU against
+ * cblas_sgemm(CblasColMajor, ...) in tests/unit/test_gemm_desc.c.
+ */
+#ifndef ZB_STAGE_GEMM_DESC_H
+#define ZB_STAGE_GEMM_DESC_H
+
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int M, N, K;
+    bool ta, tb;
+    const float *A;
+    int lda;
+    const float *B;
+    int ldb;
+    float *C;
+    int ldc;
+    int batch;                 /* >= 1 */
+    long long sa, sb, sc;      /* batch strides, elements */
+    float alpha, beta;
+    const float *bias;         /* [N] or NULL */
+    float *gelu_out;           /* [M, N] or NULL */
+} zb_gemm;
+
+/* A column-major call: C[m, n] = alpha op(A)[m, k] op(B)[k, n] + beta C,
+ * transa/transb 1 for the transpose; per batch with the strides. */
+typedef struct {
+    int transa, transb;
+    int m, n, k;
+    const float *A;
+    int lda;
+    long long sa;
+    const float *B;
+    int ldb;
+    long long sb;
+    float *C;
+    int ldc;
+    long long sc;
+    int batch;
+    float alpha, beta;
+} zb_gemm_cm;
+
+/* The column-major call computing g's product (not its epilogue). */
+void zb_gemm_colmajor(const zb_gemm *g, zb_gemm_cm *out);
+
+/* NULL when g is well formed (sizes >= 0, batch >= 1, leading dimensions
+ * large enough, beta 0 with a bias), else what is wrong (static text). */
+const char *zb_gemm_check(const zb_gemm *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

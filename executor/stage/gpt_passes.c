@@ -1,0 +1,444 @@
+/* gpt_passes.c - the GPT's passes F, B, W of one chunk and microbatch,
+ * written once against the op table (ops.h); the CPU and the CUDA backend
+ * run exactly this.
+ *
+ * Model (GPT-2): x0 = wte[tokens] + wpe; block: x + attn(ln1(x)) then
+ * x + mlp(ln2(x)), attn = proj(attention(qkv(.))), mlp = fc2(gelu(fc(.)));
+ * head: final LayerNorm, logits = lnf @ W^T (W = wte when tied), loss =
+ * cross-entropy. Parameters: stage_params.h (layout, TP shards, init).
+ *
+ *   F  embedding (if held), blocks, head (if held): the head also computes
+ *      the loss and dlogits (scaled by loss_scale) and keeps them.
+ *   B  input gradients only, last block to first; keeps the dout of every
+ *      linear layer and LayerNorm in the microbatch's slot for W.
+ *   W  all weight gradients (+=) from what F and B kept; embedding last.
+ * TP (Megatron): the partial outputs of proj and fc2 (row-parallel) are
+ * all-reduced in F before the replicated bias and the residual are added;
+ * the partial input gradients of qkv and fc (column-parallel) are
+ * all-reduced in B. Vocabulary-parallel embedding and head: each TP rank
+ * holds rows [v0, v0 + Vv) of the token table / LM head. F of the
+ * embedding looks up the tokens in its rows (0 for the others),
+ * all-reduces [N, C] and then adds wpe; W scatter-adds only its rows. The
+ * head computes logits [N, Vv] of its rows only; the cross-entropy
+ * all-reduces the row maxima and then sum(exp) and the target logit over
+ * TP (doubles, [tp, N] or [2, N]), so no rank holds [N, V]; B all-reduces
+ * the partial input gradient of the head GEMM. With tied embeddings both
+ * copies use the same rows on the same TP rank.
+ *
+ * Neighbouring virtual stage on this rank (V placement's turn, or p = 1):
+ * F copies that chunk's act_out into this chunk's act_in, and B copies
+ * this chunk's grad_out into that chunk's grad_in, so each chunk's slot
+ * owns everything its W reads, whatever order the two W passes run in.
+ */
+#include "executor/stage/gpt.h"
+
+/* Call op `name` of the table with the backend's state and err. */
+#define OP(name, ...) ZB_TRY(st->ops.name(st->ops.ctx, __VA_ARGS__, err))
+
+typedef struct {
+    float *ln1w, *ln1b, *qkvw, *qkvb, *projw, *projb;
+    float *ln2w, *ln2b, *fcw, *fcb, *fc2w, *fc2b;
+} layer_params;
+
+static float *tensor(const zb_stage *st, float *base, int idx) {
+    return base + st->pt.t[idx].off;
+}
+
+/* Block l of chunk ck in base (params or grads). */
+static void layer_params_get(const zb_stage *st, float *base,
+                             const zb_gpt_chunk *ck, int l, layer_params *w) {
+    int t0 = ck->pc.layer0 + l * ZB_T_PER_LAYER;
+    w->ln1w = tensor(st, base, t0 + ZB_T_LN1W);
+    w->ln1b = tensor(st, base, t0 + ZB_T_LN1B);
+    w->qkvw = tensor(st, base, t0 + ZB_T_QKVW);
+    w->qkvb = tensor(st, base, t0 + ZB_T_QKVB);
+    w->projw = tensor(st, base, t0 + ZB_T_PROJW);
+    w->projb = tensor(st, base, t0 + ZB_T_PROJB);
+    w->ln2w = tensor(st, base, t0 + ZB_T_LN2W);
+    w->ln2b = tensor(st, base, t0 + ZB_T_LN2B);
+    w->fcw = tensor(st, base, t0 + ZB_T_FCW);
+    w->fcb = tensor(st, base, t0 + ZB_T_FCB);
+    w->fc2w = tensor(st, base, t0 + ZB_T_FC2W);
+    w->fc2b = tensor(st, base, t0 + ZB_T_FC2B);
+}
+
+static void layer_acts_get(const zb_stage *st, const zb_gpt_chunk *ck,
+                           const zb_slot_view *sv, int l, zb_layer_acts *a) {
+    zb_gpt_layer_carve(st, sv->layers + (size_t)l * ck->layer_floats, a);
+}
+
+static float *resid_at(const zb_stage *st, float *buf, int l) {
+    return buf + (size_t)l * st->N * st->C;
+}
+
+static int ld(int n) { return n > 0 ? n : 1; }
+
+/* ---- linear layers: inp [N, C], w [OC, C], bias [OC], out/dout [N, OC]
+ * with row stride ldo >= OC (the logits' padded stride, else OC) ---- */
+
+/* out = inp @ w^T + bias; gelu_out (may be NULL) = GELU(out) */
+static zb_status linear_fwd(zb_stage *st, float *out, const float *inp,
+                            const float *w, const float *bias, int N, int C,
+                            int OC, int ldo, float *gelu_out, zb_err *err) {
+    zb_gemm g = {.M = N, .N = OC, .K = C, .ta = false, .tb = true,
+                 .A = inp, .lda = ld(C), .B = w, .ldb = ld(C), .C = out,
+                 .ldc = ld(ldo), .batch = 1, .alpha = 1.0f, .beta = 0.0f,
+                 .bias = bias, .gelu_out = gelu_out};
+    return st->ops.gemm(st->ops.ctx, &g, err);
+}
+
+/* B: dinp[N, C] += dout[N, OC] @ w[OC, C] */
+static zb_status linear_bwd_input(zb_stage *st, float *dinp, const float *dout,
+                                  const float *w, int N, int C, int OC,
+                                  int ldo, zb_err *err) {
+    zb_gemm g = {.M = N, .N = C, .K = OC, .A = dout, .lda = ld(ldo), .B = w,
+                 .ldb = ld(C), .C = dinp, .ldc = ld(C), .batch = 1,
+                 .alpha = 1.0f, .beta = 1.0f};
+    return st->ops.gemm(st->ops.ctx, &g, err);
+}
+
+/* W: dw[OC, C] += dout^T @ inp; dbias[OC] += column sums (may be NULL) */
+static zb_status linear_bwd_weight(zb_stage *st, float *dw, float *dbias,
+                                   const float *dout, const float *inp, int N,
+                                   int C, int OC, int ldo, zb_err *err) {
+    zb_gemm g = {.M = OC, .N = C, .K = N, .ta = true, .A = dout,
+                 .lda = ld(ldo), .B = inp, .ldb = ld(C), .C = dw, .ldc = ld(C),
+                 .batch = 1, .alpha = 1.0f, .beta = 1.0f};
+    ZB_TRY(st->ops.gemm(st->ops.ctx, &g, err));
+    if (dbias) OP(colsum_add, dbias, dout, N, OC);
+    return ZB_OK;
+}
+
+static zb_status tp_allreduce(zb_stage *st, float *buf, size_t n, zb_err *err) {
+    if (st->tp == 1) return ZB_OK;
+    return st->cfg.tr->allreduce(st->cfg.tr, st->cfg.tp_group, buf, n, err);
+}
+
+/* The transport sums doubles in host memory only: a backend with device
+ * memory goes through ce_host (and waits for the device here). */
+static zb_status tp_allreduce_f64(zb_stage *st, double *buf, size_t n,
+                                  zb_err *err) {
+    if (st->tp == 1) return ZB_OK;
+    zb_transport *tr = st->cfg.tr;
+    if (!st->ce_host) return tr->allreduce_f64(tr, st->cfg.tp_group, buf, n, err);
+    size_t bytes = n * sizeof *buf;
+    ZB_TRY(st->ops.to_host(st->ops.ctx, st->ce_host, buf, bytes, err));
+    ZB_TRY(tr->allreduce_f64(tr, st->cfg.tp_group, st->ce_host, n, err));
+    return st->ops.from_host(st->ops.ctx, buf, st->ce_host, bytes, err);
+}
+
+static zb_status zero(zb_stage *st, float *p, size_t n, zb_err *err) {
+    return st->ops.memset0(st->ops.ctx, p, n * sizeof *p, err);
+}
+
+static zb_status copy(zb_stage *st, float *dst, const float *src, size_t n,
+                      zb_err *err) {
+    return st->ops.copy(st->ops.ctx, dst, src, n * sizeof *dst, err);
+}
+
+/* ---- one block ---- */
+
+/* x, out [N, C] */
+static zb_status layer_forward(zb_stage *st, const layer_params *w,
+                               const zb_layer_acts *a, const float *x,
+                               float *out, zb_err *err) {
+    int N = st->N, C = st->C, Cl = st->Cl, Fl = st->Fl;
+    OP(ln_fwd, a->ln1, a->ln1_mean, a->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
+    ZB_TRY(linear_fwd(st, a->qkv, a->ln1, w->qkvw, w->qkvb, N, C, 3 * Cl,
+                      3 * Cl, NULL, err));
+    OP(attn_fwd, a->atty, a->att, a->qkv, st->B, st->T, Cl, st->NHl);
+    ZB_TRY(linear_fwd(st, st->partial, a->atty, w->projw, NULL, N, Cl, C, C,
+                      NULL, err));
+    ZB_TRY(tp_allreduce(st, st->partial, (size_t)N * C, err));
+    OP(residual_add, a->res2, x, st->partial, w->projb, N, C);
+    OP(ln_fwd, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, w->ln2w, w->ln2b, N,
+       C);
+    ZB_TRY(linear_fwd(st, a->fch, a->ln2, w->fcw, w->fcb, N, C, Fl, Fl,
+                      a->fch_gelu, err));
+    ZB_TRY(linear_fwd(st, st->partial, a->fch_gelu, w->fc2w, NULL, N, Fl, C, C,
+                      NULL, err));
+    ZB_TRY(tp_allreduce(st, st->partial, (size_t)N * C, err));
+    OP(residual_add, out, a->res2, st->partial, w->fc2b, N, C);
+    return ZB_OK;
+}
+
+/* B: dx [N, C] = gradient wrt x given dout [N, C] wrt the block output. */
+static zb_status layer_backward_b(zb_stage *st, const layer_params *w,
+                                  const zb_layer_acts *a, const float *x,
+                                  const float *dout, float *dx, zb_err *err) {
+    int N = st->N, C = st->C, Cl = st->Cl, Fl = st->Fl;
+    size_t NC = (size_t)N * C;
+    /* MLP branch */
+    ZB_TRY(zero(st, st->dgelu, (size_t)N * Fl, err));
+    ZB_TRY(linear_bwd_input(st, st->dgelu, dout, w->fc2w, N, Fl, C, C, err));
+    ZB_TRY(zero(st, a->dfch, (size_t)N * Fl, err));
+    OP(gelu_bwd, a->dfch, a->fch, st->dgelu, (size_t)N * Fl);
+    ZB_TRY(zero(st, a->dln2, NC, err));
+    ZB_TRY(linear_bwd_input(st, a->dln2, a->dfch, w->fcw, N, C, Fl, Fl, err));
+    ZB_TRY(tp_allreduce(st, a->dln2, NC, err));
+    ZB_TRY(copy(st, a->dres2, dout, NC, err));
+    OP(ln_bwd_input, a->dres2, a->dln2, a->res2, w->ln2w, a->ln2_mean,
+       a->ln2_rstd, N, C);
+    /* attention branch */
+    ZB_TRY(zero(st, st->datty, (size_t)N * Cl, err));
+    ZB_TRY(linear_bwd_input(st, st->datty, a->dres2, w->projw, N, Cl, C, C,
+                            err));
+    OP(attn_bwd, a->dqkv, st->datt, st->datty, a->qkv, a->atty, a->att, st->B,
+       st->T, Cl, st->NHl);
+    ZB_TRY(zero(st, a->dln1, NC, err));
+    ZB_TRY(linear_bwd_input(st, a->dln1, a->dqkv, w->qkvw, N, C, 3 * Cl,
+                            3 * Cl, err));
+    ZB_TRY(tp_allreduce(st, a->dln1, NC, err));
+    ZB_TRY(copy(st, dx, a->dres2, NC, err));
+    OP(ln_bwd_input, dx, a->dln1, x, w->ln1w, a->ln1_mean, a->ln1_rstd, N, C);
+    return ZB_OK;
+}
+
+/* W: weight gradients (+= into g) from what F and B kept. */
+static zb_status layer_backward_w(zb_stage *st, const layer_params *g,
+                                  const zb_layer_acts *a, const float *x,
+                                  const float *dout, zb_err *err) {
+    int N = st->N, C = st->C, Cl = st->Cl, Fl = st->Fl;
+    ZB_TRY(linear_bwd_weight(st, g->fc2w, g->fc2b, dout, a->fch_gelu, N, Fl,
+                             C, C, err));
+    ZB_TRY(linear_bwd_weight(st, g->fcw, g->fcb, a->dfch, a->ln2, N, C, Fl,
+                             Fl, err));
+    OP(ln_bwd_weight, g->ln2w, g->ln2b, a->dln2, a->res2, a->ln2_mean,
+       a->ln2_rstd, N, C);
+    ZB_TRY(linear_bwd_weight(st, g->projw, g->projb, a->dres2, a->atty, N, Cl,
+                             C, C, err));
+    ZB_TRY(linear_bwd_weight(st, g->qkvw, g->qkvb, a->dqkv, a->ln1, N, C,
+                             3 * Cl, 3 * Cl, err));
+    OP(ln_bwd_weight, g->ln1w, g->ln1b, a->dln1, x, a->ln1_mean, a->ln1_rstd,
+       N, C);
+    return ZB_OK;
+}
+
+/* ---- head: final LayerNorm, LM head, vocabulary-parallel loss ---- */
+
+/* Cross-entropy of logits [N, Vv] (rows v0.. of the vocabulary): loss sum
+ * into acc[0], dlogits of these rows. The TP transport only sums, so the
+ * row maxima travel as a [tp, N] table (each rank fills its own row, zeros
+ * elsewhere) and every rank takes the max. */
+static zb_status vocab_parallel_ce(zb_stage *st, const float *logits,
+                                   float *dlogits, float loss_scale,
+                                   zb_err *err) {
+    int N = st->N, tp = st->tp;
+    double *tab = st->ce, *M = st->ce, *S = st->ce + (size_t)tp * N,
+           *Zt = S + N;
+    ZB_TRY(st->ops.memset0(st->ops.ctx, tab, (size_t)tp * N * sizeof *tab,
+                           err));
+    OP(ce_max, tab + (size_t)st->cfg.tp_rank * N, logits, N, st->Vv, st->Vp);
+    ZB_TRY(tp_allreduce_f64(st, tab, (size_t)tp * N, err));
+    OP(ce_max_combine, tab, tp, N);
+    OP(ce_stats, S, Zt, logits, M, st->targets, st->v0, N, st->Vv, st->Vp);
+    ZB_TRY(tp_allreduce_f64(st, S, 2 * (size_t)N, err));
+    OP(ce_loss, &st->acc[0], st->losses, M, S, Zt, N);
+    OP(ce_bwd, dlogits, logits, M, S, st->targets, st->v0, loss_scale, N,
+       st->Vv, st->Vp);
+    return ZB_OK;
+}
+
+static zb_status head_forward(zb_stage *st, const zb_gpt_chunk *ck,
+                              const zb_slot_view *sv, float loss_scale,
+                              zb_err *err) {
+    int N = st->N, C = st->C;
+    const float *h = resid_at(st, sv->resid, ck->n_layers); /* [N, C] */
+    OP(ln_fwd, sv->lnf, sv->lnf_mean, sv->lnf_rstd, h,
+       tensor(st, st->params, ck->pc.lnfw), tensor(st, st->params, ck->pc.lnfb),
+       N, C);
+    const float *wh = tensor(st, st->params, ck->pc.head); /* [Vl, C] */
+    ZB_TRY(linear_fwd(st, st->logits, sv->lnf, wh, NULL, N, C, st->Vv, st->Vp,
+                      NULL, err));
+    return vocab_parallel_ce(st, st->logits, sv->dlogits, loss_scale, err);
+}
+
+static zb_status head_backward_b(zb_stage *st, const zb_gpt_chunk *ck,
+                                 const zb_slot_view *sv, zb_err *err) {
+    int N = st->N, C = st->C;
+    const float *h = resid_at(st, sv->resid, ck->n_layers);
+    float *dh = resid_at(st, sv->dresid, ck->n_layers);
+    ZB_TRY(zero(st, sv->dlnf, (size_t)N * C, err));
+    ZB_TRY(linear_bwd_input(st, sv->dlnf, sv->dlogits,
+                            tensor(st, st->params, ck->pc.head), N, C, st->Vv,
+                            st->Vp, err));
+    /* each rank has the part from its vocabulary rows */
+    ZB_TRY(tp_allreduce(st, sv->dlnf, (size_t)N * C, err));
+    ZB_TRY(zero(st, dh, (size_t)N * C, err));
+    OP(ln_bwd_input, dh, sv->dlnf, h, tensor(st, st->params, ck->pc.lnfw),
+       sv->lnf_mean, sv->lnf_rstd, N, C);
+    return ZB_OK;
+}
+
+static zb_status head_backward_w(zb_stage *st, const zb_gpt_chunk *ck,
+                                 const zb_slot_view *sv, zb_err *err) {
+    int N = st->N, C = st->C;
+    const float *h = resid_at(st, sv->resid, ck->n_layers);
+    ZB_TRY(linear_bwd_weight(st, tensor(st, st->grads, ck->pc.head), NULL,
+                             sv->dlogits, sv->lnf, N, C, st->Vv, st->Vp,
+                             err));
+    OP(ln_bwd_weight, tensor(st, st->grads, ck->pc.lnfw),
+       tensor(st, st->grads, ck->pc.lnfb), sv->dlnf, h, sv->lnf_mean,
+       sv->lnf_rstd, N, C);
+    return ZB_OK;
+}
+
+/* ---- passes ---- */
+
+static zb_status check_ids(const zb_stage *st, const int *ids, const char *what,
+                           zb_err *err) {
+    for (int i = 0; i < st->N; i++)
+        if (ids[i] < 0 || ids[i] >= st->V)
+            return zb_fail(err, ZB_ERUNTIME, "%s[%d] = %d outside the "
+                           "vocabulary [0, %d)", what, i, ids[i], st->V);
+    return ZB_OK;
+}
+
+/* Buffer 0 (grad = false: resid, else dresid) or L of (c, mb)'s slot. */
+static float *slot_buffer(zb_stage *st, int c, int mb, bool grad, bool last) {
+    if (zb_gpt_bad_index(st, c, mb)) return NULL;
+    zb_gpt_chunk *ck = &st->chunks[c];
+    int s = ck->sl.slot_of[mb];
+    if (s < 0) return NULL;
+    zb_slot_view sv;
+    zb_gpt_slot_get(st, ck, s, &sv);
+    return resid_at(st, grad ? sv.dresid : sv.resid, last ? ck->n_layers : 0);
+}
+
+/* Input of F: the embedding, or the previous chunk's output on this rank. */
+static zb_status forward_input(zb_stage *st, int c, int mb, const int *tokens,
+                               const zb_slot_view *sv, zb_err *err) {
+    const zb_gpt_chunk *ck = &st->chunks[c];
+    size_t NC = (size_t)st->N * st->C;
+    if (ck->embed) { /* vocab-parallel lookup, sum over TP, then wpe */
+        ZB_TRY(st->ops.from_host(st->ops.ctx, sv->tokens, tokens,
+                                 (size_t)st->N * sizeof(int), err));
+        OP(embed_tokens, sv->resid, sv->tokens,
+           tensor(st, st->params, ck->pc.wte), st->v0, st->Vv, st->N, st->C);
+        ZB_TRY(tp_allreduce(st, sv->resid, NC, err));
+        OP(embed_add_pos, sv->resid, tensor(st, st->params, ck->pc.wpe), st->B,
+           st->T, st->C);
+    } else if (ck->prev >= 0) {
+        const float *src = slot_buffer(st, ck->prev, mb, false, true);
+        int ps = st->chunks[ck->prev].sl.slot_of[mb];
+        if (!src || st->chunks[ck->prev].sl.state[ps] < ZB_SLOT_FWD)
+            return zb_fail(err, ZB_ERUNTIME, "F on chunk %d mb %d before F "
+                           "on chunk %d (its input)", c, mb, ck->prev);
+        ZB_TRY(copy(st, sv->resid, src, NC, err));
+    }
+    return ZB_OK;
+}
+
+zb_status zb_gpt_forward(zb_stage *st, int c, int mb, const int *tokens,
+                         const int *targets, float loss_scale, zb_err *err) {
+    if (zb_gpt_bad_index(st, c, mb))
+        return zb_fail(err, ZB_ERUNTIME, "F: chunk %d mb %d out of range "
+                       "(v=%d, m=%d)", c, mb, st->v, st->m);
+    zb_gpt_chunk *ck = &st->chunks[c];
+    if (ck->embed && !tokens)
+        return zb_fail(err, ZB_ERUNTIME, "F on chunk %d needs tokens", c);
+    if (ck->head && !targets)
+        return zb_fail(err, ZB_ERUNTIME, "F on chunk %d needs targets", c);
+    if (ck->embed) ZB_TRY(check_ids(st, tokens, "tokens", err));
+    if (ck->head) ZB_TRY(check_ids(st, targets, "targets", err));
+    int s = zb_gpt_slot_acquire(st, c, mb);
+    if (s < 0)
+        return zb_fail(err, ZB_ERUNTIME, "no free activation slot on chunk "
+                       "%d for mb %d (the plan allows %d in flight)", c, mb,
+                       ck->sl.n);
+    if (ck->sl.state[s] != ZB_SLOT_TAKEN)
+        return zb_fail(err, ZB_ERUNTIME, "F on chunk %d mb %d twice", c, mb);
+    zb_slot_view sv;
+    zb_gpt_slot_get(st, ck, s, &sv);
+    ZB_TRY(forward_input(st, c, mb, tokens, &sv, err));
+    for (int l = 0; l < ck->n_layers; l++) {
+        layer_params w;
+        zb_layer_acts a;
+        layer_params_get(st, st->params, ck, l, &w);
+        layer_acts_get(st, ck, &sv, l, &a);
+        ZB_TRY(layer_forward(st, &w, &a, resid_at(st, sv.resid, l),
+                             resid_at(st, sv.resid, l + 1), err));
+    }
+    if (ck->head) {
+        ZB_TRY(st->ops.from_host(st->ops.ctx, st->targets, targets,
+                                 (size_t)st->N * sizeof(int), err));
+        ZB_TRY(head_forward(st, ck, &sv, loss_scale, err));
+    }
+    ck->sl.state[s] = ZB_SLOT_FWD;
+    return ZB_OK;
+}
+
+zb_status zb_gpt_backward_b(zb_stage *st, int c, int mb, zb_err *err) {
+    int s;
+    if (zb_gpt_bad_index(st, c, mb))
+        return zb_fail(err, ZB_ERUNTIME, "B: chunk %d mb %d out of range "
+                       "(v=%d, m=%d)", c, mb, st->v, st->m);
+    zb_gpt_chunk *ck = &st->chunks[c];
+    ZB_TRY(zb_slots_expect(&ck->sl, c, mb, ZB_SLOT_FWD, "B", &s, err));
+    zb_slot_view sv;
+    zb_gpt_slot_get(st, ck, s, &sv);
+    if (ck->head) ZB_TRY(head_backward_b(st, ck, &sv, err));
+    for (int l = ck->n_layers - 1; l >= 0; l--) {
+        layer_params w;
+        zb_layer_acts a;
+        layer_params_get(st, st->params, ck, l, &w);
+        layer_acts_get(st, ck, &sv, l, &a);
+        ZB_TRY(layer_backward_b(st, &w, &a, resid_at(st, sv.resid, l),
+                                resid_at(st, sv.dresid, l + 1),
+                                resid_at(st, sv.dresid, l), err));
+    }
+    if (ck->prev >= 0) { /* hand grad_out to the chunk before, on this rank */
+        float *dst = slot_buffer(st, ck->prev, mb, true, true);
+        if (!dst)
+            return zb_fail(err, ZB_ERUNTIME, "B on chunk %d mb %d: chunk %d "
+                           "holds no activations for it", c, mb, ck->prev);
+        ZB_TRY(copy(st, dst, sv.dresid, (size_t)st->N * st->C, err));
+    }
+    ck->sl.state[s] = ZB_SLOT_BWD;
+    return ZB_OK;
+}
+
+zb_status zb_gpt_backward_w(zb_stage *st, int c, int mb, zb_err *err) {
+    int s;
+    if (zb_gpt_bad_index(st, c, mb))
+        return zb_fail(err, ZB_ERUNTIME, "W: chunk %d mb %d out of range "
+                       "(v=%d, m=%d)", c, mb, st->v, st->m);
+    zb_gpt_chunk *ck = &st->chunks[c];
+    ZB_TRY(zb_slots_expect(&ck->sl, c, mb, ZB_SLOT_BWD, "W", &s, err));
+    zb_slot_view sv;
+    zb_gpt_slot_get(st, ck, s, &sv);
+    if (ck->head) ZB_TRY(head_backward_w(st, ck, &sv, err));
+    for (int l = ck->n_layers - 1; l >= 0; l--) {
+        layer_params g;
+        zb_layer_acts a;
+        layer_params_get(st, st->grads, ck, l, &g);
+        layer_acts_get(st, ck, &sv, l, &a);
+        ZB_TRY(layer_backward_w(st, &g, &a, resid_at(st, sv.resid, l),
+                                resid_at(st, sv.dresid, l + 1), err));
+    }
+    if (ck->embed) {
+        OP(embed_tokens_bwd, tensor(st, st->grads, ck->pc.wte), sv.dresid,
+           sv.tokens, st->v0, st->Vv, st->N, st->C);
+        OP(embed_pos_bwd, tensor(st, st->grads, ck->pc.wpe), sv.dresid, st->B,
+           st->T, st->C);
+    }
+    zb_gpt_slot_release(st, c, s);
+    return ZB_OK;
+}
+
+/* Transfer buffers (stage.h): NULL when (chunk, mb) is out of range or no
+ * slot is free; F then reports the error in full. */
+float *zb_stage_act_in(zb_stage *st, int c, int mb) {
+    if (zb_gpt_bad_index(st, c, mb) || zb_gpt_slot_acquire(st, c, mb) < 0)
+        return NULL;
+    return slot_buffer(st, c, mb, false, false);
+}
+float *zb_stage_act_out(zb_stage *st, int c, int mb) {
+    return slot_buffer(st, c, mb, false, true);
+}
+float *zb_stage_grad_in(zb_stage *st, int c, int mb) {
+    return slot_buffer(st, c, mb, true, true);
+}
+float *zb_stage_grad_out(zb_stage *st, int c, int mb) {
+    return slot_buffer(st, c, mb, true, false);
+}

@@ -1,0 +1,194 @@
+/* ops.h - the op table: everything the stage program (gpt.c) asks of a
+ * backend, and nothing else. The program holds the model's orchestration
+ * (which op runs on which buffer, in which order, the TP reductions over
+ * the transport, the activation slots); a backend only computes and
+ * places memory. ops_cpu.c implements the table with kernels/ and
+ * OpenBLAS, synchronously; ops_cuda.cu with cuBLAS and kernels/cuda/,
+ * enqueuing every op on the rank's stream without waiting for the device
+ * (only to_host and the calls said to wait do).
+ *
+ * Memory: every float/double/int pointer handed to an op is "backend
+ * memory" (host memory for cpu, device memory for cuda) carved from the
+ * arena of alloc, except the host sides of to_host/from_host.
+ * Every op returns ZB_OK or fills err (a failed launch or library call).
+ *
+ * Shapes (row-major, C contiguous): N rows (tokens), C columns; see each
+ * entry. "+=" entries accumulate into their output, "=" entries write it.
+ */
+#ifndef ZB_STAGE_OPS_H
+#define ZB_STAGE_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/zb_error.h"
+#include "executor/stage/gemm_desc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    const char *name;  /* "cpu" / "cuda" */
+    void *ctx;         /* the backend's own state, first argument of all */
+    void *stream;      /* cuda: the cudaStream_t every op enqueues on (the
+                          transport orders its copies against it); cpu: NULL */
+    int logits_align;  /* rows of the logits (and their gradient) start at
+                          multiples of this many floats: the stage pads
+                          their stride (cuda 128; cpu 1, no padding, or
+                          ZB_LOGITS_ALIGN from the environment for tests);
+                          the padded columns never enter the softmax */
+
+    /* ---- memory placement ---- */
+    /* One zeroed arena of `bytes` (the rank's; 256-byte aligned). */
+    zb_status (*alloc)(void *ctx, size_t bytes, void **out, zb_err *err);
+    void (*release)(void *ctx, void *p);
+    /* dst (host) = src (backend), after all work enqueued so far (waits). */
+    zb_status (*to_host)(void *ctx, void *dst, const void *src, size_t bytes,
+                         zb_err *err);
+    /* dst (backend) = src (host); src may be reused when it returns. */
+    zb_status (*from_host)(void *ctx, void *dst, const void *src,
+                           size_t bytes, zb_err *err);
+    /* dst = src, both backend memory, bytes */
+    zb_status (*copy)(void *ctx, void *dst, const void *src, size_t bytes,
+                      zb_err *err);
+    zb_status (*memset0)(void *ctx, void *p, size_t bytes, zb_err *err);
+
+    /* ---- dense ---- */
+    /* gemm_desc.h: C = alpha op(A) op(B) + beta C, per batch, with the
+     * optional bias and GELU epilogue. */
+    zb_status (*gemm)(void *ctx, const zb_gemm *g, zb_err *err);
+    /* dbias[OC] += sum over n of dout[n, :] (dout [N, OC]) */
+    zb_status (*colsum_add)(void *ctx, float *dbias, const float *dout, int N,
+                            int OC, zb_err *err);
+    /* out[N, C] = x + (part + bias[C]) (bias after the TP reduce) */
+    zb_status (*residual_add)(void *ctx, float *out, const float *x,
+                              const float *part, const float *bias, int N,
+                              int C, zb_err *err);
+    /* dinp[n] += gelu'(inp[n]) dout[n], n floats */
+    zb_status (*gelu_bwd)(void *ctx, float *dinp, const float *inp,
+                          const float *dout, size_t n, zb_err *err);
+
+    /* ---- LayerNorm, eps 1e-5: inp/out [N, C], w/b [C], mean/rstd [N] ---- */
+    zb_status (*ln_fwd)(void *ctx, float *out, float *mean, float *rstd,
+                        const float *inp, const float *w, const float *b,
+                        int N, int C, zb_err *err);
+    /* dinp += d/dinp (B) */
+    zb_status (*ln_bwd_input)(void *ctx, float *dinp, const float *dout,
+                              const float *inp, const float *w,
+                              const float *mean, const float *rstd, int N,
+                              int C, zb_err *err);
+    /* dw += sum dout*xhat, db += sum dout (W) */
+    zb_status (*ln_bwd_weight)(void *ctx, float *dw, float *db,
+                               const float *dout, const float *inp,
+                               const float *mean, const float *rstd, int N,
+                               int C, zb_err *err);
+
+    /* ---- causal attention core: qkv [B, T, 3C], out/dout [B, T, C],
+     * NH heads of C/NH; `saved` (what B needs besides qkv and out) and the
+     * backward `scratch` are backend-sized (the two size entries). ---- */
+    size_t (*attn_saved_floats)(void *ctx, int B, int NH, int T);
+    size_t (*attn_scratch_floats)(void *ctx, int B, int NH, int T);
+    zb_status (*attn_fwd)(void *ctx, float *out, float *saved,
+                          const float *qkv, int B, int T, int C, int NH,
+                          zb_err *err);
+    /* dqkv = (writes) */
+    zb_status (*attn_bwd)(void *ctx, float *dqkv, float *scratch,
+                          const float *dout, const float *qkv,
+                          const float *out, const float *saved, int B, int T,
+                          int C, int NH, zb_err *err);
+
+    /* ---- vocabulary-parallel embedding: this rank's rows [v0, v0+nv) of
+     * the token table, wtel [nv, C]; tokens [N] (backend ints) ---- */
+    /* out[n] = wtel[tok - v0] or 0 outside the shard (=) */
+    zb_status (*embed_tokens)(void *ctx, float *out, const int *tokens,
+                              const float *wtel, int v0, int nv, int N, int C,
+                              zb_err *err);
+    /* out[b, t] += wpe[t] */
+    zb_status (*embed_add_pos)(void *ctx, float *out, const float *wpe, int B,
+                               int T, int C, zb_err *err);
+    /* dwtel[tok - v0] += dout[n] for tokens in the shard */
+    zb_status (*embed_tokens_bwd)(void *ctx, float *dwtel, const float *dout,
+                                  const int *tokens, int v0, int nv, int N,
+                                  int C, zb_err *err);
+    /* dwpe[t] += sum over b of dout[b, t] */
+    zb_status (*embed_pos_bwd)(void *ctx, float *dwpe, const float *dout,
+                               int B, int T, int C, zb_err *err);
+
+    /* ---- vocabulary-parallel cross-entropy (kernels/crossentropy.h):
+     * zl [N, Vl] this rank's logits of rows [v0, v0+Vl), row stride
+     * ld >= Vl (columns past Vl are padding, never read); doubles [N] ---- */
+    /* rowmax[N] = max_v zl (=) */
+    zb_status (*ce_max)(void *ctx, double *rowmax, const float *zl, int N,
+                        int Vl, int ld, zb_err *err);
+    /* tab [tp, N] (every rank's maxima) -> tab[0, n] = max over k (=) */
+    zb_status (*ce_max_combine)(void *ctx, double *tab, int tp, int N,
+                                zb_err *err);
+    /* S[n] = sum exp(zl - M), Zt[n] = target logit or 0 (=) */
+    zb_status (*ce_stats)(void *ctx, double *S, double *Zt, const float *zl,
+                          const double *M, const int *targets, int v0, int N,
+                          int Vl, int ld, zb_err *err);
+    /* losses[n] = log S + M - Zt (=); *acc += their sum, in order */
+    zb_status (*ce_loss)(void *ctx, double *acc, float *losses,
+                         const double *M, const double *S, const double *Zt,
+                         int N, zb_err *err);
+    /* dzl[:, :Vl] = scale (softmax - onehot) (=; stride ld, padding left) */
+    zb_status (*ce_bwd)(void *ctx, float *dzl, const float *zl,
+                        const double *M, const double *S, const int *targets,
+                        int v0, float scale, int N, int Vl, int ld,
+                        zb_err *err);
+
+    /* ---- optimizer and norms ---- */
+    /* *acc += sum x[i]^2 in double */
+    zb_status (*sumsq_add)(void *ctx, double *acc, const float *x, size_t n,
+                           zb_err *err);
+    /* AdamW (kernels/adamw.h) on n floats */
+    zb_status (*adamw)(void *ctx, float *p, const float *g, float *m,
+                       float *v, size_t n, float lr, float beta1, float beta2,
+                       float eps, float wd, float grad_scale, int t,
+                       zb_err *err);
+
+    /* ---- time and lifetime ---- */
+    /* Start of a step: wait for the previous one, take the reference time. */
+    zb_status (*step_begin)(void *ctx, zb_err *err);
+    /* Bracket pass i of the step (i < max_passes given at creation). */
+    zb_status (*pass_begin)(void *ctx, int i, zb_err *err);
+    zb_status (*pass_end)(void *ctx, int i, zb_err *err);
+    /* Device times of passes [0, n) since step_begin on CLOCK_MONOTONIC
+     * minus t0; false when the backend has none (cpu) or cannot tell. */
+    bool (*pass_times)(void *ctx, double *t_start, double *t_end, int n,
+                       double t0);
+    void (*destroy)(void *ctx);
+} zb_ops;
+
+/* ops_cpu.c: never fails. */
+void zb_ops_cpu(zb_ops *ops);
+
+#ifdef ZB_HAVE_CUDA
+/* What the CUDA ops need to know at creation. */
+typedef struct {
+    int device;          /* ordinal after CUDA_VISIBLE_DEVICES */
+    bool bf16;           /* plan precision bf16: GEMMs on bf16 tensor cores */
+    int max_passes;      /* passes per step to time (events) */
+    size_t upload_bytes; /* largest from_host that must not wait */
+    int wgrad_rows;      /* N of every colsum_add and ln_bwd_weight */
+    int wgrad_cols;      /* their largest column count */
+    bool attn_gemm;      /* attention as cuBLAS batched GEMMs around softmax
+                            kernels (keeps the [T, T] probabilities; on the
+                            tensor cores with bf16); false: the fused fp32
+                            online-softmax kernel (keeps a row lse) */
+} zb_ops_cuda_cfg;
+
+/* ops_cuda.cu: stream, cuBLAS handle and workspace on cfg->device. */
+zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops, zb_err *err);
+/* Head size the attention op supports (C, NH local under TP). */
+bool zb_ops_cuda_attention_supported(int C, int NH);
+int zb_ops_cuda_device_count(void);
+void zb_ops_cuda_device_name(int device, char *buf, size_t n);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,612 @@
+/* ops_cuda.cu - the op table (ops.h) on one CUDA device: cuBLAS for the
+ * GEMMs, kernels/cuda/ for the rest. Every op only enqueues work on the
+ * rank's one compute stream (created here; the transport orders its
+ * copies against it); to_host, step_begin and pass_times wait for it, and
+ * from_host waits only for copies larger than cfg.upload_bytes (small ones
+ * go through a ring of pinned staging buffers, each reused once its
+ * previous copy has run).
+ *
+ * GEMMs: the row-major descriptor becomes one column-major cuBLAS call by
+ * zb_gemm_colmajor (gemm_desc.h, tested on the CPU); one cublasSetStream
+ * and one workspace per handle, set at creation. Precision fp32: plain
+ * fp32 GEMMs (CUBLAS_COMPUTE_32F, no TF32), so results match the CPU to
+ * rounding; bf16: the same fp32 buffers multiplied on the tensor cores
+ * with operands rounded to bf16 and fp32 accumulation
+ * (CUBLAS_COMPUTE_32F_FAST_16BF). The logits' row stride is padded to a
+ * multiple of ZB_LOGITS_ALIGN floats (logits_align). Attention: with
+ * cfg.attn_gemm (precision bf16) QK^T, PV and their gradients are cuBLAS
+ * strided-batched GEMMs (tensor cores) around the causal softmax kernels of
+ * kernels/cuda/attn_softmax.cu, keeping the [T, T] probabilities as the CPU
+ * does; else (fp32, the reference) the fused online-softmax kernel of
+ * kernels/cuda/attention.cu, keeping only the row log-sum-exp.
+ *
+ * Time: two events bracket every pass; step_begin records the reference
+ * event and its host time. Debugging: ZB_CUDA_SYNC=1 waits after every
+ * pass, so that an asynchronous fault names its pass.
+ */
+extern "C" {
+#include "executor/stage/ops.h"
+}
+#include "executor/host/cuda_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define ZB_CUBLAS_WORKSPACE ((size_t)32 << 20) /* what cuBLAS asks on Hopper */
+#define ZB_UPLOAD_RING 16                      /* pinned staging buffers */
+/* Logit rows start at multiples of 128 floats (512 bytes): V = 50257 would
+ * leave rows unaligned for cuBLAS and the vector loads of the kernels. */
+#define ZB_LOGITS_ALIGN 128
+
+struct cu_ops {
+    int device;
+    bool bf16, debug_sync;
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    void *workspace;          /* ZB_CUBLAS_WORKSPACE bytes */
+    double *sum_scratch;      /* zb_cuda_sum_scratch_doubles() */
+    int wgrad_rows, wgrad_cols;
+    bool attn_gemm;           /* attention as GEMMs + softmax kernels */
+    float *wgrad_scratch;     /* zb_cuda_wgrad_scratch_floats(rows, cols) */
+    size_t upload_bytes;
+    char *staged;             /* pinned [ZB_UPLOAD_RING, upload_bytes] */
+    cudaEvent_t staged_done[ZB_UPLOAD_RING];
+    int next_stage;
+    int max_passes;
+    cudaEvent_t *ev_start, *ev_end; /* [max_passes] */
+    cudaEvent_t ev_ref;
+    double ref_host_s;
+};
+
+static cu_ops *X(void *ctx) { return (cu_ops *)ctx; }
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- memory ---- */
+
+static zb_status o_alloc(void *ctx, size_t bytes, void **out, zb_err *err) {
+    cu_ops *o = X(ctx);
+    *out = NULL;
+    cudaError_t e = cudaMalloc(out, bytes ? bytes : 256);
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* clear the non-sticky error state */
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        *out = NULL;
+        return zb_fail(err, ZB_ERUNTIME, "CUDA device %d: out of device "
+                       "memory: %zu bytes asked, %zu free of %zu (%s)",
+                       o->device, bytes, free_b, total_b,
+                       cudaGetErrorString(e));
+    }
+    ZB_CUDA(cudaMemsetAsync(*out, 0, bytes, o->stream));
+    return ZB_OK;
+}
+
+static void o_release(void *ctx, void *p) {
+    cudaStreamSynchronize(X(ctx)->stream);
+    cudaFree(p);
+}
+
+static zb_status o_to_host(void *ctx, void *dst, const void *src, size_t bytes,
+                           zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (bytes == 0) return ZB_OK;
+    ZB_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, o->stream));
+    ZB_CUDA(cudaStreamSynchronize(o->stream));
+    return ZB_OK;
+}
+
+static zb_status o_from_host(void *ctx, void *dst, const void *src,
+                             size_t bytes, zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (bytes == 0) return ZB_OK;
+    if (bytes > o->upload_bytes) { /* large (parameters): copy and wait */
+        ZB_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+                                o->stream));
+        ZB_CUDA(cudaStreamSynchronize(o->stream));
+        return ZB_OK;
+    }
+    int k = o->next_stage;
+    o->next_stage = (k + 1) % ZB_UPLOAD_RING;
+    char *buf = o->staged + (size_t)k * o->upload_bytes;
+    ZB_CUDA(cudaEventSynchronize(o->staged_done[k]));
+    memcpy(buf, src, bytes);
+    ZB_CUDA(cudaMemcpyAsync(dst, buf, bytes, cudaMemcpyHostToDevice, o->stream));
+    ZB_CUDA(cudaEventRecord(o->staged_done[k], o->stream));
+    return ZB_OK;
+}
+
+static zb_status o_copy(void *ctx, void *dst, const void *src, size_t bytes,
+                        zb_err *err) {
+    if (bytes == 0) return ZB_OK;
+    ZB_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                            X(ctx)->stream));
+    return ZB_OK;
+}
+
+static zb_status o_memset0(void *ctx, void *p, size_t bytes, zb_err *err) {
+    if (bytes == 0) return ZB_OK;
+    ZB_CUDA(cudaMemsetAsync(p, 0, bytes, X(ctx)->stream));
+    return ZB_OK;
+}
+
+/* ---- dense ---- */
+
+static cublasOperation_t op_of(int t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+static zb_status o_gemm(void *ctx, const zb_gemm *g, zb_err *err) {
+    cu_ops *o = X(ctx);
+    const char *bad = zb_gemm_check(g);
+    if (bad) return zb_fail(err, ZB_ERUNTIME, "gemm %dx%dx%d: %s", g->M, g->N,
+                            g->K, bad);
+    if (g->M == 0 || g->N == 0) return ZB_OK;
+    zb_gemm_cm c;
+    zb_gemm_colmajor(g, &c);
+    if (g->bias) {
+        for (int b = 0; b < g->batch; b++)
+            ZB_KERNEL(zb_cuda_bias_rows(g->C + b * g->sc, g->bias, g->M, g->N,
+                                        g->ldc, o->stream));
+        c.beta = 1.0f;
+    }
+    cublasComputeType_t ct =
+        o->bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
+    if (c.batch == 1)
+        ZB_CUBLAS(cublasGemmEx(o->blas, op_of(c.transa), op_of(c.transb), c.m,
+                               c.n, c.k, &c.alpha, c.A, CUDA_R_32F, c.lda, c.B,
+                               CUDA_R_32F, c.ldb, &c.beta, c.C, CUDA_R_32F,
+                               c.ldc, ct, CUBLAS_GEMM_DEFAULT));
+    else
+        ZB_CUBLAS(cublasGemmStridedBatchedEx(
+            o->blas, op_of(c.transa), op_of(c.transb), c.m, c.n, c.k, &c.alpha,
+            c.A, CUDA_R_32F, c.lda, c.sa, c.B, CUDA_R_32F, c.ldb, c.sb,
+            &c.beta, c.C, CUDA_R_32F, c.ldc, c.sc, c.batch, ct,
+            CUBLAS_GEMM_DEFAULT));
+    if (g->gelu_out)
+        for (int b = 0; b < g->batch; b++)
+            ZB_KERNEL(zb_cuda_gelu_forward(g->gelu_out + b * g->sc,
+                                           g->C + b * g->sc,
+                                           (size_t)g->M * g->N, o->stream));
+    return ZB_OK;
+}
+
+/* The full-grid weight-gradient sums need scratch sized at creation. */
+static zb_status wgrad_fits(const cu_ops *o, int N, int cols, zb_err *err) {
+    if (N == o->wgrad_rows && cols <= o->wgrad_cols) return ZB_OK;
+    return zb_fail(err, ZB_ERUNTIME, "weight gradient of %d x %d: the CUDA "
+                   "ops were sized for %d x %d", N, cols, o->wgrad_rows,
+                   o->wgrad_cols);
+}
+
+static zb_status o_colsum_add(void *ctx, float *dbias, const float *dout,
+                              int N, int OC, zb_err *err) {
+    cu_ops *o = X(ctx);
+    ZB_TRY(wgrad_fits(o, N, OC, err));
+    ZB_KERNEL(zb_cuda_colsum_add(dbias, dout, N, OC, o->wgrad_scratch,
+                                 o->stream));
+    return ZB_OK;
+}
+
+static zb_status o_residual_add(void *ctx, float *out, const float *x,
+                                const float *part, const float *bias, int N,
+                                int C, zb_err *err) {
+    ZB_KERNEL(zb_cuda_residual_add(out, x, part, bias, N, C, X(ctx)->stream));
+    return ZB_OK;
+}
+
+static zb_status o_gelu_bwd(void *ctx, float *dinp, const float *inp,
+                            const float *dout, size_t n, zb_err *err) {
+    ZB_KERNEL(zb_cuda_gelu_backward(dinp, inp, dout, n, X(ctx)->stream));
+    return ZB_OK;
+}
+
+/* ---- LayerNorm ---- */
+
+static zb_status o_ln_fwd(void *ctx, float *out, float *mean, float *rstd,
+                          const float *inp, const float *w, const float *b,
+                          int N, int C, zb_err *err) {
+    ZB_KERNEL(zb_cuda_layernorm_forward(out, mean, rstd, inp, w, b, N, C,
+                                        X(ctx)->stream));
+    return ZB_OK;
+}
+static zb_status o_ln_bwd_input(void *ctx, float *dinp, const float *dout,
+                                const float *inp, const float *w,
+                                const float *mean, const float *rstd, int N,
+                                int C, zb_err *err) {
+    ZB_KERNEL(zb_cuda_layernorm_backward_input(dinp, dout, inp, w, mean, rstd,
+                                               N, C, X(ctx)->stream));
+    return ZB_OK;
+}
+static zb_status o_ln_bwd_weight(void *ctx, float *dw, float *db,
+                                 const float *dout, const float *inp,
+                                 const float *mean, const float *rstd, int N,
+                                 int C, zb_err *err) {
+    cu_ops *o = X(ctx);
+    ZB_TRY(wgrad_fits(o, N, C, err));
+    ZB_KERNEL(zb_cuda_layernorm_backward_weight(dw, db, dout, inp, mean, rstd,
+                                                N, C, o->wgrad_scratch,
+                                                o->stream));
+    return ZB_OK;
+}
+
+/* ---- attention ----
+ * attn_gemm: per batch row b, the NH heads as one strided-batched GEMM
+ * (head h is the column block h*hs of Q, K, V in qkv [T, 3C] and of out
+ * [T, C]); the probabilities [B, NH, T, T] are kept for B, the scratch
+ * holds dP / dS. Else the fused fp32 kernel keeps the row log-sum-exp
+ * [B, NH, T] and recomputes the scores in B. */
+
+static size_t o_attn_saved(void *ctx, int B, int NH, int T) {
+    size_t rows = (size_t)B * NH * T;
+    return X(ctx)->attn_gemm ? rows * T : rows;
+}
+
+/* One GEMM per batch row b over the NH heads (strides: hs inside qkv, out
+ * and dout, T*T between the heads' [T, T] matrices). */
+static zb_status head_gemm(cu_ops *o, bool ta, bool tb, int M, int N, int K,
+                           float alpha, const float *A, int lda, long long sa,
+                           const float *B, int ldb, long long sb, float *C,
+                           int ldc, long long sc, int NH, zb_err *err) {
+    zb_gemm g = {};
+    g.M = M; g.N = N; g.K = K; g.ta = ta; g.tb = tb;
+    g.A = A; g.lda = lda; g.sa = sa;
+    g.B = B; g.ldb = ldb; g.sb = sb;
+    g.C = C; g.ldc = ldc; g.sc = sc;
+    g.batch = NH; g.alpha = alpha; g.beta = 0.0f;
+    return o_gemm(o, &g, err);
+}
+
+/* P = softmax(scale Q K^T) (causal), out = P V */
+static zb_status attn_gemm_fwd(cu_ops *o, float *out, float *P,
+                               const float *qkv, int B, int T, int C, int NH,
+                               zb_err *err) {
+    int hs = C / NH, l3 = 3 * C;
+    long long TT = (long long)T * T;
+    float scale = 1.0f / sqrtf((float)hs);
+    for (int b = 0; b < B; b++) {
+        const float *q = qkv + (size_t)b * T * l3, *k = q + C;
+        ZB_TRY(head_gemm(o, false, true, T, T, hs, scale, q, l3, hs, k, l3, hs,
+                         P + b * NH * TT, T, TT, NH, err));
+    }
+    ZB_KERNEL(zb_cuda_attn_softmax_causal(P, T, (size_t)B * NH, o->stream));
+    for (int b = 0; b < B; b++) {
+        const float *v = qkv + (size_t)b * T * l3 + 2 * C;
+        ZB_TRY(head_gemm(o, false, false, T, hs, T, 1.0f, P + b * NH * TT, T,
+                         TT, v, l3, hs, out + (size_t)b * T * C, C, hs, NH,
+                         err));
+    }
+    return ZB_OK;
+}
+
+/* dS = P (dP - rowsum(P dP)), dP = dout V^T; dq = scale dS K,
+ * dk = scale dS^T Q, dv = P^T dout (each written, =) */
+static zb_status attn_gemm_bwd(cu_ops *o, float *dqkv, float *dS,
+                               const float *dout, const float *qkv,
+                               const float *P, int B, int T, int C, int NH,
+                               zb_err *err) {
+    int hs = C / NH, l3 = 3 * C;
+    long long TT = (long long)T * T;
+    float scale = 1.0f / sqrtf((float)hs);
+    for (int b = 0; b < B; b++) {
+        const float *dy = dout + (size_t)b * T * C;
+        const float *v = qkv + (size_t)b * T * l3 + 2 * C;
+        ZB_TRY(head_gemm(o, false, true, T, T, hs, 1.0f, dy, C, hs, v, l3, hs,
+                         dS + b * NH * TT, T, TT, NH, err));
+    }
+    ZB_KERNEL(zb_cuda_attn_softmax_causal_backward(dS, P, T, (size_t)B * NH,
+                                                   o->stream));
+    for (int b = 0; b < B; b++) {
+        size_t off = (size_t)b * T * l3;
+        const float *q = qkv + off, *k = q + C, *dy = dout + (size_t)b * T * C;
+        float *dq = dqkv + off, *dk = dq + C, *dv = dq + 2 * C;
+        const float *ds = dS + b * NH * TT, *p = P + b * NH * TT;
+        ZB_TRY(head_gemm(o, false, false, T, hs, T, scale, ds, T, TT, k, l3,
+                         hs, dq, l3, hs, NH, err));
+        ZB_TRY(head_gemm(o, true, false, T, hs, T, scale, ds, T, TT, q, l3, hs,
+                         dk, l3, hs, NH, err));
+        ZB_TRY(head_gemm(o, true, false, T, hs, T, 1.0f, p, T, TT, dy, C, hs,
+                         dv, l3, hs, NH, err));
+    }
+    return ZB_OK;
+}
+
+static zb_status o_attn_fwd(void *ctx, float *out, float *saved,
+                            const float *qkv, int B, int T, int C, int NH,
+                            zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (o->attn_gemm) return attn_gemm_fwd(o, out, saved, qkv, B, T, C, NH, err);
+    ZB_KERNEL(zb_cuda_attention_forward(out, saved, qkv, B, T, C, NH,
+                                        o->stream));
+    return ZB_OK;
+}
+static zb_status o_attn_bwd(void *ctx, float *dqkv, float *scratch,
+                            const float *dout, const float *qkv,
+                            const float *out, const float *saved, int B,
+                            int T, int C, int NH, zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (o->attn_gemm)
+        return attn_gemm_bwd(o, dqkv, scratch, dout, qkv, saved, B, T, C, NH,
+                             err);
+    ZB_KERNEL(zb_cuda_attention_backward(dqkv, scratch, dout, qkv, out, saved,
+                                         B, T, C, NH, o->stream));
+    return ZB_OK;
+}
+
+/* ---- embedding ---- */
+
+static zb_status o_embed_tokens(void *ctx, float *out, const int *tokens,
+                                const float *wtel, int v0, int nv, int N,
+                                int C, zb_err *err) {
+    ZB_KERNEL(zb_cuda_embed_tokens(out, tokens, wtel, v0, nv, N, C,
+                                   X(ctx)->stream));
+    return ZB_OK;
+}
+static zb_status o_embed_add_pos(void *ctx, float *out, const float *wpe,
+                                 int B, int T, int C, zb_err *err) {
+    ZB_KERNEL(zb_cuda_embed_add_pos(out, wpe, B, T, C, X(ctx)->stream));
+    return ZB_OK;
+}
+static zb_status o_embed_tokens_bwd(void *ctx, float *dwtel, const float *dout,
+                                    const int *tokens, int v0, int nv, int N,
+                                    int C, zb_err *err) {
+    ZB_KERNEL(zb_cuda_embed_tokens_backward(dwtel, dout, tokens, v0, nv, N, C,
+                                            X(ctx)->stream));
+    return ZB_OK;
+}
+static zb_status o_embed_pos_bwd(void *ctx, float *dwpe, const float *dout,
+                                 int B, int T, int C, zb_err *err) {
+    ZB_KERNEL(zb_cuda_embed_pos_backward(dwpe, dout, B, T, C, X(ctx)->stream));
+    return ZB_OK;
+}
+
+/* ---- cross-entropy ---- */
+
+static zb_status o_ce_max(void *ctx, double *rowmax, const float *zl, int N,
+                          int Vl, int ld, zb_err *err) {
+    ZB_KERNEL(zb_cuda_ce_max(rowmax, zl, N, Vl, ld, X(ctx)->stream));
+    return ZB_OK;
+}
+static zb_status o_ce_max_combine(void *ctx, double *tab, int tp, int N,
+                                  zb_err *err) {
+    ZB_KERNEL(zb_cuda_ce_max_combine(tab, tp, N, X(ctx)->stream));
+    return ZB_OK;
+}
+static zb_status o_ce_stats(void *ctx, double *S, double *Zt, const float *zl,
+                            const double *M, const int *targets, int v0,
+                            int N, int Vl, int ld, zb_err *err) {
+    ZB_KERNEL(zb_cuda_ce_stats(S, Zt, zl, M, targets, v0, N, Vl, ld,
+                               X(ctx)->stream));
+    return ZB_OK;
+}
+static zb_status o_ce_loss(void *ctx, double *acc, float *losses,
+                           const double *M, const double *S, const double *Zt,
+                           int N, zb_err *err) {
+    ZB_KERNEL(zb_cuda_ce_loss(acc, losses, M, S, Zt, N, X(ctx)->stream));
+    return ZB_OK;
+}
+static zb_status o_ce_bwd(void *ctx, float *dzl, const float *zl,
+                          const double *M, const double *S, const int *targets,
+                          int v0, float scale, int N, int Vl, int ld,
+                          zb_err *err) {
+    ZB_KERNEL(zb_cuda_ce_backward(dzl, zl, M, S, targets, v0, scale, N, Vl, ld,
+                                  X(ctx)->stream));
+    return ZB_OK;
+}
+
+/* ---- optimizer and norms ---- */
+
+static zb_status o_sumsq_add(void *ctx, double *acc, const float *x, size_t n,
+                             zb_err *err) {
+    ZB_KERNEL(zb_cuda_sumsq_add(acc, X(ctx)->sum_scratch, x, n, X(ctx)->stream));
+    return ZB_OK;
+}
+static zb_status o_adamw(void *ctx, float *p, const float *g, float *m,
+                         float *v, size_t n, float lr, float beta1,
+                         float beta2, float eps, float wd, float grad_scale,
+                         int t, zb_err *err) {
+    ZB_KERNEL(zb_cuda_adamw_update(p, g, m, v, n, lr, beta1, beta2, eps, wd,
+                                   grad_scale, t, X(ctx)->stream));
+    return ZB_OK;
+}
+
+/* ---- time ---- */
+
+static zb_status o_step_begin(void *ctx, zb_err *err) {
+    cu_ops *o = X(ctx);
+    ZB_CUDA(cudaStreamSynchronize(o->stream));
+    ZB_CUDA(cudaEventRecord(o->ev_ref, o->stream));
+    o->ref_host_s = mono_s();
+    return ZB_OK;
+}
+
+static zb_status o_pass_begin(void *ctx, int i, zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (i < 0 || i >= o->max_passes) return ZB_OK;
+    ZB_CUDA(cudaEventRecord(o->ev_start[i], o->stream));
+    return ZB_OK;
+}
+
+static zb_status o_pass_end(void *ctx, int i, zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (i >= 0 && i < o->max_passes)
+        ZB_CUDA(cudaEventRecord(o->ev_end[i], o->stream));
+    if (o->debug_sync) { /* name the pass an asynchronous fault came from */
+        cudaError_t e = cudaStreamSynchronize(o->stream);
+        if (e == cudaSuccess) e = cudaGetLastError();
+        if (e != cudaSuccess)
+            return zb_fail(err, ZB_ERUNTIME, "pass %d of the step: %s "
+                           "(ZB_CUDA_SYNC)", i, cudaGetErrorString(e));
+    }
+    return ZB_OK;
+}
+
+/* Event times on the host clock through the reference event. */
+static bool o_pass_times(void *ctx, double *t_start, double *t_end, int n,
+                         double t0) {
+    cu_ops *o = X(ctx);
+    if (n > o->max_passes) return false;
+    if (cudaStreamSynchronize(o->stream) != cudaSuccess) return false;
+    for (int i = 0; i < n; i++) {
+        float a_ms, b_ms;
+        if (cudaEventElapsedTime(&a_ms, o->ev_ref, o->ev_start[i]) != cudaSuccess ||
+            cudaEventElapsedTime(&b_ms, o->ev_ref, o->ev_end[i]) != cudaSuccess)
+            return false;
+        t_start[i] = o->ref_host_s - t0 + 1e-3 * a_ms;
+        t_end[i] = o->ref_host_s - t0 + 1e-3 * b_ms;
+    }
+    return true;
+}
+
+/* ---- lifetime ---- */
+
+static void o_destroy(void *ctx) {
+    cu_ops *o = X(ctx);
+    if (!o) return;
+    cudaSetDevice(o->device);
+    if (o->stream) cudaStreamSynchronize(o->stream);
+    for (int i = 0; i < o->max_passes; i++) {
+        if (o->ev_start && o->ev_start[i]) cudaEventDestroy(o->ev_start[i]);
+        if (o->ev_end && o->ev_end[i]) cudaEventDestroy(o->ev_end[i]);
+    }
+    free(o->ev_start);
+    free(o->ev_end);
+    if (o->ev_ref) cudaEventDestroy(o->ev_ref);
+    for (int k = 0; k < ZB_UPLOAD_RING; k++)
+        if (o->staged_done[k]) cudaEventDestroy(o->staged_done[k]);
+    if (o->staged) cudaFreeHost(o->staged);
+    if (o->workspace) cudaFree(o->workspace);
+    if (o->sum_scratch) cudaFree(o->sum_scratch);
+    if (o->wgrad_scratch) cudaFree(o->wgrad_scratch);
+    if (o->blas) cublasDestroy(o->blas);
+    if (o->stream) cudaStreamDestroy(o->stream);
+    free(o);
+}
+
+static zb_status events_init(cu_ops *o, zb_err *err) {
+    size_t np = (size_t)(o->max_passes > 0 ? o->max_passes : 1);
+    o->ev_start = (cudaEvent_t *)zb_calloc(np, sizeof(cudaEvent_t), err);
+    o->ev_end = (cudaEvent_t *)zb_calloc(np, sizeof(cudaEvent_t), err);
+    if (!o->ev_start || !o->ev_end) return ZB_ENOMEM;
+    for (int i = 0; i < o->max_passes; i++) {
+        ZB_CUDA(cudaEventCreate(&o->ev_start[i]));
+        ZB_CUDA(cudaEventCreate(&o->ev_end[i]));
+    }
+    ZB_CUDA(cudaEventCreate(&o->ev_ref));
+    ZB_CUDA(cudaMallocHost((void **)&o->staged,
+                           ZB_UPLOAD_RING * o->upload_bytes));
+    for (int k = 0; k < ZB_UPLOAD_RING; k++) {
+        ZB_CUDA(cudaEventCreateWithFlags(&o->staged_done[k],
+                                         cudaEventDisableTiming));
+        ZB_CUDA(cudaEventRecord(o->staged_done[k], o->stream));
+    }
+    return ZB_OK;
+}
+
+static zb_status device_init(cu_ops *o, zb_err *err) {
+    ZB_CUDA(cudaSetDevice(o->device));
+    ZB_CUDA(cudaStreamCreateWithFlags(&o->stream, cudaStreamNonBlocking));
+    ZB_CUBLAS(cublasCreate(&o->blas));
+    /* one stream and one workspace for the handle's life */
+    ZB_CUBLAS(cublasSetStream(o->blas, o->stream));
+    ZB_CUDA(cudaMalloc(&o->workspace, ZB_CUBLAS_WORKSPACE));
+    ZB_CUBLAS(cublasSetWorkspace(o->blas, o->workspace, ZB_CUBLAS_WORKSPACE));
+    /* plain fp32: no TF32, so the GPU matches the CPU to fp32 rounding */
+    ZB_CUBLAS(cublasSetMathMode(o->blas, CUBLAS_DEFAULT_MATH));
+    ZB_CUDA(cudaMalloc((void **)&o->sum_scratch,
+                       zb_cuda_sum_scratch_doubles() * sizeof(double)));
+    ZB_CUDA(cudaMalloc((void **)&o->wgrad_scratch,
+                       zb_cuda_wgrad_scratch_floats(o->wgrad_rows,
+                                                    o->wgrad_cols) *
+                           sizeof(float)));
+    return events_init(o, err);
+}
+
+extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
+                                 zb_err *err) {
+    cu_ops *o = (cu_ops *)zb_calloc(1, sizeof *o, err);
+    if (!o) return ZB_ENOMEM;
+    o->device = cfg->device;
+    o->bf16 = cfg->bf16;
+    o->max_passes = cfg->max_passes;
+    o->upload_bytes = cfg->upload_bytes > 0 ? cfg->upload_bytes : 1;
+    o->wgrad_rows = cfg->wgrad_rows;
+    o->attn_gemm = cfg->attn_gemm;
+    o->wgrad_cols = cfg->wgrad_cols > 0 ? cfg->wgrad_cols : 1;
+    const char *sync = getenv("ZB_CUDA_SYNC");
+    o->debug_sync = sync && sync[0] == '1';
+    zb_status s = device_init(o, err);
+    if (s != ZB_OK) {
+        o_destroy(o);
+        return s;
+    }
+    zb_ops t = {};
+    t.name = "cuda";
+    t.ctx = o;
+    t.stream = (void *)o->stream;
+    t.logits_align = ZB_LOGITS_ALIGN;
+    t.alloc = o_alloc;
+    t.release = o_release;
+    t.to_host = o_to_host;
+    t.from_host = o_from_host;
+    t.copy = o_copy;
+    t.memset0 = o_memset0;
+    t.gemm = o_gemm;
+    t.colsum_add = o_colsum_add;
+    t.residual_add = o_residual_add;
+    t.gelu_bwd = o_gelu_bwd;
+    t.ln_fwd = o_ln_fwd;
+    t.ln_bwd_input = o_ln_bwd_input;
+    t.ln_bwd_weight = o_ln_bwd_weight;
+    t.attn_saved_floats = o_attn_saved;
+    t.attn_scratch_floats = o_attn_saved;
+    t.attn_fwd = o_attn_fwd;
+    t.attn_bwd = o_attn_bwd;
+    t.embed_tokens = o_embed_tokens;
+    t.embed_add_pos = o_embed_add_pos;
+    t.embed_tokens_bwd = o_embed_tokens_bwd;
+    t.embed_pos_bwd = o_embed_pos_bwd;
+    t.ce_max = o_ce_max;
+    t.ce_max_combine = o_ce_max_combine;
+    t.ce_stats = o_ce_stats;
+    t.ce_loss = o_ce_loss;
+    t.ce_bwd = o_ce_bwd;
+    t.sumsq_add = o_sumsq_add;
+    t.adamw = o_adamw;
+    t.step_begin = o_step_begin;
+    t.pass_begin = o_pass_begin;
+    t.pass_end = o_pass_end;
+    t.pass_times = o_pass_times;
+    t.destroy = o_destroy;
+    *ops = t;
+    return ZB_OK;
+}
+
+extern "C" bool zb_ops_cuda_attention_supported(int C, int NH) {
+    return zb_cuda_attention_supported(C, NH);
+}
+
+extern "C" int zb_ops_cuda_device_count(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError(); /* no driver or no device: clear, report 0 */
+        return 0;
+    }
+    return n;
+}
+
+extern "C" void zb_ops_cuda_device_name(int device, char *buf, size_t n) {
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(buf, n, "?");
+        return;
+    }
+    snprintf(buf, n, "%s, %.0f GiB", prop.name,
+             (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+}
