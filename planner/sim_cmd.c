@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/zb_schedule_csv.h"
 #include "common/zb_sim.h"
 #include "planner/cli.h"
 #include "planner/schedules.h"
@@ -26,6 +27,8 @@ typedef struct {
     int solver;              /* zb_solver */
     double time_limit_s;
     bool json;
+    const char *import_path, *export_path; /* PyTorch CSV (zb_schedule_csv.h) */
+    zb_schedule imported;    /* read from import_path */
 } sim_args;
 
 typedef struct {
@@ -42,7 +45,8 @@ static const char usage[] =
     "                  [--cost-f F] [--cost-b B] [--cost-w W] [--cost-comm C]\n"
     "                  [--mem-f X] [--mem-w Y] [--mem-limit L] [--chunks V]\n"
     "                  [--solver heuristic|ilp|auto] [--time-limit S]\n"
-    "                  [--format table|json]\n"
+    "                  [--format table|json] [--export FILE.csv]\n"
+    "       zbplan sim --import FILE.csv [cost, memory and format options]\n"
     "Simulates a schedule with uniform costs per pipeline rank (a schedule\n"
     "with v chunks gets F/v, B/v, W/v, X/v, Y/v per chunk) and prints the\n"
     "longest rank span (the objective), last end, bubble rate and per-rank\n"
@@ -50,7 +54,11 @@ static const char usage[] =
     "activation memory. Defaults: F = B = W = 1, C = 0, X = 1, Y = X/2,\n"
     "L = 0 (the schedule's own limit), V = 2 for interleaved, heuristic,\n"
     "10 s, table. --schedule all prints every schedule, skipping those whose\n"
-    "conditions do not hold.\n";
+    "conditions do not hold. --import scores an order made elsewhere, in\n"
+    "PyTorch pipelining's compute-only CSV (one row per rank, cells such\n"
+    "as 0F0, 1I0, 1W0, 1B0), p and m taken from the file; --mem-limit then\n"
+    "names the first action over it. --export writes the simulated\n"
+    "schedule in that format.\n";
 
 const char *zb_sim_cmd_usage(void) { return usage; }
 
@@ -86,6 +94,10 @@ static bool parse_one(int argc, char **argv, int *i, sim_args *a,
         }
     if (zb_cli_opt(argc, argv, i, "--schedule", &val, st, err)) {
         if (val) a->schedule = val;
+    } else if (zb_cli_opt(argc, argv, i, "--import", &val, st, err)) {
+        if (val) a->import_path = val;
+    } else if (zb_cli_opt(argc, argv, i, "--export", &val, st, err)) {
+        if (val) a->export_path = val;
     } else if (zb_cli_opt(argc, argv, i, "--solver", &val, st, err)) {
         if (val) *st = zb_cli_enum("--solver", val, solver_names, &a->solver, err);
     } else if (zb_cli_opt(argc, argv, i, "--format", &val, st, err)) {
@@ -127,6 +139,24 @@ static zb_status check_range(const sim_args *a, zb_err *err) {
     return ZB_OK;
 }
 
+/* --import: the file gives the schedule, p and m (--stages and
+ * --microbatches, if given, must agree); --schedule is not allowed. */
+static zb_status sim_import_args(sim_args *a, zb_err *err) {
+    if (a->schedule)
+        return zb_fail(err, ZB_EINPUT, "sim: give --schedule or --import, not both");
+    ZB_TRY(zb_sched_csv_read(a->import_path, &a->imported, err));
+    const zb_schedule *s = &a->imported;
+    if ((a->p && a->p != s->p) || (a->m && a->m != s->m)) {
+        zb_status st = zb_fail(err, ZB_EINPUT, "sim: %s has %d ranks and %d "
+                               "microbatches, --stages %d --microbatches %d",
+                               a->import_path, s->p, s->m, a->p, a->m);
+        zb_schedule_free(&a->imported);
+        return st;
+    }
+    a->schedule = "import", a->p = s->p, a->m = s->m, a->v = s->v;
+    return ZB_OK;
+}
+
 static zb_status parse_args(int argc, char **argv, sim_args *a, bool *help,
                             zb_err *err) {
     memset(a, 0, sizeof *a);
@@ -145,10 +175,14 @@ static zb_status parse_args(int argc, char **argv, sim_args *a, bool *help,
                            "zbplan sim --help)", argv[i]);
         ZB_TRY(st);
     }
+    if (a->import_path) ZB_TRY(sim_import_args(a, err));
     if (!a->schedule) return zb_fail(err, ZB_EINPUT, "sim: --schedule is required");
     if (!a->p) return zb_fail(err, ZB_EINPUT, "sim: --stages is required");
     if (!a->m) return zb_fail(err, ZB_EINPUT, "sim: --microbatches is required");
-    if (strcmp(a->schedule, "all") != 0) ZB_TRY(check_name(a->schedule, err));
+    if (a->import_path) ; /* the file is the schedule */
+    else if (strcmp(a->schedule, "all") != 0) ZB_TRY(check_name(a->schedule, err));
+    else if (a->export_path)
+        return zb_fail(err, ZB_EINPUT, "sim: --export needs one --schedule, not all");
     if (!a->mem_w_set) a->mem_w = a->mem_f / 2;
     return check_range(a, err);
 }
@@ -158,8 +192,9 @@ static zb_status run_one(const sim_args *a, const char *name, sim_out *o,
                          zb_err *err) {
     memset(o, 0, sizeof *o);
     o->name = name;
-    o->v = zb_schedule_chunks(name, a->v > 0 ? a->v : 2);
-    snprintf(o->rep.solver, sizeof o->rep.solver, "generator");
+    o->v = a->import_path ? a->v : zb_schedule_chunks(name, a->v > 0 ? a->v : 2);
+    snprintf(o->rep.solver, sizeof o->rep.solver, "%s",
+             a->import_path ? "import" : "generator");
     double v = o->v;
     zb_costs c;
     ZB_TRY(zb_costs_uniform(&c, a->p * o->v, a->f / v, a->b / v, a->w / v,
@@ -171,8 +206,15 @@ static zb_status run_one(const sim_args *a, const char *name, sim_out *o,
     zb_schedule s;
     memset(&s, 0, sizeof s);
     zb_err e2;
-    zb_status st = zb_schedule_make(name, &prm, &s, &o->rep, &e2);
-    if (st == ZB_EINPUT || st == ZB_EINFEASIBLE) {
+    zb_status st = a->import_path ? zb_schedule_copy(&s, &a->imported, &e2)
+                                  : zb_schedule_make(name, &prm, &s, &o->rep, &e2);
+    if (st == ZB_OK && a->import_path) {
+        st = zb_simulate(&s, &c, &o->sim, &e2);
+        if (st == ZB_OK && a->mem_limit > 0)
+            st = zb_sim_check_limit(&s, &c, a->mem_limit, &e2);
+        if (st != ZB_OK) st = zb_fail(err, ZB_EINPUT, "%s: %s", a->import_path, e2.msg);
+        o->ok = st == ZB_OK;
+    } else if (st == ZB_EINPUT || st == ZB_EINFEASIBLE) {
         bool hint = a->mem_limit <= 0 && strstr(e2.msg, "memory limit");
         snprintf(o->reason, sizeof o->reason, "%s%s", e2.msg,
                  hint ? " (give --mem-limit)" : "");
@@ -186,6 +228,8 @@ static zb_status run_one(const sim_args *a, const char *name, sim_out *o,
                     name, e2.msg);
         o->ok = st == ZB_OK;
     }
+    if (st == ZB_OK && o->ok && a->export_path)
+        st = zb_sched_csv_write(&s, a->export_path, err);
     zb_schedule_free(&s);
     zb_costs_free(&c);
     return st;
@@ -212,7 +256,7 @@ static void json_result(const sim_args *a, const sim_out *o) {
            "\"last_end\": %.15g, \"bubble_rate\": %.15g, \"solver\": ",
            a->p, a->m, o->v, r->max_span, r->last_end, r->bubble_rate);
     json_str(o->rep.solver);
-    if (strcmp(o->rep.solver, "generator") != 0)
+    if (strcmp(o->rep.solver, "generator") != 0 && strcmp(o->rep.solver, "import") != 0)
         printf(", \"solve\": {\"max_span\": %.15g, \"bound\": %.15g, "
                "\"gap\": %.15g, \"optimal\": %s, \"timed_out\": %s, "
                "\"solve_s\": %.6g}", o->rep.max_span, o->rep.bound,
@@ -230,7 +274,7 @@ static void table_one(const sim_args *a, const sim_out *o) {
     const zb_sim_result *r = &o->sim;
     printf("schedule %s  p %d  m %d  v %d  solver %s\n", o->name, a->p, a->m,
            o->v, o->rep.solver);
-    if (strcmp(o->rep.solver, "generator") != 0)
+    if (strcmp(o->rep.solver, "generator") != 0 && strcmp(o->rep.solver, "import") != 0)
         printf("solve: bound %g  gap %.4f  optimal %s  timed out %s  %.3f s\n",
                o->rep.bound, o->rep.gap, o->rep.optimal ? "yes" : "no",
                o->rep.timed_out ? "yes" : "no", o->rep.solve_s);
@@ -330,5 +374,6 @@ int zb_sim_cmd(int argc, char **argv) {
         st = strcmp(a.schedule, "all") == 0 ? run_all(&a, &err)
                                             : run_single(&a, &err);
     if (st != ZB_OK) fprintf(stderr, "zbplan: %s\n", err.msg);
+    zb_schedule_free(&a.imported);
     return zb_exit_code(st);
 }
