@@ -5,8 +5,9 @@
  * Memory limits of the automatic schedules, per rank, in costs->m_b units:
  *   zb-auto    prm->mem_limit (required, > 0)
  *   zb-1p      p * max m_b;  zb-2p  2p * max m_b  (max over virtual stages)
- *   zb-auto-v  2p * max m_b, ZB-V's p*M_B with M_B = 2 chunks
- * For the last three a positive prm->mem_limit that is tighter wins.
+ *   zb-auto-v  prm->mem_limit when > 0 (also above the default), else
+ *              2p * max m_b, ZB-V's p*M_B with M_B = 2 chunks
+ * For zb-1p and zb-2p a positive prm->mem_limit that is tighter wins.
  * Solver (zb-auto, zb-1p, zb-2p): the heuristic always runs; the ILP is
  * warm-started from it when prm->solver is ZB_SOLVER_ILP, or ZB_SOLVER_AUTO
  * and 3*p*m <= ZB_ILP_AUTO_MAX_PASSES. zb-auto-v has no ILP (the model is
@@ -95,7 +96,7 @@ static zb_status auto_limit(int k, const zb_sched_params *prm, double *lim,
         return ZB_OK;
     }
     dflt = (k == S_1P ? prm->p : 2.0 * prm->p) * max_m_b(prm->costs);
-    *lim = given > 0 && given < dflt ? given : dflt;
+    *lim = given > 0 && (given < dflt || k == S_AUTO_V) ? given : dflt;
     return ZB_OK;
 }
 
