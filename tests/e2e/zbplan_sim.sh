@@ -2,7 +2,11 @@
 # zbplan_sim.sh - end-to-end checks of `zbplan sim` beyond the CLI basics
 # (tests/e2e/zbplan_cli.sh):
 #   - `--solver ilp --format json` prints JSON only: issue 19's command,
-#     where GLPK printed "Constructing initial basis..." before the JSON.
+#     where GLPK printed "Constructing initial basis..." before the JSON;
+#   - --export / --import (PyTorch's compute-only CSV): export -> import ->
+#     export is byte-identical and the imported order simulates to the same
+#     span; bad files, deadlocks and memory-limit violations exit 2 with one
+#     line naming the file and line, or the rank and action.
 # Usage (from anywhere): BIN=bin bash tests/e2e/zbplan_sim.sh
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -29,6 +33,30 @@ if "$Z" sim --schedule zb-auto --stages 6 --microbatches 11 --cost-f 1308 \
 else
     bad "sim --solver ilp exited $?: $(cat "$tmp/err")"
 fi
+
+# ---- PyTorch CSV round trip ----------------------------------------------
+for sched in zb-v zb-h1 1f1b zb-auto-v; do
+    args=(--stages 4 --microbatches 7 --cost-f 1 --cost-b 2 --cost-w 1 --cost-comm 0.1 --mem-limit 4)
+    if "$Z" sim --schedule "$sched" "${args[@]}" --export "$tmp/a.csv" --format json >"$tmp/a.json" &&
+       "$Z" sim --import "$tmp/a.csv" "${args[@]}" --export "$tmp/b.csv" --format json >"$tmp/b.json" &&
+       cmp -s "$tmp/a.csv" "$tmp/b.csv" &&
+       python3 -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); assert a["max_span"]==b["max_span"] and a["stages"]==b["stages"]' "$tmp/a.json" "$tmp/b.json"
+    then ok; else bad "sim $sched: CSV export -> import -> export not identical"; fi
+done
+
+# ---- bad imports: exit 2, one line ---------------------------------------
+expect_import_error() { # file-content expected-substring [extra args]
+    printf '%b' "$1" >"$tmp/bad.csv"
+    local out rc
+    out=$("$Z" sim --import "$tmp/bad.csv" "${@:3}" 2>&1 >/dev/null); rc=$?
+    if [ "$rc" = 2 ] && [ "$(grep -c '' <<<"$out")" = 1 ] && grep -qF "$2" <<<"$out"; then ok
+    else bad "import '$1': exit $rc, '$out', expected '$2'"; fi
+}
+expect_import_error '0F0,0I0,0W0\r\n0F0,q\r\n' "bad.csv:2:5: bad action 'q'"
+expect_import_error '0F0,0W0,0I0\n' "rank 0: action 1 (W mb 0 chunk 0): deadlock"
+expect_import_error '0F0,0F1,0I0,0W0,0I1,0W1\n' "rank 0: action 1 (F mb 1 chunk 0): memory 2 over the limit 1.5" --mem-limit 1.5
+expect_import_error '0F0,0I0,0W0\n' "give --schedule or --import" --schedule zb-v
+"$Z" sim --import "$tmp/nope.csv" >/dev/null 2>&1; [ $? = 2 ] && ok || bad "sim --import of a missing file: not exit 2"
 
 echo "zbplan_sim.sh: $checks checks, $fails failed"
 [ "$fails" = 0 ]
