@@ -110,12 +110,14 @@ static bool parse_one(int argc, char **argv, int *i, sim_args *a,
 }
 
 static zb_status check_name(const char *name, zb_err *err) {
-    const char *const *names = zb_schedule_names();
     char list[256] = "";
-    for (int i = 0; names[i]; i++) {
-        if (strcmp(names[i], name) == 0) return ZB_OK;
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s, ",
-                 names[i]);
+    for (int l = 0; l < 2; l++) {
+        const char *const *names = l ? zb_schedule_block_names() : zb_schedule_names();
+        for (int i = 0; names[i]; i++) {
+            if (strcmp(names[i], name) == 0) return ZB_OK;
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s, ",
+                     names[i]);
+        }
     }
     return zb_fail(err, ZB_EINPUT, "--schedule must be one of %sall; got '%s'",
                    list, name);
@@ -331,12 +333,14 @@ static void print_all(const sim_args *a, const sim_out *outs, int n) {
 #define MAX_SCHEDULES 32
 
 static zb_status run_all(const sim_args *a, zb_err *err) {
-    const char *const *names = zb_schedule_names();
     sim_out outs[MAX_SCHEDULES];
     int n = 0;
     zb_status st = ZB_OK;
-    for (; names[n] && n < MAX_SCHEDULES && st == ZB_OK; n++)
-        st = run_one(a, names[n], &outs[n], err);
+    for (int l = 0; l < 2; l++) {
+        const char *const *names = l ? zb_schedule_block_names() : zb_schedule_names();
+        for (int i = 0; names[i] && n < MAX_SCHEDULES && st == ZB_OK; i++, n++)
+            st = run_one(a, names[i], &outs[n], err);
+    }
     if (st == ZB_OK) print_all(a, outs, n);
     for (int i = 0; i < n; i++) zb_sim_result_free(&outs[i].sim);
     return st;
