@@ -14,6 +14,8 @@
 #ifndef ZB_SCHED_VBLOCK_H
 #define ZB_SCHED_VBLOCK_H
 
+#include <stdbool.h>
+
 #include "common/zb_schedule.h"
 #include "common/zb_sim.h"
 
@@ -21,6 +23,13 @@
  * initialised by the call (name `name`, V placement). */
 zb_status zb_vblock_order(int p, int m, const int (*t)[4], const char *name,
                           zb_schedule *out, zb_err *err);
+
+/* Pull the passes of a split V schedule into idle unit slots without
+ * raising any rank's unit-model peak (sched_vsqueeze.c); b_first then also
+ * pulls B into the slots W held and puts W only into what is left idle.
+ * out is initialised by the call. */
+zb_status zb_vsqueeze(const zb_schedule *in, zb_schedule *out, bool b_first,
+                      zb_err *err);
 
 /* The V-Min and V-Half blocks (rank r: offsets +1/-1 and +2/-1 slots per
  * rank, with a gap between forward and backward that keeps the slots of
