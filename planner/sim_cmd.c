@@ -15,6 +15,7 @@
 #include "common/zb_sim.h"
 #include "planner/cli.h"
 #include "planner/schedules.h"
+#include "planner/sim_costs.h"
 
 #define ZB_SIM_MAX_TOTAL 1e100   /* bound on summed costs (any unit) */
 
@@ -29,6 +30,8 @@ typedef struct {
     bool json;
     const char *import_path, *export_path; /* PyTorch CSV (zb_schedule_csv.h) */
     zb_schedule imported;    /* read from import_path */
+    const char *costs_path;  /* --costs: per-stage costs (sim_costs.h) */
+    zb_sim_costs_file costs;
 } sim_args;
 
 typedef struct {
@@ -46,6 +49,7 @@ static const char usage[] =
     "                  [--mem-f X] [--mem-w Y] [--mem-limit L] [--chunks V]\n"
     "                  [--solver heuristic|ilp|auto] [--time-limit S]\n"
     "                  [--format table|json] [--export FILE.csv]\n"
+    "                  [--costs FILE]\n"
     "       zbplan sim --import FILE.csv [cost, memory and format options]\n"
     "Simulates a schedule with uniform costs per pipeline rank (a schedule\n"
     "with v chunks gets F/v, B/v, W/v, X/v, Y/v per chunk) and prints the\n"
@@ -58,7 +62,9 @@ static const char usage[] =
     "PyTorch pipelining's compute-only CSV (one row per rank, cells such\n"
     "as 0F0, 1I0, 1W0, 1B0), p and m taken from the file; --mem-limit then\n"
     "names the first action over it. --export writes the simulated\n"
-    "schedule in that format.\n";
+    "schedule in that format. --costs FILE gives per-stage costs instead of\n"
+    "the cost and memory options: one line per rank (divided over its\n"
+    "chunks) or per virtual stage, F,B,W,comm,mem_f,mem_w.\n";
 
 const char *zb_sim_cmd_usage(void) { return usage; }
 
@@ -98,6 +104,8 @@ static bool parse_one(int argc, char **argv, int *i, sim_args *a,
         if (val) a->import_path = val;
     } else if (zb_cli_opt(argc, argv, i, "--export", &val, st, err)) {
         if (val) a->export_path = val;
+    } else if (zb_cli_opt(argc, argv, i, "--costs", &val, st, err)) {
+        if (val) a->costs_path = val;
     } else if (zb_cli_opt(argc, argv, i, "--solver", &val, st, err)) {
         if (val) *st = zb_cli_enum("--solver", val, solver_names, &a->solver, err);
     } else if (zb_cli_opt(argc, argv, i, "--format", &val, st, err)) {
@@ -186,7 +194,17 @@ static zb_status parse_args(int argc, char **argv, sim_args *a, bool *help,
     else if (a->export_path)
         return zb_fail(err, ZB_EINPUT, "sim: --export needs one --schedule, not all");
     if (!a->mem_w_set) a->mem_w = a->mem_f / 2;
+    if (a->costs_path) return zb_sim_costs_read(a->costs_path, &a->costs, err);
     return check_range(a, err);
+}
+
+/* Placement of schedule `name` (the file's for --import). */
+static zb_placement placement_of(const sim_args *a, const char *name) {
+    if (a->import_path) return a->imported.placement;
+    const char *v_names[] = {"zb-v", "zb-auto-v", "v-half", "v-min"};
+    for (size_t i = 0; i < sizeof v_names / sizeof v_names[0]; i++)
+        if (strcmp(name, v_names[i]) == 0) return ZB_PLACE_V;
+    return ZB_PLACE_LOOP;
 }
 
 /* Build and simulate one schedule. Unmet conditions: o->ok = false. */
@@ -199,8 +217,19 @@ static zb_status run_one(const sim_args *a, const char *name, sim_out *o,
              a->import_path ? "import" : "generator");
     double v = o->v;
     zb_costs c;
-    ZB_TRY(zb_costs_uniform(&c, a->p * o->v, a->f / v, a->b / v, a->w / v,
-                            a->comm, a->mem_f / v, a->mem_w / v, err));
+    if (a->costs_path) {
+        zb_err e2;
+        zb_status cs = zb_sim_costs_apply(&a->costs, a->costs_path, a->p, o->v,
+                                          placement_of(a, name), &c, &e2);
+        if (cs == ZB_EINPUT) { /* not this schedule's stage count */
+            snprintf(o->reason, sizeof o->reason, "%s", e2.msg);
+            return ZB_OK;
+        }
+        if (cs != ZB_OK) return zb_fail(err, cs, "%s", e2.msg);
+    } else {
+        ZB_TRY(zb_costs_uniform(&c, a->p * o->v, a->f / v, a->b / v, a->w / v,
+                                a->comm, a->mem_f / v, a->mem_w / v, err));
+    }
     zb_sched_params prm = {.p = a->p, .m = a->m, .v = o->v, .costs = &c,
                            .mem_limit = a->mem_limit,
                            .solver = (zb_solver)a->solver,
@@ -323,7 +352,8 @@ static void print_all(const sim_args *a, const sim_out *outs, int n) {
         printf("]}\n");
         return;
     }
-    printf("p %d  m %d  F %g  B %g  W %g  comm %g  (per rank)\n", a->p, a->m,
+    if (a->costs_path) printf("p %d  m %d  costs %s\n", a->p, a->m, a->costs_path);
+    else printf("p %d  m %d  F %g  B %g  W %g  comm %g  (per rank)\n", a->p, a->m,
            a->f, a->b, a->w, a->comm);
     printf("%-12s %2s  %-10s %12s %8s  %s\n", "schedule", "v", "solver",
            "max_span", "bubble", "peak_mem per rank");
@@ -379,5 +409,6 @@ int zb_sim_cmd(int argc, char **argv) {
                                             : run_single(&a, &err);
     if (st != ZB_OK) fprintf(stderr, "zbplan: %s\n", err.msg);
     zb_schedule_free(&a.imported);
+    zb_sim_costs_free(&a.costs);
     return zb_exit_code(st);
 }
