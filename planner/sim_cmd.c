@@ -243,7 +243,10 @@ static zb_status run_one(const sim_args *a, const char *name, sim_out *o,
         st = zb_simulate(&s, &c, &o->sim, &e2);
         if (st == ZB_OK && a->mem_limit > 0)
             st = zb_sim_check_limit(&s, &c, a->mem_limit, &e2);
-        if (st != ZB_OK) st = zb_fail(err, ZB_EINPUT, "%s: %s", a->import_path, e2.msg);
+        if (st != ZB_OK) {
+            st = zb_fail(err, ZB_EINPUT, "%s: %s", a->import_path, e2.msg);
+            zb_sim_result_free(&o->sim);
+        }
         o->ok = st == ZB_OK;
     } else if (st == ZB_EINPUT || st == ZB_EINFEASIBLE) {
         bool hint = a->mem_limit <= 0 && strstr(e2.msg, "memory limit");
