@@ -4,6 +4,7 @@
  * gets t_F = F/v, t_B = B/v, t_W = W/v, M_B = mem-f/v and M_W = mem-w/v per
  * virtual stage, so every schedule does the same work per rank and the
  * spans compare directly. --cost-comm is per transfer, not divided.
+ * --costs FILE gives the same per rank (or per virtual stage) from a file.
  */
 #include "planner/sim_cmd.h"
 
