@@ -63,6 +63,13 @@ zb_status zb_simulate(const zb_schedule *s, const zb_costs *c,
                       zb_sim_result *res, zb_err *err);
 void zb_sim_result_free(zb_sim_result *res);
 
+/* ZB_EINFEASIBLE at the first action (in rank order) after which a rank's
+ * memory exceeds limit (same rule and unit as peak_mem), naming the rank
+ * and the action: "rank 1: action 4 (F mb 3 chunk 0): memory 5 over the
+ * limit 4"; ZB_OK when every rank stays within it. */
+zb_status zb_sim_check_limit(const zb_schedule *s, const zb_costs *c,
+                             double limit, zb_err *err);
+
 /* Only the objective and validity, no per-action output and no allocation
  * beyond a reusable workspace: for search loops (zb-auto, plan search).
  * Returns ZB_OK and sets *max_span (longest rank span, as zb_sim_result)

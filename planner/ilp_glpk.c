@@ -148,6 +148,11 @@ static int ms_left(double deadline) {
  * columns), then branch and bound seeded with the warm vector. */
 void zb_ilp_solve(glp_prob *P, const double *warm, double deadline,
                   double mip_gap, zb_ilp_solve_out *o) {
+    /* msg_lev below does not cover every message: glp_adv_basis, which
+     * the branch and bound may call, prints "Constructing initial
+     * basis..." to stdout regardless, before zbplan's JSON. Terminal
+     * output is off for the whole process. */
+    glp_term_out(GLP_OFF);
     glp_smcp sp;
     glp_init_smcp(&sp);
     sp.msg_lev = GLP_MSG_OFF;

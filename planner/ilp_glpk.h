@@ -48,7 +48,8 @@ typedef struct {
 
 /* LP relaxation (glp_simplex), then branch and bound with presolve off so
  * the callback offers `warm` (a column vector x[1..ncols], or NULL) at the
- * first GLP_IHEUR; deadline from zb_ilp_now_s (INFINITY: none). */
+ * first GLP_IHEUR; deadline from zb_ilp_now_s (INFINITY: none). Turns
+ * GLPK's terminal output off for the process (glp_term_out). */
 void zb_ilp_solve(glp_prob *P, const double *warm, double deadline,
                   double mip_gap, zb_ilp_solve_out *o);
 double zb_ilp_now_s(void);

@@ -5,8 +5,9 @@
  * Memory limits of the automatic schedules, per rank, in costs->m_b units:
  *   zb-auto    prm->mem_limit (required, > 0)
  *   zb-1p      p * max m_b;  zb-2p  2p * max m_b  (max over virtual stages)
- *   zb-auto-v  2p * max m_b, ZB-V's p*M_B with M_B = 2 chunks
- * For the last three a positive prm->mem_limit that is tighter wins.
+ *   zb-auto-v  prm->mem_limit when > 0 (also above the default), else
+ *              2p * max m_b, ZB-V's p*M_B with M_B = 2 chunks
+ * For zb-1p and zb-2p a positive prm->mem_limit that is tighter wins.
  * Solver (zb-auto, zb-1p, zb-2p): the heuristic always runs; the ILP is
  * warm-started from it when prm->solver is ZB_SOLVER_ILP, or ZB_SOLVER_AUTO
  * and 3*p*m <= ZB_ILP_AUTO_MAX_PASSES. zb-auto-v has no ILP (the model is
@@ -24,17 +25,23 @@
 #include "planner/zb_auto.h"
 
 enum { S_GPIPE, S_1F1B, S_INTERLEAVED, S_ZBH1, S_ZBH2, S_ZBV,
-       S_AUTO, S_1P, S_2P, S_AUTO_V, S_COUNT };
+       S_AUTO, S_1P, S_2P, S_AUTO_V, S_COUNT, S_VHALF = S_COUNT, S_VMIN,
+       S_ALL };
 
-static const char *const names[S_COUNT + 1] = {
+/* names[S_COUNT] ends the planner's list; the V building-block schedules
+ * follow it (zb_schedule_block_names). */
+static const char *const names[S_ALL + 2] = {
     "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
-    "zb-auto", "zb-1p", "zb-2p", "zb-auto-v", NULL};
+    "zb-auto", "zb-1p", "zb-2p", "zb-auto-v", NULL, "v-half", "v-min", NULL};
 
 const char *const *zb_schedule_names(void) { return names; }
+const char *const *zb_schedule_block_names(void) { return names + S_COUNT + 1; }
+
+static const char *name_of(int k) { return names[k < S_COUNT ? k : k + 1]; }
 
 static int find(const char *name) {
-    for (int k = 0; name && k < S_COUNT; k++)
-        if (strcmp(name, names[k]) == 0) return k;
+    for (int k = 0; name && k < S_ALL; k++)
+        if (strcmp(name, name_of(k)) == 0) return k;
     return -1;
 }
 
@@ -42,16 +49,16 @@ int zb_schedule_chunks(const char *name, int v) {
     int k = find(name);
     if (k < 0) return 0;
     if (k == S_INTERLEAVED) return v;
-    return k == S_ZBV || k == S_AUTO_V ? 2 : 1;
+    return k == S_ZBV || k >= S_AUTO_V ? 2 : 1;
 }
 
 bool zb_schedule_splits_bw(const char *name) { return find(name) >= S_ZBH1; }
 
 static zb_status unknown(const char *name, zb_err *err) {
     char list[256] = "";
-    for (int k = 0; k < S_COUNT; k++) {
+    for (int k = 0; k < S_ALL; k++) {
         size_t len = strlen(list);
-        snprintf(list + len, sizeof list - len, "%s%s", k ? ", " : "", names[k]);
+        snprintf(list + len, sizeof list - len, "%s%s", k ? ", " : "", name_of(k));
     }
     return zb_fail(err, ZB_EINPUT, "unknown schedule '%s'; known: %s",
                    name ? name : "(null)", list);
@@ -72,6 +79,8 @@ static zb_status make_handmade(int k, const zb_sched_params *prm,
         return zb_sched_interleaved(prm->p, prm->m, prm->v, out, err);
     case S_ZBH1: return zb_sched_zbh1(prm->p, prm->m, out, err);
     case S_ZBH2: return zb_sched_zbh2(prm->p, prm->m, out, err);
+    case S_VHALF: return zb_sched_vhalf(prm->p, prm->m, out, err);
+    case S_VMIN: return zb_sched_vmin(prm->p, prm->m, out, err);
     default: return zb_sched_zbv(prm->p, prm->m, out, err);
     }
 }
@@ -95,7 +104,7 @@ static zb_status auto_limit(int k, const zb_sched_params *prm, double *lim,
         return ZB_OK;
     }
     dflt = (k == S_1P ? prm->p : 2.0 * prm->p) * max_m_b(prm->costs);
-    *lim = given > 0 && given < dflt ? given : dflt;
+    *lim = given > 0 && (given < dflt || k == S_AUTO_V) ? given : dflt;
     return ZB_OK;
 }
 
@@ -130,16 +139,16 @@ static zb_status make_auto(int k, const zb_sched_params *prm, zb_schedule *out,
 
 /* Parameters every schedule needs; costs, when given, must match. */
 static zb_status check_params(int k, const zb_sched_params *prm, zb_err *err) {
-    ZB_TRY(zb_sched_check_pm(names[k], prm->p, prm->m, err));
+    ZB_TRY(zb_sched_check_pm(name_of(k), prm->p, prm->m, err));
     if (k == S_INTERLEAVED && (prm->v < 2 || prm->v > 255))
         return ZB_OK; /* the generator reports the bad v */
-    int n = prm->p * zb_schedule_chunks(names[k], prm->v);
-    if (!prm->costs && k >= S_AUTO)
+    int n = prm->p * zb_schedule_chunks(name_of(k), prm->v);
+    if (!prm->costs && k >= S_AUTO && k < S_COUNT)
         return zb_fail(err, ZB_EINPUT, "%s needs per-stage costs for its %d "
-                       "virtual stages", names[k], n);
+                       "virtual stages", name_of(k), n);
     if (prm->costs && prm->costs->n != n)
         return zb_fail(err, ZB_EINPUT, "%s with p=%d has %d virtual stages, "
-                       "but the costs cover %d", names[k], prm->p, n,
+                       "but the costs cover %d", name_of(k), prm->p, n,
                        prm->costs->n);
     return ZB_OK;
 }
@@ -155,19 +164,20 @@ zb_status zb_schedule_make(const char *name, const zb_sched_params *prm,
     ZB_TRY(check_params(k, prm, err));
     double t0 = now_s();
     bool used_ilp = false;
-    zb_status st = k < S_AUTO ? make_handmade(k, prm, out, err)
+    bool hand = k < S_AUTO || k >= S_COUNT;
+    zb_status st = hand ? make_handmade(k, prm, out, err)
                               : make_auto(k, prm, out, rep, &used_ilp, err);
     if (st != ZB_OK) {
         zb_schedule_free(out);
         return st;
     }
-    snprintf(out->name, sizeof out->name, "%s", names[k]);
+    snprintf(out->name, sizeof out->name, "%s", name_of(k));
     if (!rep || used_ilp) {
         if (rep) rep->solve_s = now_s() - t0; /* heuristic + ILP */
         return ZB_OK;
     }
     snprintf(rep->solver, sizeof rep->solver, "%s",
-             k < S_AUTO ? "generator" : "heuristic");
+             hand ? "generator" : "heuristic");
     if (prm->costs)
         st = zb_simulate_fast(out, prm->costs, NULL, &rep->max_span, NULL, err);
     rep->solve_s = now_s() - t0;

@@ -2,7 +2,8 @@
  * by-the-call zb_schedule for p ranks, m microbatches.
  *
  * Hand-made: gpipe, 1f1b, interleaved (v chunks, LOOP placement; needs
- * m % p == 0), zb-h1, zb-h2 (needs m >= 2p), zb-v (v = 2, V placement).
+ * m % p == 0), zb-h1, zb-h2 (needs m >= 2p), zb-v (v = 2, V placement);
+ * v-half and v-min (v = 2, V placement, building blocks).
  * Automatic (zb_auto.h, ilp.h): zb-auto, zb-1p, zb-2p, zb-auto-v.
  * An unmet condition is ZB_EINPUT with a message naming it, never a wrong
  * schedule.
@@ -47,8 +48,12 @@ zb_status zb_schedule_make(const char *name, const zb_sched_params *prm,
                            zb_schedule *out, zb_sched_report *rep,
                            zb_err *err);
 
-/* NULL-terminated list of all schedule names, in display order. */
+/* NULL-terminated list of the planner's schedule names, in display order. */
 const char *const *zb_schedule_names(void);
+/* NULL-terminated list of the V building-block schedules, "v-half" and
+ * "v-min" (sched_vblock.h): zb_schedule_make and `zbplan sim` take them,
+ * the plan search does not list them (zb-auto-v tries their orders). */
+const char *const *zb_schedule_block_names(void);
 /* Chunks per rank the named schedule needs given prm->v (1, v or 2). */
 int zb_schedule_chunks(const char *name, int v);
 /* True if the schedule splits B and W. */
@@ -62,5 +67,9 @@ zb_status zb_sched_interleaved(int p, int m, int v, zb_schedule *out,
 zb_status zb_sched_zbh1(int p, int m, zb_schedule *out, zb_err *err);
 zb_status zb_sched_zbh2(int p, int m, zb_schedule *out, zb_err *err);
 zb_status zb_sched_zbv(int p, int m, zb_schedule *out, zb_err *err);
+/* V-Half and V-Min (Qi et al. 2024, building blocks, sched_vblock.h): V
+ * placement, split B/W, about 1/2 and 1/3 of 1F1B's activation memory. */
+zb_status zb_sched_vhalf(int p, int m, zb_schedule *out, zb_err *err);
+zb_status zb_sched_vmin(int p, int m, zb_schedule *out, zb_err *err);
 
 #endif

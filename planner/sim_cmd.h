@@ -1,6 +1,8 @@
 /* sim_cmd.h - `zbplan sim`: the researcher's simulator command. Builds one
  * schedule (or all of them) for uniform per-stage costs given on the
- * command line, simulates it and prints the longest rank span, bubble rate and per-rank
+ * command line or per-stage costs from a file (--costs, sim_costs.h), or
+ * reads an order in PyTorch's CSV (--import, common/zb_schedule_csv.h),
+ * simulates it and prints the longest rank span, bubble rate and per-rank
  * span/busy/bubble/peak memory as a table or as JSON (docs/zbplan.md gives
  * the JSON format). This is a command, not a library: it prints.
  */

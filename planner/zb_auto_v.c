@@ -19,6 +19,7 @@
 
 #include <stdlib.h>
 
+#include "planner/sched_vblock.h"
 #include "planner/schedules.h"
 #include "planner/zb_auto_greedy.h"
 #include "planner/zb_auto_vrounds.h"
@@ -46,6 +47,10 @@ static const v_policy policies[] = {
  * policies (zb_greedy_policy_count), at least 6. */
 #define MIN_POL 6
 
+/* Passes the building-block search may schedule in all (each block costs
+ * 6pm): every block up to about p 4, m 32; a few hundred at p 16, m 64. */
+#define VBLOCK_BUDGET 3000000L
+
 zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
                     zb_schedule *out, zb_err *err) {
     if (p < 1 || m < 1)
@@ -64,7 +69,7 @@ zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
             .reserve_all = vp->reserve_all,
             .f_first = vp->f_first};
     }
-    zb_schedule seeds[1 + ZB_VROUNDS_MAX];
+    zb_schedule seeds[2 + ZB_VROUNDS_MAX];
     zb_err ignored;
     int nseeds = zb_sched_zbv(p, m, &seeds[0], &ignored) == ZB_OK;
     /* the round scheduler's runs (zb_auto_vrounds.h) compete as well */
@@ -74,6 +79,13 @@ zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
     if (st == ZB_OK)
         st = zb_vrounds_seeds(p, m, c, mem_limit, seeds + nseeds, &nr, err);
     nseeds += nr;
+    /* the building blocks' best order within the limit (V-Min, V-Half and
+     * the uniform-offset blocks, sched_vblock.h) */
+    int found = 0;
+    if (st == ZB_OK)
+        st = zb_vblock_best(p, m, c, mem_limit, VBLOCK_BUDGET, &seeds[nseeds],
+                            &found, err);
+    nseeds += found;
     if (st != ZB_ENOMEM)
         st = zb_greedy_search("zb-auto-v", p, m, 2, ZB_PLACE_V, c, mem_limit,
                               pol, zb_greedy_policy_count(6L * p * m, N_POL, MIN_POL),

@@ -151,7 +151,10 @@ static zb_status warm_up(vr *V, zb_err *err) {
     for (int r = 1; r < p; r++) {
         for (int guard = 0; guard < 4 * m + 4; guard++) {
             int mine = V->nf[vs(V, r, 0)] + V->nf[vs(V, r, 1)];
-            if (mine >= V->nf[vs(V, r - 1, 0)] + V->nf[vs(V, r - 1, 1)]) break;
+            int n1 = V->nf[vs(V, r, 1)], up1 = V->nf[vs(V, r - 1, 1)];
+            bool behind = V->pol->warm_main && n1 <= up1 && up1 < m;
+            if (mine >= V->nf[vs(V, r - 1, 0)] + V->nf[vs(V, r - 1, 1)] && !behind)
+                break;
             for (int q = p - 1; q >= r; q--)
                 if (V->nf[vs(V, q, k)] < m) ZB_TRY(put(V, q, ZB_F, k, err));
             k = 1 - k;
@@ -270,8 +273,8 @@ zb_status zb_vrounds_seeds(int p, int m, const zb_costs *c, double mem_limit,
     double *bub = zb_calloc((size_t)p, sizeof(double), err);
     if (!bub) return ZB_ENOMEM;
     zb_status st = ZB_OK;
-    for (int k = 0; k < 4 && st == ZB_OK; k++) {
-        zb_vrounds_policy pol = {k & 1, (k >> 1) & 1, NULL};
+    for (int k = 0; k < 8 && st == ZB_OK; k++) {
+        zb_vrounds_policy pol = {k & 1, (k >> 1) & 1, (k >> 2) & 1, NULL};
         zb_err e2;
         for (int again = 0; again < 2 && st == ZB_OK; again++) {
             pol.approved = again ? bub : NULL;

@@ -35,6 +35,10 @@
 
 typedef struct {
     bool fill_b, fill_f;
+    bool warm_main;          /* warm-up catch-up also while a rank has run
+                                no more chunk-1 F than the rank before (the
+                                authors' main branch); else only while it
+                                has run fewer F in all */
     const double *approved;  /* [p] idle each rank was left, or NULL */
 } zb_vrounds_policy;
 
@@ -47,7 +51,7 @@ zb_status zb_vrounds_run(int p, int m, const zb_costs *c, double mem_limit,
 /* Every switch combination, each also rerun with its own idle as the
  * approved idle (ZB_VROUNDS_MAX runs at most); failed runs are left out.
  * The caller frees seeds[0..*n-1]. */
-#define ZB_VROUNDS_MAX 8
+#define ZB_VROUNDS_MAX 16
 zb_status zb_vrounds_seeds(int p, int m, const zb_costs *c, double mem_limit,
                            zb_schedule *seeds, int *n, zb_err *err);
 

@@ -8,6 +8,8 @@
  * smallest longest span is the optimum the MIP must report and return.
  */
 #include <check.h>
+#include <glpk.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -448,6 +450,39 @@ START_TEST(time_limit_keeps_warm_quality) {
 }
 END_TEST
 
+START_TEST(v_time_limit_keeps_warm_quality) {
+    /* The V model warm-started from zb-auto-v (the best heuristic order)
+     * with a time limit far too short to prove anything: valid, within the
+     * limit, never longer than the heuristic, report consistent. Also
+     * through zb_schedule_make with solver ilp. */
+    int p = 4, m = 6;
+    zb_costs c;
+    costs(&c, 2 * p, 1, 2, 1, 0.1, 1, 0.5);
+    zb_schedule warm, out;
+    zb_sched_report rep;
+    zb_err err;
+    double limit = 2 * p;
+    ck_assert_int_eq(zb_auto_v(p, m, &c, limit, &warm, &err), ZB_OK);
+    ck_assert_int_eq(zb_ilp_v_schedule(p, m, &c, limit, &warm, 0.05, 1e-4, &out, &rep, &err), ZB_OK);
+    double peak, mk = sim_span(&out, &c, &peak);
+    double hk = sim_span(&warm, &c, NULL);
+    ck_assert_double_le_tol(mk, hk, 1e-9);
+    ck_assert_double_le_tol(peak, limit, 1e-9);
+    ck_assert_double_eq_tol(rep.max_span, mk, 1e-9);
+    ck_assert_double_le_tol(rep.bound, mk, 1e-9);
+    zb_schedule_free(&out);
+    zb_sched_params prm = {.p = p, .m = m, .v = 2, .costs = &c, .mem_limit = limit,
+                           .solver = ZB_SOLVER_ILP, .time_limit_s = 0.05, .mip_gap = 1e-4};
+    ck_assert_int_eq(zb_schedule_make("zb-auto-v", &prm, &out, &rep, &err), ZB_OK);
+    mk = sim_span(&out, &c, &peak);
+    ck_assert_double_le_tol(mk, hk, 1e-9);
+    ck_assert_double_le_tol(peak, limit, 1e-9);
+    zb_schedule_free(&warm);
+    zb_schedule_free(&out);
+    zb_costs_free(&c);
+}
+END_TEST
+
 START_TEST(warm_outside_model) {
     /* A fused-BW warm start (1F1B order) is outside the split model: it
      * cannot seed the solver, but the answer must still be a valid split
@@ -529,6 +564,45 @@ START_TEST(bad_arguments) {
 }
 END_TEST
 
+START_TEST(glpk_terminal_off) {
+    /* After a solve GLPK's terminal output must be off for the process:
+     * glp_adv_basis prints "Constructing initial basis..." whatever the
+     * msg_lev, and did so before zbplan sim's JSON (issue 19). Captured
+     * stdout must stay empty when it runs after zb_ilp_schedule. */
+    int p = 4, m = 8; /* a solve runs: the warm start is not proven */
+    zb_costs c;
+    costs(&c, p, 1, 2, 1, 0.1, 1, 0.5);
+    zb_schedule warm, out;
+    zb_sched_report rep;
+    zb_err err;
+    ck_assert_int_eq(zb_auto_heuristic(p, m, &c, 3, &warm, &err), ZB_OK);
+    ck_assert_int_eq(zb_ilp_schedule(p, m, &c, 3, &warm, 0.05, 1e-4, &out, &rep, &err), ZB_OK);
+    glp_prob *P = glp_create_prob();
+    glp_add_rows(P, 2);
+    glp_add_cols(P, 2);
+    int ia[] = {0, 1, 1, 2}, ja[] = {0, 1, 2, 2};
+    double ar[] = {0, 1, 1, 1};
+    glp_load_matrix(P, 3, ia, ja, ar);
+    FILE *tmp = tmpfile();
+    ck_assert_ptr_nonnull(tmp);
+    fflush(stdout);
+    int saved = dup(1);
+    ck_assert_int_ge(saved, 0);
+    ck_assert_int_ge(dup2(fileno(tmp), 1), 0);
+    glp_adv_basis(P, 0);
+    fflush(stdout);
+    ck_assert_int_ge(dup2(saved, 1), 0);
+    close(saved);
+    ck_assert_int_eq(fseek(tmp, 0, SEEK_END), 0);
+    ck_assert_int_eq(ftell(tmp), 0);
+    fclose(tmp);
+    glp_delete_prob(P);
+    zb_schedule_free(&warm);
+    zb_schedule_free(&out);
+    zb_costs_free(&c);
+}
+END_TEST
+
 int main(void) {
     Suite *su = suite_create("ilp");
     TCase *tc = tcase_create("ilp");
@@ -538,12 +612,14 @@ int main(void) {
     tcase_add_test(tc, optimum_full_recompute);
     tcase_add_test(tc, optimum_memory_binds);
     tcase_add_test(tc, time_limit_keeps_warm_quality);
+    tcase_add_test(tc, v_time_limit_keeps_warm_quality);
     tcase_add_test(tc, warm_outside_model);
     tcase_add_test(tc, too_large_returns_warm);
     tcase_add_test(tc, issue9_span_optimum);
     tcase_add_test(tc, random_unbalanced_vs_exhaustive);
     tcase_add_test(tc, v_random_vs_exhaustive);
     tcase_add_test(tc, bad_arguments);
+    tcase_add_test(tc, glpk_terminal_off);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

@@ -233,6 +233,39 @@ START_TEST(zbv_zero_bubble_and_peak) {
 }
 END_TEST
 
+/* V-Half and V-Min (building blocks): valid for every m, split B/W, V
+ * placement, and their peak (chunk M_B = 1, M_W = M_B: nothing released
+ * before W) is at most floor(p/2) + 1 and ceil(p/3) + 1 microbatches of a
+ * rank (2 chunks each), against 1F1B's p: about a half and a third. */
+START_TEST(vhalf_vmin_memory) {
+    for (int p = 1; p <= 16; p++) {
+        const int ms[] = {1, p > 1 ? p - 1 : 1, p, 2 * p, 3 * p + 1};
+        for (int k = 0; k < 5; k++)
+            for (int h = 0; h < 2; h++) {
+                zb_schedule s;
+                zb_sim_result res;
+                zb_err err;
+                int m = ms[k];
+                ck_assert_int_eq((h ? zb_sched_vmin : zb_sched_vhalf)(p, m, &s, &err), ZB_OK);
+                ck_assert_int_eq(s.placement, ZB_PLACE_V);
+                ck_assert_int_eq(s.v, 2);
+                count_passes(&s, true);
+                sim_uniform(&s, 1, 1, 1, 0, 1, 1, &res);
+                double bound = h ? (p + 2) / 3 + 1 : p / 2 + 1; /* microbatches */
+                ck_assert_msg(max_peak(&res) <= 2 * bound + TOL, "%s p=%d m=%d: "
+                              "peak %g chunk activations > %g", s.name, p, m,
+                              max_peak(&res), 2 * bound);
+                zb_sim_result_free(&res);
+                zb_schedule_free(&s);
+            }
+    }
+    zb_schedule s;
+    zb_err err;
+    ck_assert_int_eq(zb_sched_vmin(0, 4, &s, &err), ZB_EINPUT);
+    ck_assert_int_eq(zb_sched_vhalf(4, 0, &s, &err), ZB_EINPUT);
+}
+END_TEST
+
 /* ---- validity sweep --------------------------------------------------- */
 
 typedef struct {
@@ -341,7 +374,7 @@ START_TEST(make_errors) {
     ck_assert_int_eq(zb_schedule_make("zb-h3", &prm, &s, NULL, &err), ZB_EINPUT);
     ck_assert_str_eq(err.msg, "unknown schedule 'zb-h3'; known: gpipe, 1f1b, "
                               "interleaved, zb-h1, zb-h2, zb-v, zb-auto, zb-1p, "
-                              "zb-2p, zb-auto-v");
+                              "zb-2p, zb-auto-v, v-half, v-min");
     prm.m = 6;
     ck_assert_int_eq(zb_schedule_make("interleaved", &prm, &s, NULL, &err), ZB_EINPUT);
     ck_assert_str_eq(err.msg, "interleaved needs microbatches (m=6) divisible by "
@@ -481,6 +514,7 @@ int main(void) {
     tcase_add_test(tc, zbh_vs_1f1b_at_equal_costs);
     tcase_add_test(tc, interleaved_bubble);
     tcase_add_test(tc, zbv_zero_bubble_and_peak);
+    tcase_add_test(tc, vhalf_vmin_memory);
     suite_add_tcase(su, tc);
     tc = tcase_create("validity");
     tcase_set_timeout(tc, 60);

@@ -1,0 +1,233 @@
+/* sched_vblock.c - see sched_vblock.h. */
+#include "planner/sched_vblock.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner/sched_internal.h"
+#include "planner/schedules.h"
+
+enum { K_F0 = 0, K_F1 = 1, K_B1 = 2, K_B0 = 3, PERIOD = 6 };
+
+/* The pass of kind k (F0, F1, B1, B0) as (pass, chunk). */
+static const zb_pass kind_pass[4] = {ZB_F, ZB_F, ZB_B, ZB_B};
+static const int kind_chunk[4] = {0, 1, 1, 0};
+
+/* One rank: passes by slot, W into free slots. wq holds 2m chunk ids. */
+static zb_status rank_order(zb_schedule *out, int r, int m, const int *t,
+                            int *wq, zb_err *err) {
+    int lo = INT_MAX, hi = INT_MIN, qh = 0, qt = 0, nw[2] = {0, 0};
+    for (int k = 0; k < 4; k++) {
+        if (t[k] < lo) lo = t[k];
+        if (t[k] + PERIOD * (m - 1) > hi) hi = t[k] + PERIOD * (m - 1);
+    }
+    for (int s = lo; s <= hi; s++) {
+        int placed = 0;
+        for (int k = 0; k < 4; k++) {
+            int d = s - t[k];
+            if (d < 0 || d % PERIOD || d / PERIOD >= m) continue;
+            ZB_TRY(zb_schedule_push(out, r, kind_pass[k], d / PERIOD, kind_chunk[k], err));
+            if (kind_pass[k] == ZB_B) wq[qt++] = kind_chunk[k];
+            placed = 1;
+        }
+        if (!placed && qh < qt) {
+            int ch = wq[qh++];
+            ZB_TRY(zb_schedule_push(out, r, ZB_W, nw[ch]++, ch, err));
+        }
+    }
+    while (qh < qt) {
+        int ch = wq[qh++];
+        ZB_TRY(zb_schedule_push(out, r, ZB_W, nw[ch]++, ch, err));
+    }
+    return ZB_OK;
+}
+
+zb_status zb_vblock_order(int p, int m, const int (*t)[4], const char *name,
+                          zb_schedule *out, zb_err *err) {
+    ZB_TRY(zb_sched_begin(out, name, p, m, 2, ZB_PLACE_V, 6 * m, err));
+    int *wq = zb_calloc(2 * (size_t)m, sizeof(int), err);
+    zb_status st = wq ? ZB_OK : ZB_ENOMEM;
+    for (int r = 0; r < p && st == ZB_OK; r++) st = rank_order(out, r, m, t[r], wq, err);
+    free(wq);
+    return zb_sched_end(out, st);
+}
+
+void zb_vblock_vmin(int p, int (*t)[4]) {
+    int gap = p % 3 == 0 ? 2 : 0;
+    for (int r = 0; r < p; r++) {
+        t[r][K_F0] = r;
+        t[r][K_F1] = 2 * p - r - 1;
+        t[r][K_B1] = 2 * p + gap + r;
+        t[r][K_B0] = 4 * p + gap - r - 1;
+    }
+}
+
+void zb_vblock_vhalf(int p, int (*t)[4]) {
+    int gap = p % 2 == 0 ? 3 : 0;
+    for (int r = 0; r < p; r++) {
+        t[r][K_F0] = 2 * r;
+        t[r][K_F1] = 3 * p - r - 2;
+        t[r][K_B1] = 3 * p + gap + 2 * r - 1;
+        t[r][K_B0] = 6 * p + gap - r - 2;
+    }
+}
+
+/* Slots of a uniform-offset block: rank 0's pattern pat (mod 6), then
+ * offsets; microbatch 0 of each kind at the first slot of its residue
+ * after the previous pass of microbatch 0 along the V (F0 down the ranks,
+ * F1 up, B1 down, B0 up). False if two kinds share a slot on a rank. */
+static int block_slots(int p, const int pat[4], int d0, int d1, int k0,
+                       int (*t)[4]) {
+    static const int delta_sign[4] = {1, -1, 1, -1};
+    int res[4];
+    memcpy(res, pat, sizeof res);
+    for (int r = 0; r < p; r++) {
+        if (r > 0)
+            for (int k = 0; k < 4; k++) {
+                int d = delta_sign[k] > 0 ? (r <= k0 ? d0 : d1) : 1;
+                res[k] = ((res[k] + delta_sign[k] * d) % PERIOD + PERIOD) % PERIOD;
+            }
+        for (int a = 0; a < 4; a++)
+            for (int b = a + 1; b < 4; b++)
+                if (res[a] == res[b]) return 0;
+        for (int k = 0; k < 4; k++) t[r][k] = res[k]; /* residues for now */
+    }
+    int at = PERIOD; /* the scan over microbatch 0 along the V */
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < p; i++) {
+            int r = (k == K_F0 || k == K_B1) ? i : p - 1 - i;
+            int s = at + ((t[r][k] - at) % PERIOD + PERIOD) % PERIOD;
+            t[r][k] = s;
+            at = s + 1;
+        }
+    return 1;
+}
+
+typedef struct {
+    int p, m;
+    const zb_costs *c;
+    double limit;
+    zb_sim_ws *ws;
+    zb_schedule *best;
+    double span, end;
+    int found;
+} best_state;
+
+/* Score s (consumed): kept in B if the best so far within the limit. */
+static zb_status consider(best_state *B, zb_schedule s, zb_err *err) {
+    double span, peak;
+    zb_err e2;
+    zb_status st = zb_simulate_fast(&s, B->c, B->ws, &span, &peak, &e2);
+    if (st == ZB_ENOMEM) {
+        zb_schedule_free(&s);
+        return zb_fail(err, st, "%s", e2.msg);
+    }
+    double end = st == ZB_OK ? zb_sim_ws_last_end(B->ws) : 0;
+    double tol = 1e-9 * fmax(1, fabs(B->limit));
+    if (st == ZB_OK && peak <= B->limit + tol &&
+        (!B->found || span < B->span || (span == B->span && end < B->end))) {
+        if (B->found) zb_schedule_free(B->best);
+        *B->best = s;
+        B->span = span, B->end = end, B->found = 1;
+        return ZB_OK;
+    }
+    zb_schedule_free(&s);
+    return ZB_OK;
+}
+
+/* The block's order as laid out and squeezed (zb_vsqueeze). */
+static zb_status try_block(best_state *B, const int (*t)[4], zb_err *err) {
+    zb_schedule s, q;
+    ZB_TRY(zb_vblock_order(B->p, B->m, t, "zb-auto-v", &s, err));
+    zb_status st = ZB_OK;
+    for (int b_first = 0; b_first < 2 && st == ZB_OK; b_first++) {
+        zb_err e2;
+        st = zb_vsqueeze(&s, &q, b_first, &e2);
+        if (st == ZB_ENOMEM) st = zb_fail(err, st, "%s", e2.msg);
+        else if (st == ZB_OK) st = consider(B, q, err);
+        else st = ZB_OK; /* a block that deadlocks: nothing to squeeze */
+    }
+    if (st == ZB_OK) return consider(B, s, err);
+    zb_schedule_free(&s);
+    return st;
+}
+
+zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
+                         long budget, zb_schedule *out, int *found,
+                         zb_err *err) {
+    *found = 0;
+    int (*t)[4] = zb_calloc((size_t)p, sizeof *t, err);
+    zb_sim_ws *ws = zb_sim_ws_new();
+    if (!t || !ws) {
+        free(t);
+        zb_sim_ws_free(ws);
+        return zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
+    }
+    best_state B = {p, m, c, mem_limit, ws, out, 0, 0, 0};
+    long per = 6L * p * m, used = 0;
+    zb_vblock_vmin(p, t);
+    zb_status st = try_block(&B, (const int (*)[4])t, err);
+    zb_vblock_vhalf(p, t);
+    if (st == ZB_OK) st = try_block(&B, (const int (*)[4])t, err);
+    used = 6 * per;
+    for (int f1 = 1; f1 < PERIOD && st == ZB_OK && used < budget; f1++)
+        for (int b1 = 1; b1 < PERIOD && st == ZB_OK && used < budget; b1++)
+            for (int b0 = 1; b0 < PERIOD && st == ZB_OK && used < budget; b0++) {
+                if (f1 == b1 || f1 == b0 || b1 == b0) continue;
+                int pat[4] = {0, f1, b1, b0};
+                for (int d0 = 1; d0 < PERIOD && st == ZB_OK && used < budget; d0++)
+                    for (int d1 = 1; d1 <= d0 && st == ZB_OK && used < budget; d1++)
+                        for (int k0 = 1; k0 < (p > 1 ? p : 2) && st == ZB_OK && used < budget; k0++) {
+                            if (!block_slots(p, pat, d0, d1, k0, t)) continue;
+                            st = try_block(&B, (const int (*)[4])t, err);
+                            used += 3 * per;
+                            if (d0 == d1) break; /* k0 changes nothing */
+                        }
+            }
+    free(t);
+    zb_sim_ws_free(ws);
+    *found = B.found;
+    return st;
+}
+
+static zb_status from_block(const char *name, void (*fill)(int, int (*)[4]),
+                            int p, int m, zb_schedule *out, zb_err *err) {
+    memset(out, 0, sizeof *out);
+    ZB_TRY(zb_sched_check_pm(name, p, m, err));
+    int (*t)[4] = zb_calloc((size_t)p, sizeof *t, err);
+    if (!t) return ZB_ENOMEM;
+    fill(p, t);
+    zb_schedule laid, plain;
+    zb_status st = zb_vblock_order(p, m, (const int (*)[4])t, name, &laid, err);
+    free(t);
+    if (st == ZB_OK) st = zb_vsqueeze(&laid, &plain, false, err);
+    if (st == ZB_OK) st = zb_vsqueeze(&laid, out, true, err);
+    zb_schedule_free(&laid);
+    /* B first, unless it holds more (unit model, nothing freed before W) */
+    double pk_plain = 0, pk_bfirst = 0;
+    zb_costs c;
+    if (st == ZB_OK) st = zb_costs_uniform(&c, 2 * p, 1, 1, 1, 0, 1, 1, err);
+    if (st == ZB_OK) {
+        st = zb_simulate_fast(&plain, &c, NULL, NULL, &pk_plain, err);
+        if (st == ZB_OK) st = zb_simulate_fast(out, &c, NULL, NULL, &pk_bfirst, err);
+        zb_costs_free(&c);
+    }
+    if (st == ZB_OK && pk_bfirst > pk_plain) {
+        zb_schedule_free(out);
+        *out = plain;
+        return ZB_OK;
+    }
+    zb_schedule_free(&plain);
+    if (st != ZB_OK) zb_schedule_free(out);
+    return st;
+}
+
+zb_status zb_sched_vhalf(int p, int m, zb_schedule *out, zb_err *err) {
+    return from_block("v-half", zb_vblock_vhalf, p, m, out, err);
+}
+
+zb_status zb_sched_vmin(int p, int m, zb_schedule *out, zb_err *err) {
+    return from_block("v-min", zb_vblock_vmin, p, m, out, err);
+}

@@ -1,0 +1,51 @@
+/* sched_vblock.h - V schedules from building blocks (Qi et al., "Pipeline
+ * Parallelism with Controllable Memory", 2024; internal to the planner).
+ *
+ * Unit-time model: every pass takes one slot and a microbatch repeats every
+ * 6 slots (F and B of both chunks plus two W). A building block gives, per
+ * rank, the slot of microbatch 0's chunk-0 F, chunk-1 F, chunk-1 B and
+ * chunk-0 B (t[r][0..3]); microbatch j's pass is 6j later. A rank's order
+ * is its F and B passes sorted by slot, with W passes (FIFO, in B order)
+ * put into the free slots as they come and the rest at the end. The order
+ * is then timed by the simulator with the real costs (which "squeezes" the
+ * unit slots away). The activation memory of a block is set by how long a
+ * microbatch lives on a rank: V-Min about 1/3 of 1F1B's, V-Half 1/2.
+ */
+#ifndef ZB_SCHED_VBLOCK_H
+#define ZB_SCHED_VBLOCK_H
+
+#include <stdbool.h>
+
+#include "common/zb_schedule.h"
+#include "common/zb_sim.h"
+
+/* The order of block t ([p][4] slots) for m microbatches; out is
+ * initialised by the call (name `name`, V placement). */
+zb_status zb_vblock_order(int p, int m, const int (*t)[4], const char *name,
+                          zb_schedule *out, zb_err *err);
+
+/* Pull the passes of a split V schedule into idle unit slots without
+ * raising any rank's unit-model peak (sched_vsqueeze.c); b_first then also
+ * pulls B into the slots W held and puts W only into what is left idle.
+ * out is initialised by the call. */
+zb_status zb_vsqueeze(const zb_schedule *in, zb_schedule *out, bool b_first,
+                      zb_err *err);
+
+/* The V-Min and V-Half blocks (rank r: offsets +1/-1 and +2/-1 slots per
+ * rank, with a gap between forward and backward that keeps the slots of
+ * the 4 passes distinct modulo 6). t must hold [p][4]. */
+void zb_vblock_vmin(int p, int (*t)[4]);
+void zb_vblock_vhalf(int p, int (*t)[4]);
+
+/* The best order (shortest longest span, then earlier last end) within
+ * mem_limit over the uniform-offset building blocks of the paper (rank 0's
+ * pattern: chunk-0 F at slot 0, the other three at distinct slots 1..5;
+ * each later rank moves F and chunk-1 B by d0 slots and the chunk-1 F and
+ * chunk-0 B by -1, the first k ranks with d0 and the rest with d1 <= d0),
+ * and the V-Min and V-Half blocks, trying blocks until `budget` passes
+ * have been scheduled. *found is 0 when none fits (out untouched). */
+zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
+                         long budget, zb_schedule *out, int *found,
+                         zb_err *err);
+
+#endif

@@ -1,0 +1,171 @@
+/* sched_vsqueeze.c - zb_vsqueeze (sched_vblock.h): pull passes of a split
+ * V schedule into idle unit slots.
+ *
+ * Unit model: every pass one slot, transfers free. The input order is first
+ * timed in it (zb_simulate with unit costs: each pass at the first slot its
+ * rank and its dependency allow). Then, in order of slot, each pass moves
+ * to the first idle slot of its rank after its dependency (the previous
+ * virtual stage's F, the next one's B, its own B for W) and after the
+ * previous microbatch of its kind on its chunk (microbatch order is kept),
+ * if earlier than its slot; an F moves only where the rank's unit memory
+ * (F +1, W -1) stays within the peak it had before, so the peak never
+ * grows. Each rank's new order is its passes by slot. With b_first the W
+ * are then taken out, each B pulled into the first idle slot after its
+ * dependency, and the W put back into the slots left idle (oldest B
+ * first), so W only fill what F and B leave, as the paper's second
+ * squeeze does.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner/sched_vblock.h"
+
+typedef struct {
+    int p, m, T;
+    int *slot;     /* [(vstage * m + mb) * 3 + pass] */
+    int *occ;      /* [p * T] action index + 1, 0 idle */
+    int *mem;      /* [p * T] unit memory after the slot */
+    int *peak;     /* [p] */
+} grid;
+
+static int *cell(grid *G, int s, int mb, int pass) {
+    return &G->slot[((size_t)s * G->m + mb) * 3 + pass];
+}
+
+/* First slot the pass may take: after its dependency and its kind's
+ * previous microbatch. */
+static int earliest(grid *G, int s, int mb, int pass) {
+    int n = 2 * G->p, e = 0, d = -1;
+    if (pass == ZB_F && s > 0) d = *cell(G, s - 1, mb, ZB_F);
+    if (pass == ZB_B) d = s == n - 1 ? *cell(G, s, mb, ZB_F) : *cell(G, s + 1, mb, ZB_B);
+    if (pass == ZB_W) d = *cell(G, s, mb, ZB_B);
+    if (d + 1 > e) e = d + 1;
+    if (mb > 0 && *cell(G, s, mb - 1, pass) + 1 > e) e = *cell(G, s, mb - 1, pass) + 1;
+    return e;
+}
+
+static void move(grid *G, int r, int from, int to, int delta) {
+    int *occ = G->occ + (size_t)r * G->T, *mem = G->mem + (size_t)r * G->T;
+    occ[to] = occ[from], occ[from] = 0;
+    for (int t = to; t < from; t++) mem[t] += delta;
+}
+
+static int fits(const grid *G, int r, int from, int to) {
+    const int *mem = G->mem + (size_t)r * G->T;
+    for (int t = to; t < from; t++)
+        if (mem[t] + 1 > G->peak[r]) return 0;
+    return 1;
+}
+
+/* b_first: take the W out and pull each B into the first idle slot after
+ * its dependency (slot order, so dependencies are final first). */
+static void pull_b(grid *G, const zb_schedule *in) {
+    for (int r = 0; r < G->p; r++) {
+        int *occ = G->occ + (size_t)r * G->T;
+        for (int t = 0; t < G->T; t++)
+            if (occ[t] && in->acts[r][occ[t] - 1].pass == ZB_W) occ[t] = 0;
+    }
+    for (int t = 0; t < G->T; t++)
+        for (int r = 0; r < G->p; r++) {
+            int *occ = G->occ + (size_t)r * G->T;
+            int i = occ[t] - 1;
+            if (i < 0 || in->acts[r][i].pass != ZB_B) continue;
+            const zb_action *a = &in->acts[r][i];
+            int s = zb_vstage(in, r, a->chunk);
+            for (int to = earliest(G, s, a->mb, ZB_B); to < t; to++)
+                if (!occ[to]) {
+                    occ[to] = occ[t], occ[t] = 0;
+                    *cell(G, s, a->mb, ZB_B) = to;
+                    break;
+                }
+        }
+}
+
+/* Rank r's order: its passes by slot; with b_first the W (taken out by
+ * pull_b) go into the idle slots, oldest B first, the rest at the end. */
+static zb_status emit(const grid *G, const zb_schedule *in, int r, bool b_first,
+                      int *wq, zb_schedule *out, zb_err *err) {
+    const int *occ = G->occ + (size_t)r * G->T;
+    int qh = 0, qt = 0, nw[2] = {0, 0}, started = 0;
+    for (int t = 0; t < G->T; t++) {
+        int i = occ[t] - 1;
+        if (i >= 0) {
+            const zb_action *a = &in->acts[r][i];
+            ZB_TRY(zb_schedule_push(out, r, (zb_pass)a->pass, a->mb, a->chunk, err));
+            if (b_first && a->pass == ZB_B) wq[qt++] = a->chunk;
+            started = 1;
+        } else if (started && qh < qt) {
+            int ch = wq[qh++];
+            ZB_TRY(zb_schedule_push(out, r, ZB_W, nw[ch]++, ch, err));
+        }
+    }
+    while (qh < qt) {
+        int ch = wq[qh++];
+        ZB_TRY(zb_schedule_push(out, r, ZB_W, nw[ch]++, ch, err));
+    }
+    return ZB_OK;
+}
+
+zb_status zb_vsqueeze(const zb_schedule *in, zb_schedule *out, bool b_first,
+                      zb_err *err) {
+    int p = in->p, m = in->m, n = 2 * p;
+    memset(out, 0, sizeof *out);
+    zb_costs c;
+    ZB_TRY(zb_costs_uniform(&c, n, 1, 1, 1, 0, 1, 1, err));
+    zb_sim_result res;
+    zb_status st = zb_simulate(in, &c, &res, err);
+    zb_costs_free(&c);
+    if (st != ZB_OK) {
+        zb_sim_result_free(&res);
+        return st;
+    }
+    grid G = {p, m, (int)res.last_end + 1, NULL, NULL, NULL, NULL};
+    G.slot = zb_calloc((size_t)n * m * 3, sizeof(int), err);
+    G.occ = zb_calloc(2 * (size_t)p * G.T + (size_t)p, sizeof(int), err);
+    if (!G.slot || !G.occ) st = ZB_ENOMEM;
+    if (st == ZB_OK) {
+        G.mem = G.occ + (size_t)p * G.T, G.peak = G.mem + (size_t)p * G.T;
+        for (int r = 0; r < p; r++) {
+            int *mem = G.mem + (size_t)r * G.T;
+            for (int i = 0; i < in->len[r]; i++) {
+                const zb_action *a = &in->acts[r][i];
+                int t = (int)res.start[res.off[r] + i];
+                G.occ[(size_t)r * G.T + t] = i + 1;
+                *cell(&G, zb_vstage(in, r, a->chunk), a->mb, a->pass) = t;
+                mem[t] = a->pass == ZB_F ? 1 : a->pass == ZB_W ? -1 : 0;
+            }
+            for (int t = 0; t < G.T; t++) {
+                if (t) mem[t] += mem[t - 1];
+                if (mem[t] > G.peak[r]) G.peak[r] = mem[t];
+            }
+        }
+        /* in order of slot: pull each pass to the first idle slot it may take */
+        for (int t = 0; t < G.T; t++)
+            for (int r = 0; r < p; r++) {
+                int i = G.occ[(size_t)r * G.T + t] - 1;
+                if (i < 0) continue;
+                const zb_action *a = &in->acts[r][i];
+                int s = zb_vstage(in, r, a->chunk);
+                for (int to = earliest(&G, s, a->mb, a->pass); to < t; to++) {
+                    if (G.occ[(size_t)r * G.T + to]) continue;
+                    if (a->pass == ZB_F && !fits(&G, r, t, to)) continue;
+                    move(&G, r, t, to, a->pass == ZB_F ? 1 : a->pass == ZB_W ? -1 : 0);
+                    *cell(&G, s, a->mb, a->pass) = to;
+                    break;
+                }
+            }
+        if (b_first) pull_b(&G, in);
+        int *wq = st == ZB_OK ? zb_calloc(2 * (size_t)m, sizeof(int), err) : NULL;
+        if (!wq) st = ZB_ENOMEM;
+        if (st == ZB_OK)
+            st = zb_schedule_init(out, in->name, p, m, 2, ZB_PLACE_V, in->len[0], err);
+        for (int r = 0; r < p && st == ZB_OK; r++) st = emit(&G, in, r, b_first, wq, out, err);
+        free(wq);
+    }
+    free(G.slot);
+    free(G.occ);
+    zb_sim_result_free(&res);
+    if (st != ZB_OK) zb_schedule_free(out);
+    return st;
+}
