@@ -46,7 +46,8 @@ static bool in_list(const char *const *list, const char *name) {
 /* Placement a schedule uses; its costs (t_comm) depend on it, and the
  * automatic schedules need the costs before they exist. */
 static zb_placement placement_of(const char *name) {
-    return strcmp(name, "zb-v") == 0 || strcmp(name, "zb-auto-v") == 0
+    return strcmp(name, "zb-v") == 0 || strcmp(name, "zb-auto-v") == 0 ||
+           strcmp(name, "v-half") == 0 || strcmp(name, "v-min") == 0
                ? ZB_PLACE_V : ZB_PLACE_LOOP;
 }
 
@@ -335,13 +336,19 @@ static zb_status no_split(const ctx *x, zb_err *err) {
 
 /* ---- jobs ---- */
 
+/* The searched schedules, and the building-block ones (v-half, v-min) that
+ * only --schedule asks for (zb-auto-v already tries their orders). */
 static zb_status check_schedule_name(const char *name, zb_err *err) {
     const char *const *names = zb_schedule_names();
-    if (in_list(names, name)) return ZB_OK;
+    const char *const *blocks = zb_schedule_block_names();
+    if (in_list(names, name) || in_list(blocks, name)) return ZB_OK;
     char list[256] = "";
     for (int i = 0; names[i]; i++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
                  i ? ", " : "", names[i]);
+    for (int i = 0; blocks[i]; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), ", %s",
+                 blocks[i]);
     return zb_fail(err, ZB_EINPUT, "unknown schedule '%s' (one of: %s)", name,
                    list);
 }
@@ -367,8 +374,11 @@ static zb_status list_jobs(const zb_search_opts *o, job *j1, int *n1, job *j2,
     *n1 = *n2 = 0;
     if (o->schedule[0]) {
         ZB_TRY(check_schedule_name(o->schedule, err));
+        const char *const *blocks = zb_schedule_block_names();
         for (int i = 0; names[i]; i++)
             if (strcmp(names[i], o->schedule) == 0) add_jobs(o, names[i], j1, n1);
+        for (int i = 0; blocks[i]; i++)
+            if (strcmp(blocks[i], o->schedule) == 0) add_jobs(o, blocks[i], j1, n1);
         int want = o->v > 0 ? o->v : 0;
         if (want && zb_schedule_chunks(o->schedule, want) != want)
             return zb_fail(err, ZB_EINPUT, "--chunks %d does not apply to "

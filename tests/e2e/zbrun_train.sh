@@ -56,6 +56,21 @@ assert len(a) == len(b) == 4, (a, b)
 assert all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b)), (a, b)
 EOF
 
+# ---- v-half and v-min (forced with --schedule) train like zb-v -------------
+for s in v-half v-min; do
+    "$BIN/zbplan" models/tiny.yaml -o "$tmp/$s.yaml" -q --pp 2 --dp 1 --tp 1 --schedule $s ||
+        bad "zbplan --schedule $s failed"
+    "$BIN/zbrun" "$tmp/$s.yaml" --steps 4 >"$tmp/$s.out" 2>&1 || bad "$s run failed"
+    python3 - "$tmp/pp2.out" "$tmp/$s.out" <<'EOF' || bad "$s losses differ from zb-v's"
+import sys
+def losses(path):
+    return [float(l.split()[3]) for l in open(path) if l.startswith("step ")]
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+assert len(a) == len(b) == 4, (a, b)
+assert all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b)), (a, b)
+EOF
+done
+
 # ---- the files --------------------------------------------------------------
 for f in report.yaml trace.json timeline.svg; do
     [ -s "$tmp/$f" ] || bad "$f missing or empty"
