@@ -39,6 +39,7 @@
 #include "executor/report/report.h"
 #include "executor/run/run_checks.h"
 #include "executor/host/signals.h"
+#include "executor/host/stdfds.h"
 #include "executor/run/runtime.h"
 #include "executor/stage/stage.h"
 #include "executor/report/svg.h"
@@ -224,7 +225,7 @@ static void on_step(const zb_step_info *s, void *ctx) {
     if (p->quiet) return;
     if (s->eval_only) {   /* the validation loss before training */
         printf("step %d/%d val_loss %.6f\n", s->step, s->steps, s->val_loss);
-        fflush(stdout);
+        zb_signals_flush(stdout);   /* EPIPE: stop (signals.h) */
         return;
     }
     if (!p->started) {
@@ -237,7 +238,7 @@ static void on_step(const zb_step_info *s, void *ctx) {
     double eta = left * s->elapsed_s / done;
     if (!p->tty) {
         print_step_line(s, eta);
-        fflush(stdout);
+        zb_signals_flush(stdout);
         return;
     }
     if (s->step == p->first || s->step % p->every == 0 || left == 0) {
@@ -246,7 +247,7 @@ static void on_step(const zb_step_info *s, void *ctx) {
     }
     printf("\r\033[Kstep %d/%d  loss %.4f  %.0f tokens/s  %.1f s left", s->step,
            s->steps, s->loss, s->tokens_per_s, eta);
-    fflush(stdout);
+    zb_signals_flush(stdout);
 }
 
 /* ---- after the run ---- */
@@ -427,7 +428,9 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     /* rank 0 writes the outputs and holds the checkpoint folder's lock */
     bool writer = l->rank == 0;
     int lock_fd = -1;
-    zb_status st = zb_run_preflight(writer ? a->report : NULL, writer ? a->trace : NULL,
+    zb_run_outputs outs = {a->report, a->trace, a->svg, a->export_path, a->profile};
+    zb_status st = writer ? zb_run_check_outputs(a->plan_path, &plan, &outs, err) : ZB_OK;
+    if (st == ZB_OK) st = zb_run_preflight(writer ? a->report : NULL, writer ? a->trace : NULL,
                                     writer ? a->svg : NULL,
                                     writer && a->ckpt_every ? pr_dir(a) : NULL,
                                     here, threads, &lock_fd, err);
@@ -454,7 +457,7 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                zb_launcher_name(l->kind), l->world, backend == ZB_BACKEND_CUDA
                ? "NCCL transport, the CUDA device of each process: its local "
                  "rank modulo the devices it sees" : "MPI transport");
-    fflush(stdout);
+    zb_signals_flush(stdout);
     zb_run_result res;
     zb_signals_install();
     st = zb_run(&plan, &o, &res, err);
@@ -506,6 +509,8 @@ static int fail_procs(const zb_launch *l, const zb_procs *procs, zb_status st,
 }
 
 int main(int argc, char **argv) {
+    if (zb_stdfds_reserve() != 0) return 1;   /* before any file is opened */
+    zb_signals_ignore_pipe();
     prefer_passive_openmp(argv);
     args a;
     zb_err err = {{0}};
