@@ -62,6 +62,8 @@ static const char usage[] =
     "  --resume              continue after the newest checkpoint in DIR (default: off)\n"
     "  --resume-changed      resume even if --steps or the seed differ from the\n"
     "                        checkpoint's (the learning-rate schedule or data change)\n"
+    "  --overwrite-checkpoints  let a run without --resume replace the checkpoint\n"
+    "                        in DIR (default: such a run is refused)\n"
     "  --max-loss-ratio R    stop when the loss exceeds R x the first step's\n"
     "                        (default 10; 0: never)\n"
     "  --threads N           OpenMP threads per rank (default: max(1, cores / ranks))\n"
@@ -85,7 +87,7 @@ typedef struct {
     const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir, *export_path;
     const char *profile;
     int steps, ckpt_every, threads;
-    bool resume, quiet, help, version, resume_changed;
+    bool resume, quiet, help, version, resume_changed, overwrite_ckpt;
     double max_loss_ratio;
     char backend_note[96];   /* how auto chose, "" otherwise */
 } args;
@@ -128,6 +130,7 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     else if (!strcmp(arg, "-q") || !strcmp(arg, "--quiet")) a->quiet = true;
     else if (!strcmp(arg, "--resume")) a->resume = true;
     else if (!strcmp(arg, "--resume-changed")) a->resume_changed = true;
+    else if (!strcmp(arg, "--overwrite-checkpoints")) a->overwrite_ckpt = true;
     else if (take_opt(argc, argv, i, "--max-loss-ratio", &v, &st, err)) {
         if (st == ZB_OK) st = zb_parse_ratio("--max-loss-ratio", v, &a->max_loss_ratio, err);
     }
@@ -429,10 +432,11 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     bool writer = l->rank == 0;
     int lock_fd = -1;
     zb_run_outputs outs = {a->report, a->trace, a->svg, a->export_path, a->profile};
+    zb_ckpt_use ck = {pr_dir(a), a->ckpt_every > 0, a->resume, a->overwrite_ckpt};
     zb_status st = writer ? zb_run_check_outputs(a->plan_path, &plan, &outs, err) : ZB_OK;
     if (st == ZB_OK) st = zb_run_preflight(writer ? a->report : NULL, writer ? a->trace : NULL,
                                     writer ? a->svg : NULL,
-                                    writer && a->ckpt_every ? pr_dir(a) : NULL,
+                                    writer ? &ck : NULL,
                                     here, threads, &lock_fd, err);
     if (st != ZB_OK) {
         zb_plan_free(&plan);

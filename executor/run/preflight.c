@@ -97,14 +97,21 @@ zb_status zb_preflight_inputs(const char *const *names, const char *const *paths
     return ZB_OK;
 }
 
-zb_status zb_preflight_checkpoints(const char *dir, int *lock_fd, zb_err *err) {
+zb_status zb_preflight_checkpoints(const char *dir, bool writes, bool fresh,
+                                   int *lock_fd, zb_err *err) {
     char probe_path[1100];
-    ZB_TRY(zb_ckpt_lock(dir, lock_fd, err));
+    struct stat sb;
+    *lock_fd = -1;
+    if (!writes && stat(dir, &sb) != 0) return ZB_OK;   /* nothing to read */
+    ZB_TRY(zb_ckpt_lock(dir, !writes, lock_fd, err));
+    if (!writes) return ZB_OK;
+    zb_status s = fresh ? zb_ckpt_check_fresh(dir, err) : ZB_OK;
     snprintf(probe_path, sizeof probe_path, "%s/.probe.%ld", dir, (long)getpid());
-    int fd = open(probe_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        zb_status s = zb_fail(err, ZB_EINPUT, "--checkpoint-dir %s: cannot create "
-                              "files in it: %s", dir, strerror(errno));
+    int fd = s == ZB_OK ? open(probe_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666) : -1;
+    if (s == ZB_OK && fd < 0)
+        s = zb_fail(err, ZB_EINPUT, "--checkpoint-dir %s: cannot create "
+                    "files in it: %s", dir, strerror(errno));
+    if (s != ZB_OK) {
         zb_ckpt_unlock(*lock_fd);
         *lock_fd = -1;
         return s;

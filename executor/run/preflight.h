@@ -8,6 +8,8 @@
 #ifndef ZB_PREFLIGHT_H
 #define ZB_PREFLIGHT_H
 
+#include <stdbool.h>
+
 #include "common/zb_error.h"
 
 /* names[i] is the option ("--report") of paths[i]; NULL paths are skipped.
@@ -27,8 +29,13 @@ zb_status zb_preflight_inputs(const char *const *names, const char *const *paths
                               int n, const char *const *in_names,
                               const char *const *inputs, int n_in, zb_err *err);
 
-/* Make the checkpoint folder, lock it (*lock_fd, release with
- * zb_ckpt_unlock) and check a file can be created in it. */
-zb_status zb_preflight_checkpoints(const char *dir, int *lock_fd, zb_err *err);
+/* A run that writes checkpoints (writes): make the folder, lock it
+ * exclusively (*lock_fd, release with zb_ckpt_unlock), with fresh (no
+ * --resume, no --overwrite-checkpoints) refuse a folder that holds a
+ * checkpoint (zb_ckpt_check_fresh), and check a file can be created in
+ * it. A run that only resumes: a shared lock on an existing folder, so no
+ * other run rotates it while this one reads (none when it is missing). */
+zb_status zb_preflight_checkpoints(const char *dir, bool writes, bool fresh,
+                                   int *lock_fd, zb_err *err);
 
 #endif

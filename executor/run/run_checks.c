@@ -38,7 +38,7 @@ static bool lock_holder(void) {
 }
 
 zb_status zb_run_preflight(const char *report, const char *trace, const char *svg,
-                           const char *ckpt_dir, int world, int threads,
+                           const zb_ckpt_use *ck, int world, int threads,
                            int *lock_fd, zb_err *err) {
     static const char *const names[] = {"--report", "--trace", "--svg"};
     const char *const paths[] = {report, trace, svg};
@@ -49,7 +49,9 @@ zb_status zb_run_preflight(const char *report, const char *trace, const char *sv
                        ZB_MAX_THREADS_PER_RANK, ZB_MAX_THREADS_TOTAL, world);
     ZB_TRY(zb_memlimit_prepare(world, threads, err));
     ZB_TRY(zb_preflight_outputs(names, paths, 3, err));
-    if (ckpt_dir && lock_holder()) ZB_TRY(zb_preflight_checkpoints(ckpt_dir, lock_fd, err));
+    if (ck && ck->dir && (ck->writes || ck->resume) && lock_holder())
+        ZB_TRY(zb_preflight_checkpoints(ck->dir, ck->writes,
+                                        !ck->resume && !ck->overwrite, lock_fd, err));
     return ZB_OK;
 }
 

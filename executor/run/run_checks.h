@@ -20,14 +20,25 @@
 /* A ratio option: a number >= 0 (0 turns the check off). */
 zb_status zb_parse_ratio(const char *name, const char *text, double *out, zb_err *err);
 
+/* How a run uses its checkpoint folder. */
+typedef struct {
+    const char *dir;
+    bool writes;     /* --checkpoint-every */
+    bool resume;     /* --resume */
+    bool overwrite;  /* --overwrite-checkpoints: a fresh run may replace one */
+} zb_ckpt_use;
+
 /* Before the first step: threads per rank within the limits above, room
  * under a memory limit (memlimit.h), the output paths (NULL: not asked
- * for), and when ckpt_dir is not NULL the checkpoint folder, locked into
- * *lock_fd (under a launcher, by the process of rank 0 only: the
- * launcher's OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID or
- * RANK). Bad options and paths are ZB_EINPUT naming the option. */
+ * for), and when ck is not NULL the checkpoint folder (preflight.h:
+ * locked into *lock_fd, exclusively when the run writes checkpoints,
+ * shared when it only resumes; a fresh run refuses a folder holding a
+ * checkpoint unless ck->overwrite), under a launcher by the process of
+ * rank 0 only (the launcher's OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK,
+ * SLURM_PROCID or RANK). Bad options and paths are ZB_EINPUT naming the
+ * option. */
 zb_status zb_run_preflight(const char *report, const char *trace, const char *svg,
-                           const char *ckpt_dir, int world, int threads,
+                           const zb_ckpt_use *ck, int world, int threads,
                            int *lock_fd, zb_err *err);
 
 /* The files zbrun writes at the end (NULL: not asked for). */
