@@ -260,8 +260,9 @@ static zb_status check_loss(zb_rank *rk, int step, double loss, zb_err *err) {
     if (rk->last_good == 0) rk->last_good = c->last_good;
     if (ratio > 0 && rk->loss0 > 0 && loss > ratio * rk->loss0)
         return zb_fail(err, ZB_ERUNTIME, "step %d: loss %.4g is more than %g "
-                       "times the first step's %.4g: training diverges (last "
-                       "good step: %d; lower the learning rate; "
+                       "times the first step's %.4g: training diverges (the "
+                       "last step within the limit was %d, and its update "
+                       "made these weights; lower the learning rate; "
                        "--max-loss-ratio sets the limit)", step, loss, ratio,
                        rk->loss0, rk->last_good);
     rk->last_good = step;
