@@ -412,12 +412,19 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                            .wall_s = now_s(), .cores = omp_get_num_procs(),
                            .load_start = zb_load_average()};
     zb_plan plan;
-    ZB_TRY(load_plan(a, &plan, err));
     zb_run_proc proc = {0};
     const char *resume_dir = !a->resume ? NULL : a->ckpt_dir ? a->ckpt_dir : "checkpoints";
     zb_backend backend = strcmp(a->backend, "cuda") ? ZB_BACKEND_CPU : ZB_BACKEND_CUDA;
+    zb_status ls = load_plan(a, &plan, err);
+    if (ls != ZB_OK)   /* under a launcher: tell the other processes */
+        return l->kind == ZB_LAUNCH_NONE ? ls : zb_procs_fail_start(procs, l, backend, ls, err);
     zb_status ps = l->kind == ZB_LAUNCH_NONE ? ZB_OK
                    : zb_procs_start(procs, l, &plan, backend, resume_dir, &proc, err);
+    zb_agree_opts ao = {.steps = a->steps ? a->steps : plan.model.train.steps,
+                        .checkpoint_every = a->ckpt_every, .resume = a->resume,
+                        .resume_changed = a->resume_changed,
+                        .max_loss_ratio = a->max_loss_ratio};
+    if (ps == ZB_OK && proc.tr) ps = zb_procs_check(procs, &proc, &plan, &ao, err);
     if (ps != ZB_OK) {
         zb_plan_free(&plan);
         return ps;
@@ -496,11 +503,16 @@ static void prefer_passive_openmp(char **argv) {
  * rank reaches together ("step N rank R: loss is nan"): the others give
  * rank 0 a few seconds to report and end the job first. Other errors are
  * printed by the rank that has them ("rank N:" in front) and end the job. */
-static int fail_procs(const zb_launch *l, const zb_procs *procs, zb_status st,
+static int fail_procs(const zb_launch *l, zb_procs *procs, zb_status st,
                       const zb_err *err) {
     char mine[16];
     snprintf(mine, sizeof mine, "rank %d:", l->rank);
     bool named = !strncmp(err->msg, mine, strlen(mine));
+    if (procs->agreed) {   /* every process knows: each says its line (agree.h) */
+        if (err->msg[0]) fprintf(stderr, "zbrun: %s\n", err->msg);
+        zb_procs_finish(procs);
+        return zb_exit_code(st);
+    }
     if (l->rank != 0 && procs->started && !strncmp(err->msg, "step ", 5)) {
         sleep(5);   /* normally ended by rank 0's MPI_Abort before this */
         zb_mpi_abort(zb_exit_code(st));

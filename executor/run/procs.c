@@ -71,6 +71,39 @@ static zb_status start_cuda(zb_procs *p, const zb_plan *plan,
     return ZB_OK;
 }
 
+/* Can a rank that failed before the transport still reach the others
+ * (agree.h)? Over MPI, for the cpu backend; NCCL needs a plan. */
+static bool can_join(const zb_launch *l, zb_backend backend) {
+    return backend == ZB_BACKEND_CPU && zb_launch_is_mpi(l) && zb_mpi_built();
+}
+
+zb_status zb_procs_fail_start(zb_procs *p, const zb_launch *l, zb_backend backend,
+                              zb_status why, zb_err *err) {
+    if (why != ZB_EINPUT || !can_join(l, backend)) return why;
+    p->launch = *l;
+    zb_err mine = *err;
+    ZB_TRY(zb_watchdog_start(l->comm_timeout_s, l->rank, err));
+    zb_watchdog_arm("MPI_Init");
+    zb_status s = zb_mpi_init(l->rank, l->world, err);
+    zb_watchdog_disarm();
+    if (zb_mpi_initialized()) p->started = true;
+    if (s != ZB_OK) return s;
+    zb_watchdog_arm("the MPI transport's set-up (MPI_Comm_dup)");
+    s = zb_mpi_world_new(1, 1, l->comm_timeout_s, &p->mpi, err);
+    if (s == ZB_OK) s = zb_agree_failed(zb_mpi_transport(p->mpi), &mine, err);
+    zb_watchdog_disarm();
+    p->agreed = s == ZB_EINPUT;
+    return s;
+}
+
+zb_status zb_procs_check(zb_procs *p, const zb_run_proc *proc, const zb_plan *plan,
+                         const zb_agree_opts *o, zb_err *err) {
+    zb_watchdog_arm("the start-up check that all processes run the same plan");
+    zb_status s = zb_agree(proc->tr, plan, o, &p->agreed, err);
+    zb_watchdog_disarm();
+    return s;
+}
+
 zb_status zb_procs_start(zb_procs *p, const zb_launch *launch,
                          const zb_plan *plan, zb_backend backend,
                          const char *resume_dir, zb_run_proc *out,
@@ -78,8 +111,9 @@ zb_status zb_procs_start(zb_procs *p, const zb_launch *launch,
     memset(p, 0, sizeof *p);
     memset(out, 0, sizeof *out);
     p->launch = *launch;
-    ZB_TRY(check_world(launch, plan, err));
-    ZB_TRY(check_resume(resume_dir, plan, err));
+    zb_status s = check_world(launch, plan, err);
+    if (s == ZB_OK) s = check_resume(resume_dir, plan, err);
+    if (s != ZB_OK) return zb_procs_fail_start(p, launch, backend, s, err);
     if (backend == ZB_BACKEND_CUDA) return start_cuda(p, plan, out, err);
     ZB_TRY(check_mpi(launch, err));
     ZB_TRY(bring_up(p, plan, err));

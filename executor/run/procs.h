@@ -35,6 +35,7 @@
 #include "common/zb_error.h"
 #include "common/zb_plan.h"
 #include "executor/comm/launch.h"
+#include "executor/run/agree.h"
 #include "executor/run/runtime.h"
 #include "executor/comm/transport_mpi.h"
 
@@ -44,7 +45,23 @@ typedef struct {
     zb_transport *nccl;    /* cuda: this rank's NCCL endpoint */
     bool started;          /* MPI (or NCCL) is up: end failures with
                               zb_mpi_abort */
+    bool agreed;           /* every process reached the same verdict at
+                              start-up (agree.h): each prints its line and
+                              exits 2, no abort */
 } zb_procs;
+
+/* A process whose start failed (`why`, its message in err) before the
+ * transport: with a cpu backend under an MPI launcher it brings MPI up
+ * anyway and tells the others (zb_agree_failed), so that it prints its
+ * line (rank, host, file) and the others name it, all exiting 2
+ * (p->agreed); otherwise `why` as it was. */
+zb_status zb_procs_fail_start(zb_procs *p, const zb_launch *l, zb_backend backend,
+                              zb_status why, zb_err *err);
+
+/* After zb_procs_start: do all processes run the same plan and options
+ * (zb_agree, under the watchdog)? */
+zb_status zb_procs_check(zb_procs *p, const zb_run_proc *proc, const zb_plan *plan,
+                         const zb_agree_opts *o, zb_err *err);
 
 zb_status zb_procs_start(zb_procs *p, const zb_launch *launch,
                          const zb_plan *plan, zb_backend backend,
