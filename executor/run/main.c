@@ -508,7 +508,7 @@ static int fail_procs(const zb_launch *l, zb_procs *procs, zb_status st,
     char mine[16];
     snprintf(mine, sizeof mine, "rank %d:", l->rank);
     bool named = !strncmp(err->msg, mine, strlen(mine));
-    if (procs->agreed) {   /* every process knows: each says its line (agree.h) */
+    if (procs->agreed) {   /* every process knows: each says its line (procs.h) */
         if (err->msg[0]) fprintf(stderr, "zbrun: %s\n", err->msg);
         zb_procs_finish(procs);
         return zb_exit_code(st);
