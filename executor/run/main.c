@@ -441,10 +441,10 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     zb_run_outputs outs = {a->report, a->trace, a->svg, a->export_path, a->profile};
     zb_ckpt_use ck = {pr_dir(a), a->ckpt_every > 0, a->resume, a->overwrite_ckpt};
     zb_status st = writer ? zb_run_check_outputs(a->plan_path, &plan, &outs, err) : ZB_OK;
-    if (st == ZB_OK) st = zb_run_preflight(writer ? a->report : NULL, writer ? a->trace : NULL,
-                                    writer ? a->svg : NULL,
-                                    writer ? &ck : NULL,
-                                    here, threads, &lock_fd, err);
+    if (st == ZB_OK)
+        st = zb_run_preflight(writer ? a->report : NULL, writer ? a->trace : NULL,
+                              writer ? a->svg : NULL, writer ? &ck : NULL,
+                              here, threads, &lock_fd, err);
     if (st != ZB_OK) {
         zb_plan_free(&plan);
         return st;
