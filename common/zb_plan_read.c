@@ -24,9 +24,14 @@ static zb_status get_int(rd *r, const zb_ynode *map, const char *key,
     return ZB_OK;
 }
 
+/* Costs and predictions: seconds, bytes, tokens/s and ratios, all far
+ * below 1e15 (a petabyte, 30 million years); a bigger one is a hand edit
+ * that would print as hundreds of digits or inf: refused, key named. */
+#define PLAN_NUMBER_MAX 1e15
+
 static zb_status get_double(rd *r, const zb_ynode *map, const char *key,
                             double *out) {
-    return zb_yget_double(r->doc, map, key, true, 0, HUGE_VAL, out, r->err);
+    return zb_yget_double(r->doc, map, key, true, 0, PLAN_NUMBER_MAX, out, r->err);
 }
 
 static zb_status section(rd *r, const zb_ynode *root, const char *key,
@@ -109,22 +114,41 @@ static zb_status read_parallel(rd *r, const zb_ynode *root, zb_plan *plan) {
     return ZB_OK;
 }
 
-/* "F3", "BW12", "W0.1" -> action; col points at the token. */
+/* A decimal number of 1 to 9 digits at *s (no sign, space or other
+ * prefix that strtol would take); advances *s; -1 when there is none. */
+static long strict_digits(const char **s) {
+    long v = 0;
+    int n = 0;
+    while (**s >= '0' && **s <= '9' && n < 10) {
+        v = v * 10 + (**s - '0');
+        (*s)++;
+        n++;
+    }
+    return n == 0 || n > 9 ? -1 : v;
+}
+
+/* "F3", "BW12", "W0.1" -> action; col points at the token. Strict: the
+ * pass in capitals, then digits only; ".chunk" only when v > 1. */
 static zb_status parse_action(rd *r, const zb_ynode *tok, int m, int v,
                               zb_action *a) {
     if (tok->type != ZB_Y_SCALAR)
         return zb_fail_at(r->err, r->doc->file, tok->line, tok->col,
                           "an action must be a scalar like F3 or B3.1");
     const char *s = tok->str;
-    int plen = strncmp(s, "BW", 2) == 0 ? 2 : 1;
-    char name[3] = {0};
-    memcpy(name, s, (size_t)plen);
-    int pass = zb_pass_parse(name);
-    char *end;
-    long mb = pass < 0 ? -1 : strtol(s + plen, &end, 10);
+    int plen = strncmp(s, "BW", 2) == 0 ? 2 : 1, pass = -1;
+    for (int k = 0; k < 4 && s[0]; k++)
+        if (strlen(zb_pass_name((zb_pass)k)) == (size_t)plen &&
+            strncmp(s, zb_pass_name((zb_pass)k), (size_t)plen) == 0)
+            pass = k;
+    const char *end = s + (s[0] ? plen : 0);
+    long mb = pass < 0 ? -1 : strict_digits(&end);
     long chunk = 0;
-    if (mb >= 0 && *end == '.' && end != s + plen) chunk = strtol(end + 1, &end, 10);
-    if (pass < 0 || mb < 0 || end == s + plen || *end)
+    bool dot = mb >= 0 && *end == '.';
+    if (dot) {
+        end++;
+        chunk = strict_digits(&end);
+    }
+    if (pass < 0 || mb < 0 || chunk < 0 || *end || (dot && v == 1))
         return zb_fail_at(r->err, r->doc->file, tok->line, tok->col,
                           "bad action '%s' (expected F, B, W or BW, a microbatch "
                           "and for chunks > 1 '.chunk', e.g. F3 or B3.1)", s);

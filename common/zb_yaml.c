@@ -761,7 +761,7 @@ static void yw_emitter_failed(zb_yw *w) {
     if (w->em.error == YAML_MEMORY_ERROR)
         w->st = zb_fail(&w->err, ZB_ENOMEM, "out of memory writing '%s'", w->af.path);
     else if (w->em.error == YAML_WRITER_ERROR)
-        w->st = zb_fail(&w->err, ZB_EIO, "cannot write '%s': %s", w->af.tmp,
+        w->st = zb_fail(&w->err, ZB_EIO, "cannot write '%s': %s", w->af.tmp[0] ? w->af.tmp : w->af.path,
                         strerror(w->write_errno));
     else   /* misuse, e.g. a map_end without map_begin: a bug in the caller */
         w->st = zb_fail(&w->err, ZB_ERUNTIME, "YAML emitter error writing '%s': %s",

@@ -1,6 +1,7 @@
 /* signals.c - see signals.h. */
 #include "executor/host/signals.h"
 
+#include <errno.h>
 #include <string.h>
 
 volatile sig_atomic_t zb_stop_signal = 0;
@@ -9,7 +10,17 @@ static void on_signal(int sig) {
     if (!zb_stop_signal) zb_stop_signal = sig;
 }
 
+void zb_signals_ignore_pipe(void) {
+    signal(SIGPIPE, SIG_IGN);
+}
+
+void zb_signals_flush(FILE *f) {
+    if (fflush(f) != 0 && errno == EPIPE && !zb_stop_signal)
+        zb_stop_signal = SIGPIPE;
+}
+
 int zb_signals_install(void) {
+    zb_signals_ignore_pipe();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

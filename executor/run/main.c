@@ -41,6 +41,7 @@
 #include "executor/run/run_checks.h"
 #include "planner/cost_fit.h"
 #include "executor/host/signals.h"
+#include "executor/host/stdfds.h"
 #include "executor/run/runtime.h"
 #include "executor/stage/stage.h"
 #include "executor/report/svg.h"
@@ -63,6 +64,8 @@ static const char usage[] =
     "  --resume              continue after the newest checkpoint in DIR (default: off)\n"
     "  --resume-changed      resume even if --steps or the seed differ from the\n"
     "                        checkpoint's (the learning-rate schedule or data change)\n"
+    "  --overwrite-checkpoints  let a run without --resume replace the checkpoint\n"
+    "                        in DIR (default: such a run is refused)\n"
     "  --max-loss-ratio R    stop when the loss exceeds R x the first step's\n"
     "                        (default 10; 0: never)\n"
     "  --threads N           OpenMP threads per rank (default: max(1, cores / ranks))\n"
@@ -86,7 +89,7 @@ typedef struct {
     const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir, *export_path;
     const char *profile;
     int steps, ckpt_every, threads;
-    bool resume, quiet, help, version, resume_changed;
+    bool resume, quiet, help, version, resume_changed, overwrite_ckpt;
     double max_loss_ratio;
     char backend_note[96];   /* how auto chose, "" otherwise */
 } args;
@@ -129,6 +132,7 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     else if (!strcmp(arg, "-q") || !strcmp(arg, "--quiet")) a->quiet = true;
     else if (!strcmp(arg, "--resume")) a->resume = true;
     else if (!strcmp(arg, "--resume-changed")) a->resume_changed = true;
+    else if (!strcmp(arg, "--overwrite-checkpoints")) a->overwrite_ckpt = true;
     else if (take_opt(argc, argv, i, "--max-loss-ratio", &v, &st, err)) {
         if (st == ZB_OK) st = zb_parse_ratio("--max-loss-ratio", v, &a->max_loss_ratio, err);
     }
@@ -226,7 +230,7 @@ static void on_step(const zb_step_info *s, void *ctx) {
     if (p->quiet) return;
     if (s->eval_only) {   /* the validation loss before training */
         printf("step %d/%d val_loss %.6f\n", s->step, s->steps, s->val_loss);
-        fflush(stdout);
+        zb_signals_flush(stdout);   /* EPIPE: stop (signals.h) */
         return;
     }
     if (!p->started) {
@@ -239,7 +243,7 @@ static void on_step(const zb_step_info *s, void *ctx) {
     double eta = left * s->elapsed_s / done;
     if (!p->tty) {
         print_step_line(s, eta);
-        fflush(stdout);
+        zb_signals_flush(stdout);
         return;
     }
     if (s->step == p->first || s->step % p->every == 0 || left == 0) {
@@ -248,7 +252,7 @@ static void on_step(const zb_step_info *s, void *ctx) {
     }
     printf("\r\033[Kstep %d/%d  loss %.4f  %.0f tokens/s  %.1f s left", s->step,
            s->steps, s->loss, s->tokens_per_s, eta);
-    fflush(stdout);
+    zb_signals_flush(stdout);
 }
 
 /* ---- after the run ---- */
@@ -403,12 +407,19 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                            .wall_s = now_s(), .cores = omp_get_num_procs(),
                            .load_start = zb_load_average()};
     zb_plan plan;
-    ZB_TRY(load_plan(a, &plan, err));
     zb_run_proc proc = {0};
     const char *resume_dir = !a->resume ? NULL : a->ckpt_dir ? a->ckpt_dir : "checkpoints";
     zb_backend backend = strcmp(a->backend, "cuda") ? ZB_BACKEND_CPU : ZB_BACKEND_CUDA;
+    zb_status ls = load_plan(a, &plan, err);
+    if (ls != ZB_OK)   /* under a launcher: tell the other processes */
+        return l->kind == ZB_LAUNCH_NONE ? ls : zb_procs_fail_start(procs, l, backend, ls, err);
     zb_status ps = l->kind == ZB_LAUNCH_NONE ? ZB_OK
                    : zb_procs_start(procs, l, &plan, backend, resume_dir, &proc, err);
+    zb_agree_opts ao = {.steps = a->steps ? a->steps : plan.model.train.steps,
+                        .checkpoint_every = a->ckpt_every, .resume = a->resume,
+                        .resume_changed = a->resume_changed,
+                        .max_loss_ratio = a->max_loss_ratio};
+    if (ps == ZB_OK && proc.tr) ps = zb_procs_check(procs, &proc, &plan, &ao, err);
     if (ps != ZB_OK) {
         zb_plan_free(&plan);
         return ps;
@@ -431,10 +442,13 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     }
     bool writer = l->rank == 0;
     int lock_fd = -1;
-    zb_status st = zb_run_preflight(writer ? a->report : NULL, writer ? a->trace : NULL,
-                                    writer ? a->svg : NULL,
-                                    writer && a->ckpt_every ? pr_dir(a) : NULL,
-                                    here, threads, &lock_fd, err);
+    zb_run_outputs outs = {a->report, a->trace, a->svg, a->export_path, a->profile};
+    zb_ckpt_use ck = {pr_dir(a), a->ckpt_every > 0, a->resume, a->overwrite_ckpt};
+    zb_status st = writer ? zb_run_check_outputs(a->plan_path, &plan, &outs, err) : ZB_OK;
+    if (st == ZB_OK)
+        st = zb_run_preflight(writer ? a->report : NULL, writer ? a->trace : NULL,
+                              writer ? a->svg : NULL, writer ? &ck : NULL,
+                              here, threads, &lock_fd, err);
     if (st != ZB_OK) {
         zb_plan_free(&plan);
         return st;
@@ -459,7 +473,7 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                zb_launcher_name(l->kind), l->world, backend == ZB_BACKEND_CUDA
                ? "NCCL transport, the CUDA device of each process: its local "
                  "rank modulo the devices it sees" : "MPI transport");
-    fflush(stdout);
+    zb_signals_flush(stdout);
     zb_run_result res;
     zb_signals_install();
     st = zb_run(&plan, &o, &res, err);
@@ -494,11 +508,16 @@ static void prefer_passive_openmp(char **argv) {
  * rank reaches together ("step N rank R: loss is nan"): the others give
  * rank 0 a few seconds to report and end the job first. Other errors are
  * printed by the rank that has them ("rank N:" in front) and end the job. */
-static int fail_procs(const zb_launch *l, const zb_procs *procs, zb_status st,
+static int fail_procs(const zb_launch *l, zb_procs *procs, zb_status st,
                       const zb_err *err) {
     char mine[16];
     snprintf(mine, sizeof mine, "rank %d:", l->rank);
     bool named = !strncmp(err->msg, mine, strlen(mine));
+    if (procs->agreed) {   /* every process knows: each says its line (procs.h) */
+        if (err->msg[0]) fprintf(stderr, "zbrun: %s\n", err->msg);
+        zb_procs_finish(procs);
+        return zb_exit_code(st);
+    }
     if (l->rank != 0 && procs->started && !strncmp(err->msg, "step ", 5)) {
         sleep(5);   /* normally ended by rank 0's MPI_Abort before this */
         zb_mpi_abort(zb_exit_code(st));
@@ -511,6 +530,8 @@ static int fail_procs(const zb_launch *l, const zb_procs *procs, zb_status st,
 }
 
 int main(int argc, char **argv) {
+    if (zb_stdfds_reserve() != 0) return 1;   /* before any file is opened */
+    zb_signals_ignore_pipe();
     prefer_passive_openmp(argv);
     args a;
     zb_err err = {{0}};

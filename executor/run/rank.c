@@ -201,8 +201,9 @@ static zb_status checkpoint(zb_rank *rk, int step, zb_err *err) {
                              err));
     /* the index may name this step only once every rank file exists */
     ZB_TRY(rk->tr->barrier(rk->tr, &rk->world_g, err));
-    if (rk->rank == 0)
-        ZB_TRY(zb_ckpt_commit(c->ckpt_dir, c->plan, step, c->total_steps, err));
+    zb_ckpt_state cs = {.step = step, .total_steps = c->total_steps,
+                        .baseline_loss = rk->loss0, .last_good_step = rk->last_good};
+    if (rk->rank == 0) ZB_TRY(zb_ckpt_commit(c->ckpt_dir, c->plan, &cs, err));
     return ZB_OK;
 }
 
@@ -252,13 +253,19 @@ static zb_status initial_eval(zb_rank *rk, zb_err *err) {
  * all-reduced loss, so every rank stops at the same step, before the
  * update. */
 static zb_status check_loss(zb_rank *rk, int step, double loss, zb_err *err) {
-    double ratio = rk->ctx->opts->max_loss_ratio;
-    if (rk->loss0 == 0) rk->loss0 = loss;
+    zb_run_ctx *c = rk->ctx;
+    double ratio = c->opts->max_loss_ratio;
+    /* resumed: the baseline and last good step kept in the checkpoint */
+    if (rk->loss0 == 0) rk->loss0 = c->baseline > 0 ? c->baseline : loss;
+    if (rk->last_good == 0) rk->last_good = c->last_good;
     if (ratio > 0 && rk->loss0 > 0 && loss > ratio * rk->loss0)
         return zb_fail(err, ZB_ERUNTIME, "step %d: loss %.4g is more than %g "
-                       "times the first step's %.4g: training diverges (lower "
-                       "the learning rate; --max-loss-ratio sets the limit)",
-                       step, loss, ratio, rk->loss0);
+                       "times the first step's %.4g: training diverges (the "
+                       "last step within the limit was %d, and its update "
+                       "made these weights; lower the learning rate; "
+                       "--max-loss-ratio sets the limit)", step, loss, ratio,
+                       rk->loss0, rk->last_good);
+    rk->last_good = step;
     return ZB_OK;
 }
 

@@ -1,6 +1,7 @@
 /* run_checks.c - see run_checks.h. */
 #include "executor/run/run_checks.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -37,7 +38,7 @@ static bool lock_holder(void) {
 }
 
 zb_status zb_run_preflight(const char *report, const char *trace, const char *svg,
-                           const char *ckpt_dir, int world, int threads,
+                           const zb_ckpt_use *ck, int world, int threads,
                            int *lock_fd, zb_err *err) {
     static const char *const names[] = {"--report", "--trace", "--svg"};
     const char *const paths[] = {report, trace, svg};
@@ -48,8 +49,26 @@ zb_status zb_run_preflight(const char *report, const char *trace, const char *sv
                        ZB_MAX_THREADS_PER_RANK, ZB_MAX_THREADS_TOTAL, world);
     ZB_TRY(zb_memlimit_prepare(world, threads, err));
     ZB_TRY(zb_preflight_outputs(names, paths, 3, err));
-    if (ckpt_dir && lock_holder()) ZB_TRY(zb_preflight_checkpoints(ckpt_dir, lock_fd, err));
+    if (ck && ck->dir && (ck->writes || ck->resume) && lock_holder())
+        ZB_TRY(zb_preflight_checkpoints(ck->dir, ck->writes,
+                                        !ck->resume && !ck->overwrite, lock_fd, err));
     return ZB_OK;
+}
+
+zb_status zb_run_check_outputs(const char *plan_path, const zb_plan *plan,
+                               const zb_run_outputs *o, zb_err *err) {
+    static const char *const names[] = {"--report", "--trace", "--svg",
+                                        "--export", "--profile"};
+    const char *const paths[] = {o->report, o->trace, o->svg, o->export_path,
+                                 o->profile};
+    static const char *const in_names[] = {"the plan", "the data file",
+                                           "the validation data file",
+                                           "the init checkpoint"};
+    const zb_model *m = &plan->model;
+    const char *const inputs[] = {plan_path, m->train.data_path, m->train.val_path,
+                                  m->arch.init};
+    ZB_TRY(zb_preflight_inputs(names, paths, 5, in_names, inputs, 4, err));
+    return zb_preflight_outputs(names, paths, 5, err);
 }
 
 bool zb_loss_warn(double loss, double *first, bool *warned) {
@@ -59,17 +78,49 @@ bool zb_loss_warn(double loss, double *first, bool *warned) {
     return true;
 }
 
+/* s as one shell word: unchanged when it has only safe characters, else
+ * in single quotes (a quote inside as '\''); cut at cap. */
+void zb_shell_quote(const char *s, char *out, size_t cap) {
+    bool plain = s[0] != '\0';
+    for (const char *p = s; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("_./:=@%+,-", *p)) plain = false;
+    size_t n = 0;
+    if (cap < 8) {
+        if (cap) out[0] = '\0';
+        return;
+    }
+    if (plain) {
+        snprintf(out, cap, "%s", s);
+        return;
+    }
+    out[n++] = '\'';
+    for (const char *p = s; *p && n + 6 < cap; p++) {
+        if (*p == '\'') {
+            memcpy(out + n, "'\\''", 4);
+            n += 4;
+        } else {
+            out[n++] = *p;
+        }
+    }
+    out[n++] = '\'';
+    out[n] = '\0';
+}
+
 void zb_print_stopped(const char *plan_path, const char *ckpt_dir,
                       const zb_run_result *res) {
     const char *sig = res->stopped == SIGINT ? "SIGINT" : res->stopped == SIGTERM
-                      ? "SIGTERM" : "a signal";
+                      ? "SIGTERM" : res->stopped == SIGPIPE
+                      ? "SIGPIPE (the reader of stdout went away)" : "a signal";
     int last = res->first_step + res->n_steps - 1;
+    char qplan[2100], qdir[2100];
+    zb_shell_quote(plan_path, qplan, sizeof qplan);
+    zb_shell_quote(ckpt_dir, qdir, sizeof qdir);
     fprintf(stderr, "zbrun: stopped by %s after step %d of %d\n", sig, last,
             res->total_steps);
     if (res->stop_saved)
         fprintf(stderr, "zbrun: checkpoint of step %d saved; resume with: zbrun "
-                "%s --resume --checkpoint-dir %s --steps %d\n", last, plan_path,
-                ckpt_dir, res->total_steps);
+                "%s --resume --checkpoint-dir %s --steps %d\n", last, qplan,
+                qdir, res->total_steps);
     else
         fprintf(stderr, "zbrun: checkpoints were off, nothing saved (run with "
                 "--checkpoint-every N to be able to resume)\n");

@@ -6,8 +6,10 @@
 #define ZB_RUN_CHECKS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "common/zb_error.h"
+#include "common/zb_plan.h"
 #include "executor/run/runtime.h"
 
 #define ZB_MAX_LOSS_RATIO_DEFAULT 10.0  /* stop: loss > 10 x the first loss */
@@ -18,15 +20,39 @@
 /* A ratio option: a number >= 0 (0 turns the check off). */
 zb_status zb_parse_ratio(const char *name, const char *text, double *out, zb_err *err);
 
+/* How a run uses its checkpoint folder. */
+typedef struct {
+    const char *dir;
+    bool writes;     /* --checkpoint-every */
+    bool resume;     /* --resume */
+    bool overwrite;  /* --overwrite-checkpoints: a fresh run may replace one */
+} zb_ckpt_use;
+
 /* Before the first step: threads per rank within the limits above, room
  * under a memory limit (memlimit.h), the output paths (NULL: not asked
- * for), and when ckpt_dir is not NULL the checkpoint folder, locked into
- * *lock_fd (under a launcher, by the process of rank 0 only: the
- * launcher's OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID or
- * RANK). Bad options and paths are ZB_EINPUT naming the option. */
+ * for), and when ck is not NULL the checkpoint folder (preflight.h:
+ * locked into *lock_fd, exclusively when the run writes checkpoints,
+ * shared when it only resumes; a fresh run refuses a folder holding a
+ * checkpoint unless ck->overwrite), under a launcher by the process of
+ * rank 0 only (the launcher's OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK,
+ * SLURM_PROCID or RANK). Bad options and paths are ZB_EINPUT naming the
+ * option. */
 zb_status zb_run_preflight(const char *report, const char *trace, const char *svg,
-                           const char *ckpt_dir, int world, int threads,
+                           const zb_ckpt_use *ck, int world, int threads,
                            int *lock_fd, zb_err *err);
+
+/* The files zbrun writes at the end (NULL: not asked for). */
+typedef struct {
+    const char *report, *trace, *svg, *export_path, *profile;
+} zb_run_outputs;
+
+/* Before the first step, on the process that writes them: every output
+ * can be created and is not a folder or an empty name, no two name the
+ * same file, and none is an input of the run (the plan, its data and
+ * validation files, its init checkpoint): ZB_EINPUT naming the option
+ * (preflight.h). */
+zb_status zb_run_check_outputs(const char *plan_path, const zb_plan *plan,
+                               const zb_run_outputs *o, zb_err *err);
 
 /* A loss far above the first: true once, the first time loss exceeds
  * ZB_LOSS_WARN_RATIO x *first (*first: 0 until the first call sets it). */
@@ -35,6 +61,10 @@ bool zb_loss_warn(double loss, double *first, bool *warned);
 /* Does msg start with a place, "file:line:", "PLAN:" or "file: " of an
  * existing file (then it needs no "zbrun:" in front)? */
 bool zb_msg_has_place(const char *msg, const char *plan_path);
+
+/* s as one word a shell reads back as s: as it is when it has only
+ * letters, digits and _./:=@%+,- ; else in single quotes. */
+void zb_shell_quote(const char *s, char *out, size_t cap);
 
 /* After a run ended by a signal: what was done and how to resume. */
 void zb_print_stopped(const char *plan_path, const char *ckpt_dir,

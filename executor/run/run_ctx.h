@@ -39,7 +39,9 @@ typedef struct {
     double *red;                 /* [2 + world] world all-reduce of the norm,
                                     loss and non-finite flags */
     double *t_start, *t_end;     /* this step's slot of the result's ring */
-    double loss0;                /* the first loss of this run (0: none yet) */
+    double loss0;                /* the divergence baseline: the first loss
+                                    of the training (0: none yet) */
+    int last_good;               /* newest step whose loss passed */
     double *x_start, *x_end;     /* the same for the transfers (by op) */
     double stall;                /* this step: wall - thread CPU in actions */
     /* communication timing, summed over the counted steps (rank.c) */
@@ -54,6 +56,9 @@ struct zb_run_ctx {
     zb_run_result *res;
     const char *ckpt_dir;
     int world, total_steps, first_step;
+    double baseline;             /* resumed: the checkpoint's baseline loss
+                                    (0: none, the first loss here is) */
+    int last_good;               /* resumed: its last good step */
     double loss_scale;           /* 1 / (global_batch * seq_len) */
     double t0;                   /* run start, CLOCK_MONOTONIC seconds */
     zb_program prog;

@@ -393,6 +393,8 @@ static zb_status find_start(zb_run_ctx *c, zb_err *err) {
                                 c->opts->resume_changed, err));
     c->first_step = idx.step + 1;
     c->res->resumed_from = idx.step;
+    c->baseline = idx.baseline_loss;
+    c->last_good = idx.last_good_step > 0 ? idx.last_good_step : idx.step;
     return ZB_OK;
 }
 

@@ -28,7 +28,8 @@ static const char ckpt_magic[8] = {'Z', 'B', 'C', 'K', 'P', 'T', '0', '2'};
 
 static const char *index_keys[] = {"checkpoint", "step", "data_position",
                                    "total_steps", "seed", "rng", "layout",
-                                   "folder", NULL};
+                                   "model", "fingerprint", "baseline_loss",
+                                   "last_good_step", "folder", NULL};
 static const char *layout_keys[] = {"dp", "tp", "pp", "v", "schedule", NULL};
 
 static zb_status path_of(char *out, size_t cap, zb_err *err, const char *dir,
@@ -169,13 +170,22 @@ static zb_status read_rank(FILE *f, const char *path, int rank, int world,
     uint64_t n;
     ZB_TRY(zb_crc_reader_open(f, path, &h, sizeof h, &data, &n, err));
     zb_status s = ZB_OK;
-    if (h.version != ZB_CKPT_VERSION || h.rank != rank || h.world != world ||
+    if (h.version > ZB_CKPT_VERSION)
+        s = zb_fail(err, ZB_EINPUT, "%s: rank file format %d was written by a "
+                    "newer zb (this zbrun reads format %d)", path, h.version,
+                    ZB_CKPT_VERSION);
+    else if (h.version != ZB_CKPT_VERSION || h.rank != rank || h.world != world ||
         h.step != step)
         s = zb_fail(err, ZB_EINPUT, "%s: holds version %d rank %d of %d "
                     "step %d, expected version %d rank %d of %d step %d",
                     path, h.version, h.rank, h.world, h.step,
                     ZB_CKPT_VERSION, rank, world, step);
-    if (s == ZB_OK) s = zb_stage_load(st, data, err);
+    if (s == ZB_OK && (s = zb_stage_load(st, data, err)) != ZB_OK &&
+        strncmp(err->msg, path, strlen(path)) != 0) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        zb_fail(err, s, "%s: %s", path, msg);
+    }
     if (s == ZB_OK && fgetc(data) != EOF)
         s = zb_fail(err, ZB_EINPUT, "%s: unexpected bytes after the "
                     "checkpoint data", path);
@@ -203,18 +213,19 @@ static zb_status index_path(char *out, size_t cap, const char *dir,
     return path_of(out, cap, err, dir, "latest.yaml", 0, 0);
 }
 
-zb_status zb_ckpt_commit(const char *dir, const zb_plan *plan, int step,
-                         int total_steps, zb_err *err) {
-    char path[1100], folder[32];
+zb_status zb_ckpt_commit(const char *dir, const zb_plan *plan,
+                         const zb_ckpt_state *cs, zb_err *err) {
+    char path[1100], folder[32], fp[24];
     ZB_TRY(index_path(path, sizeof path, dir, err));
-    snprintf(folder, sizeof folder, "step-%08d", step);
+    snprintf(folder, sizeof folder, "step-%08d", cs->step);
+    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)zb_plan_fingerprint(plan));
     zb_yw *w;
     ZB_TRY(zb_yw_open(path, &w, err));
     zb_yw_map_begin(w, false);
-    zb_yw_kint(w, "checkpoint", ZB_CKPT_VERSION);
-    zb_yw_kint(w, "step", step);
-    zb_yw_kint(w, "data_position", step);
-    zb_yw_kint(w, "total_steps", total_steps);
+    zb_yw_kint(w, "checkpoint", ZB_CKPT_INDEX_VERSION);
+    zb_yw_kint(w, "step", cs->step);
+    zb_yw_kint(w, "data_position", cs->step);
+    zb_yw_kint(w, "total_steps", cs->total_steps);
     zb_yw_kint(w, "seed", (long long)plan->model.train.seed);
     zb_yw_kstr(w, "rng", "none");
     zb_yw_str(w, "layout");
@@ -225,10 +236,14 @@ zb_status zb_ckpt_commit(const char *dir, const zb_plan *plan, int step,
     zb_yw_kint(w, "v", plan->v);
     zb_yw_kstr(w, "schedule", plan->sched.name);
     zb_yw_map_end(w);
+    zb_ckpt_write_model(w, plan);
+    zb_yw_kstr(w, "fingerprint", fp);
+    zb_yw_kdouble(w, "baseline_loss", cs->baseline_loss);
+    zb_yw_kint(w, "last_good_step", cs->last_good_step);
     zb_yw_kstr(w, "folder", folder);
     zb_yw_map_end(w);
     ZB_TRY(zb_yw_close(w, true, err));
-    remove_others(dir, step);
+    remove_others(dir, cs->step);
     return ZB_OK;
 }
 
@@ -255,6 +270,25 @@ static zb_status check_layout(const zb_ydoc *doc, const zb_ynode *lay,
     return ZB_OK;
 }
 
+/* Format 2's fields: the model (checked against the plan) and the
+ * divergence baseline; format 1 has none of them. */
+static zb_status parse_v2(const zb_ydoc *doc, const zb_ynode *root, long long ver,
+                          const zb_plan *plan, zb_ckpt_index *idx, zb_err *err) {
+    long long good = 0;
+    char fp[24];
+    if (ver < 2) return ZB_OK;
+    const zb_ynode *model = zb_ymap_get(root, "model");
+    if (!model) return zb_fail_at(err, doc->file, root->line, root->col,
+                                  "missing key 'model' in checkpoint index");
+    ZB_TRY(zb_ckpt_check_model(doc, model, plan, err));
+    ZB_TRY(zb_yget_str(doc, root, "fingerprint", true, fp, sizeof fp, err));
+    ZB_TRY(zb_yget_double(doc, root, "baseline_loss", true, 0, 1e300,
+                          &idx->baseline_loss, err));
+    ZB_TRY(zb_yget_int(doc, root, "last_good_step", true, 0, 1 << 30, &good, err));
+    idx->last_good_step = (int)good;
+    return ZB_OK;
+}
+
 static zb_status parse_index(const zb_ydoc *doc, const zb_plan *plan,
                              zb_ckpt_index *idx, zb_err *err) {
     const zb_ynode *root = doc->root;
@@ -263,8 +297,12 @@ static zb_status parse_index(const zb_ydoc *doc, const zb_plan *plan,
     if (!root) return zb_fail_at(err, doc->file, 1, 0, "empty checkpoint index");
     ZB_TRY(zb_ynode_expect(doc, root, ZB_Y_MAP, "checkpoint index", err));
     ZB_TRY(zb_ymap_check_keys(doc, root, "checkpoint index", index_keys, err));
-    ZB_TRY(zb_yget_int(doc, root, "checkpoint", true, ZB_CKPT_VERSION,
-                       ZB_CKPT_VERSION, &ver, err));
+    ZB_TRY(zb_yget_int(doc, root, "checkpoint", true, 1, LLONG_MAX, &ver, err));
+    if (ver > ZB_CKPT_INDEX_VERSION)
+        return zb_fail_at(err, doc->file, root->line, root->col, "checkpoint "
+                          "format %lld was written by a newer zb (this zbrun "
+                          "reads formats 1 to %d): resume with that zb",
+                          ver, ZB_CKPT_INDEX_VERSION);
     ZB_TRY(zb_yget_int(doc, root, "step", true, 1, 1 << 30, &step, err));
     ZB_TRY(zb_yget_int(doc, root, "data_position", true, step, step, &pos, err));
     ZB_TRY(zb_yget_int(doc, root, "total_steps", true, 1, 1 << 30, &total, err));
@@ -273,6 +311,7 @@ static zb_status parse_index(const zb_ydoc *doc, const zb_plan *plan,
     if (!lay) return zb_fail_at(err, doc->file, root->line, root->col,
                                 "missing key 'layout' in checkpoint index");
     ZB_TRY(check_layout(doc, lay, plan, err));
+    ZB_TRY(parse_v2(doc, root, ver, plan, idx, err));
     snprintf(want, sizeof want, "step-%08lld", step);
     if (strcmp(folder, want) != 0) {
         const zb_ynode *n = zb_ymap_get(root, "folder");
@@ -291,12 +330,22 @@ zb_status zb_ckpt_find(const char *dir, const zb_plan *plan,
     char path[1100];
     *found = false;
     memset(idx, 0, sizeof *idx);
+    struct stat sb;
     ZB_TRY(index_path(path, sizeof path, dir, err));
-    if (access(path, F_OK) != 0) return ZB_OK;
+    if (lstat(path, &sb) != 0) return ZB_OK;   /* no checkpoint yet */
+    if (stat(path, &sb) != 0)   /* a dangling link is no fresh start */
+        return zb_fail(err, ZB_EINPUT, "%s: cannot read the checkpoint index: "
+                       "%s (a link to nowhere?)", path, strerror(errno));
     zb_ydoc doc;
     zb_status s = zb_ydoc_load(path, &doc, err);
     if (s == ZB_OK) s = parse_index(&doc, plan, idx, err);
     zb_ydoc_free(&doc);
-    if (s == ZB_OK) *found = true;
-    return s;
+    if (s != ZB_OK) return s;
+    char sd[1100];
+    ZB_TRY(step_dir(sd, sizeof sd, dir, idx->step, err));
+    if (stat(sd, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return zb_fail(err, ZB_EINPUT, "damaged checkpoint: %s names step %d "
+                       "but its folder %s is missing", path, idx->step, sd);
+    *found = true;
+    return ZB_OK;
 }

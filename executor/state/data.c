@@ -2,11 +2,13 @@
 #include "executor/state/data.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/zb_yaml.h"
 
@@ -36,18 +38,32 @@ static int32_t le32(const unsigned char *p) {
                      (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
 }
 
+static const char *file_kind(const struct stat *sb) {
+    return S_ISDIR(sb->st_mode) ? "a folder" : S_ISFIFO(sb->st_mode) ? "a FIFO"
+         : S_ISCHR(sb->st_mode) ? "a character device"
+         : S_ISBLK(sb->st_mode) ? "a block device"
+         : S_ISSOCK(sb->st_mode) ? "a socket" : "not a regular file";
+}
+
 /* The whole file into a fresh buffer (*buf, *size); a zero-byte file gives
  * a one-byte buffer so callers never see NULL on success. */
 static zb_status read_file(const char *path, unsigned char **buf, size_t *size,
                            zb_err *err) {
     *buf = NULL;
-    FILE *f = fopen(path, "rb");
+    /* non-blocking: a FIFO would block open() until a writer comes */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     /* a data file the plan names but that is missing is bad input (exit 2) */
-    if (!f) return zb_fail(err, ZB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return zb_fail(err, ZB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return zb_fail(err, ZB_EINPUT, "%s: not a regular file", path);
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return zb_fail(err, ZB_EINPUT, "%s: not a regular file (%s)", path,
+                       file_kind(&sb));
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return zb_fail(err, ZB_ENOMEM, "%s: cannot open: %s", path, strerror(errno));
     }
     size_t n = (size_t)sb.st_size;
     unsigned char *b = malloc(n > 0 ? n : 1);
@@ -143,15 +159,19 @@ zb_status zb_data_locate(const char *plan_path, zb_model *m, zb_err *err) {
     char *path = m->train.data_path;
     if (!path[0] && m->train.data_kind == ZB_DATA_TEXT) return ZB_OK;
     struct stat sb;
-    if (path[0] && stat(path, &sb) == 0) return ZB_OK;
+    int line, col;
     char alt[sizeof m->train.data_path];
-    if (path[0] && path[0] != '/' && beside(plan_path, path, alt, sizeof alt) &&
+    bool here = path[0] && stat(path, &sb) == 0;
+    if (!here && path[0] && path[0] != '/' && beside(plan_path, path, alt, sizeof alt) &&
         stat(alt, &sb) == 0) {
         memcpy(path, alt, strlen(alt) + 1);
-        return ZB_OK;
+        here = true;
     }
-    int line, col;
     path_mark(plan_path, &line, &col);
+    if (here && !S_ISREG(sb.st_mode))   /* a FIFO would block the open */
+        return zb_fail_at(err, plan_path, line, col, "training.data.path '%s' "
+                          "is not a regular file (%s)", path, file_kind(&sb));
+    if (here) return ZB_OK;
     if (!path[0])
         return zb_fail_at(err, plan_path, line, col, "training.data.path is "
                           "empty, and kind shards needs a file");

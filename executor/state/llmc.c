@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -94,6 +96,23 @@ static zb_status check_header(const char *path, const zb_llmc_hdr *h,
     return ZB_OK;
 }
 
+/* A NaN or Inf weight would turn every loss into NaN at step 1, far from
+ * its cause: refuse it as it loads, naming the tensor and the element
+ * (first: the index of x[0] in the file's tensor, per layer). */
+static zb_status check_finite(const float *x, size_t n, const zb_ptensor *t,
+                              size_t first, const char *path, zb_err *err) {
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(x[i])) continue;
+        char layer[32] = "";
+        if (t->layer >= 0) snprintf(layer, sizeof layer, " of layer %d", t->layer);
+        return zb_fail(err, ZB_EINPUT, "%s: tensor %s%s holds %s at element "
+                       "%zu: the checkpoint is damaged or its training "
+                       "diverged", path, t->name, layer,
+                       isnan(x[i]) ? "NaN" : x[i] > 0 ? "+Inf" : "-Inf", first + i);
+    }
+    return ZB_OK;
+}
+
 /* One tensor: runs of local elements whose full indices are consecutive. */
 static zb_status load_tensor(int fd, const zb_llmc_hdr *h, const zb_ptable *pt,
                              const zb_ptensor *t, float *dst, const char *path,
@@ -104,7 +123,10 @@ static zb_status load_tensor(int fd, const zb_llmc_hdr *h, const zb_ptable *pt,
         size_t f0 = zb_ptable_full_index(pt, t, i), run = 1;
         while (i + run < n && zb_ptable_full_index(pt, t, i + run) == f0 + run) run++;
         size_t in_file = f0 >= room ? 0 : (f0 + run > room ? room - f0 : run);
-        if (in_file) ZB_TRY(read_elems(fd, h, off + f0, in_file, dst + i, path, err));
+        if (in_file) {
+            ZB_TRY(read_elems(fd, h, off + f0, in_file, dst + i, path, err));
+            ZB_TRY(check_finite(dst + i, in_file, t, f0, path, err));
+        }
         memset(dst + i + in_file, 0, (run - in_file) * sizeof *dst);
         i += run;
     }
