@@ -148,8 +148,7 @@ static bool differs(const double *a, const double *b, char *out, size_t cap) {
 
 /* Every rank's slot into all[world * K] (own slot filled by the caller). */
 static zb_status exchange(zb_transport *tr, double *all, zb_err *err) {
-    zb_group g = {.id = 3 * tr->world, .n = tr->world};
-    for (int r = 0; r < tr->world; r++) g.ranks[r] = r;
+    zb_group g = {.id = 3 * tr->world, .n = tr->world, .first = 0, .stride = 1};
     return tr->allreduce_f64(tr, &g, all, (size_t)tr->world * K, err);
 }
 
