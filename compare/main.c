@@ -10,10 +10,12 @@
  */
 #include "version.h"   /* ZB_VERSION: git describe at build time (Makefile) */
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/zb_suggest.h"
 #include "compare/cmp_report.h"
 #include "compare/cmp_svg.h"
 
@@ -77,7 +79,10 @@ int main(int argc, char **argv) {
             }
             svg = argv[++i];
         } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "zbreport: unknown option '%s' (see zbreport --help)\n", a);
+            static const char *const names[] = {"--svg", "--help", "--version", NULL};
+            zb_err e;
+            zb_fail_unknown_option(&e, a, names, "zbreport --help");
+            fprintf(stderr, "zbreport: %s\n", e.msg);
             free(paths);
             return 2;
         } else {
@@ -94,11 +99,13 @@ int main(int argc, char **argv) {
     zb_err err = {{0}};
     zb_status st = reps ? ZB_OK : ZB_ENOMEM;
     int read = 0;
+    bool drawing = false;
     for (; st == ZB_OK && read < n; read++)
         st = zb_cmp_report_read(paths[read], &reps[read], &err);
     if (st == ZB_OK) {
         read = n;
         print_table(reps, n);
+        drawing = svg != NULL;
         if (svg) st = zb_cmp_svg_write(svg, reps, n, &err);
         if (st == ZB_OK && svg) printf("wrote %s\n", svg);
     }
@@ -106,5 +113,7 @@ int main(int argc, char **argv) {
     for (int i = 0; reps && i < read; i++) zb_cmp_report_free(&reps[i]);
     free(reps);
     free(paths);
-    return st == ZB_OK ? 0 : st == ZB_EINPUT || st == ZB_EIO ? 2 : 1;
+    /* a report that cannot be read is bad input (2); a picture that
+     * cannot be written is an I/O failure (1), as documented */
+    return st == ZB_OK ? 0 : (st == ZB_EINPUT || st == ZB_EIO) && !drawing ? 2 : 1;
 }

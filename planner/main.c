@@ -16,9 +16,11 @@
 
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
+#include "common/zb_suggest.h"
 #include "common/zb_yaml.h"
 #include "planner/calibrate_cmd.h"
 #include "planner/cli.h"
+#include "planner/explain.h"
 #include "planner/guard.h"
 #include "planner/profile.h"
 #include "planner/schedules.h"
@@ -53,7 +55,7 @@ static const char usage[] =
     "  --compare            also every schedule for the chosen split (default: off)\n"
     "  --profile FILE       use the times `zbrun --profile` measured wherever\n"
     "                       they cover a candidate (default: the cost model only)\n"
-    "  -q                   print nothing but errors (default: off)\n"
+    "  -q, --quiet          print nothing but errors (default: off)\n"
     "  -h, --help           this text;  --version  zbplan's version\n"
     "Exit status: 0 done; 2 bad input (model file or arguments: one line on\n"
     "  stderr); 1 anything else (no candidate fits, I/O).\n"
@@ -73,6 +75,12 @@ typedef struct {
     zb_search_opts so;
     bool compare, quiet, help, version;
 } args;
+
+/* every option, for "did you mean" */
+static const char *const option_names[] = {
+    "--dp", "--tp", "--pp", "--chunks", "--schedule", "--micro-batch",
+    "--max-micro-batch", "--solver", "--time-limit", "--top", "--compare",
+    "--profile", "--quiet", "--help", "--version", NULL};
 
 static const char *const solver_names[] = {"heuristic", "ilp", "auto", NULL};
 
@@ -127,11 +135,14 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
             return ZB_OK;
         }
         if (strcmp(s, "--compare") == 0) { a->compare = true; i++; continue; }
-        if (strcmp(s, "-q") == 0) { a->quiet = true; i++; continue; }
+        if (strcmp(s, "-q") == 0 || strcmp(s, "--quiet") == 0) {
+            a->quiet = true;
+            i++;
+            continue;
+        }
         if (parse_one(argc, argv, &i, a, &st, err)) { ZB_TRY(st); continue; }
         if (s[0] == '-' && s[1] != '\0')
-            return zb_fail(err, ZB_EINPUT, "unknown option '%s' (see zbplan "
-                           "--help)", s);
+            return zb_fail_unknown_option(err, s, option_names, "zbplan --help");
         if (a->model_path)
             return zb_fail(err, ZB_EINPUT, "unexpected argument '%s' (one "
                            "model file only)", s);
@@ -254,6 +265,11 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
             return st;
         }
     }
+    if (st == ZB_OK) st = zb_explain_forced(&m, &a->so, a->model_path, err);
+    if (st != ZB_OK) {
+        free(prof);
+        return st;
+    }
     args local = *a;
     local.so.profile = prof;
     a = &local;
@@ -271,7 +287,19 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
     return st;
 }
 
+/* "zbplan sim --version", "zbplan calibrate --version": the one version */
+static bool sub_version(int argc, char **argv) {
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--version")) return true;
+    return false;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && (!strcmp(argv[1], "sim") || !strcmp(argv[1], "calibrate")) &&
+        sub_version(argc, argv)) {
+        printf("zbplan %s\n", ZB_VERSION);
+        return 0;
+    }
     if (argc > 1 && strcmp(argv[1], "sim") == 0)
         return zb_sim_cmd(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "calibrate") == 0)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/zb_sim.h"
+#include "common/zb_suggest.h"
 #include "planner/cli.h"
 #include "planner/schedules.h"
 
@@ -50,7 +51,14 @@ static const char usage[] =
     "activation memory. Defaults: F = B = W = 1, C = 0, X = 1, Y = X/2,\n"
     "L = 0 (the schedule's own limit), V = 2 for interleaved, heuristic,\n"
     "10 s, table. --schedule all prints every schedule, skipping those whose\n"
-    "conditions do not hold.\n";
+    "conditions do not hold.\n"
+    "  -h, --help  this text;  --version  zbplan's version\n";
+
+/* every option, for "did you mean" */
+static const char *const option_names[] = {
+    "--schedule", "--stages", "--microbatches", "--chunks", "--cost-f",
+    "--cost-b", "--cost-w", "--cost-comm", "--mem-f", "--mem-w", "--mem-limit",
+    "--time-limit", "--solver", "--format", "--help", "--version", NULL};
 
 const char *zb_sim_cmd_usage(void) { return usage; }
 
@@ -141,8 +149,8 @@ static zb_status parse_args(int argc, char **argv, sim_args *a, bool *help,
             return ZB_OK;
         }
         if (!parse_one(argc, argv, &i, a, &st, err))
-            return zb_fail(err, ZB_EINPUT, "sim: unknown argument '%s' (see "
-                           "zbplan sim --help)", argv[i]);
+            return zb_fail_unknown_option(err, argv[i], option_names,
+                                          "zbplan sim --help");
         ZB_TRY(st);
     }
     if (!a->schedule) return zb_fail(err, ZB_EINPUT, "sim: --schedule is required");

@@ -28,6 +28,8 @@
 
 #include "common/zb_error.h"
 #include "common/zb_plan.h"
+#include "common/zb_suggest.h"
+#include "common/zb_yaml.h"
 #include "executor/host/blas_env.h"
 #include "executor/state/checkpoint.h"
 #include "executor/state/data.h"
@@ -66,19 +68,30 @@ static const char usage[] =
     "  --threads N           OpenMP threads per rank (default: max(1, cores / ranks))\n"
     "  --export FILE         after training, write the model as an llm.c checkpoint\n"
     "                        (default: none)\n"
-    "  -q                    print nothing but errors (default: off)\n"
+    "  -q, --quiet           print nothing but errors (default: off)\n"
     "  -h, --help            this text\n"
     "  --version             zbrun's version (git describe at build time)\n"
     "Environment: OMP_WAIT_POLICY (default passive), OPENBLAS_CORETYPE (default:\n"
     "  the best kernel this CPU runs; a value you set is kept), ZB_PIN=0 (do not\n"
     "  bind ranks to cores; default: bound when ranks x threads fit the cores),\n"
-    "  ZB_COMM_TIMEOUT_S and ZB_BOOTSTRAP_TIMEOUT_S under a launcher (docs/zbrun.md).\n"
+    "  ZB_COMM_TIMEOUT_S and ZB_BOOTSTRAP_TIMEOUT_S under a launcher; with\n"
+    "  --backend cuda: ZB_CUDA_SHARE=1 (every rank on device 0, sharing it;\n"
+    "  default: rank r on device r when there are as many devices as ranks)\n"
+    "  and ZB_CUDA_SYNC=1 (wait after every pass to name the one that\n"
+    "  faulted; slow) (docs/zbrun.md).\n"
     "Launchers: under mpirun, srun or a torchrun-style environment each process\n"
     "  runs one rank; otherwise every rank is a thread of this process.\n"
     "Exit status: 0 done; 2 bad usage, bad plan or missing data (nothing run);\n"
     "  1 failure while running (I/O, non-finite or diverging loss, dead peer);\n"
     "  130/143 stopped by SIGINT/SIGTERM after a step.\n"
     "Docs: docs/zbrun.md (options, output, report, clusters), docs/plan-format.md.\n";
+
+/* every option, for "did you mean" */
+static const char *const option_names[] = {
+    "--steps", "--backend", "--report", "--trace", "--svg", "--profile",
+    "--checkpoint-every", "--checkpoint-dir", "--resume", "--resume-changed",
+    "--max-loss-ratio", "--threads", "--export", "--quiet", "--help",
+    "--version", NULL};
 
 typedef struct {
     const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir, *export_path;
@@ -144,7 +157,7 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     else if (take_opt(argc, argv, i, "--export", &v, &st, err)) a->export_path = v;
     else if (take_opt(argc, argv, i, "--profile", &v, &st, err)) a->profile = v;
     else if (arg[0] == '-' && arg[1] != '\0')
-        st = zb_fail(err, ZB_EINPUT, "unknown option '%s' (see zbrun --help)", arg);
+        st = zb_fail_unknown_option(err, arg, option_names, "zbrun --help");
     else if (a->plan_path)
         st = zb_fail(err, ZB_EINPUT, "one plan only, got '%s' and '%s'", a->plan_path, arg);
     else a->plan_path = arg;
@@ -372,11 +385,29 @@ static const char *pr_dir(const args *a) {
     return a->ckpt_dir ? a->ckpt_dir : "checkpoints";
 }
 
+/* A model file given where a plan belongs: its top level has 'model' and
+ * no 'schedule', which every plan has. */
+static bool is_model(const char *path) {
+    zb_ydoc d;
+    zb_err e;
+    if (zb_ydoc_load(path, &d, &e) != ZB_OK) return false;
+    bool model = d.root && d.root->type == ZB_Y_MAP && zb_ymap_get(d.root, "model") &&
+                 !zb_ymap_get(d.root, "schedule");
+    zb_ydoc_free(&d);
+    return model;
+}
+
 /* Read the plan and check what zbrun needs of it before any rank starts;
  * every failure here is bad input (exit 2) and leaves *plan freed. */
 static zb_status load_plan(const args *a, zb_plan *plan, zb_err *err) {
     /* a plan that cannot be read is bad input, even when it is missing */
-    if (zb_plan_read(a->plan_path, plan, err) != ZB_OK) return ZB_EINPUT;
+    if (zb_plan_read(a->plan_path, plan, err) != ZB_OK) {
+        if (is_model(a->plan_path))
+            zb_fail(err, ZB_EINPUT, "%s:1:1: this is a model, not a plan; plan "
+                    "it first: zbplan %s -o plan.yaml && zbrun plan.yaml",
+                    a->plan_path, a->plan_path);
+        return ZB_EINPUT;
+    }
     /* empty text path: the built-in corpus; relative: from here or the
      * plan's folder (data.h) */
     if (zb_data_locate(a->plan_path, &plan->model, err) != ZB_OK) {
