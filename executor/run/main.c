@@ -36,6 +36,8 @@
 #include "executor/comm/launch.h"
 #include "executor/state/llmc.h"
 #include "executor/host/memlimit.h"
+#include "executor/run/metrics.h"
+#include "executor/run/preflight.h"
 #include "executor/run/procs.h"
 #include "executor/report/profile.h"
 #include "executor/report/report.h"
@@ -55,6 +57,11 @@ static const char usage[] =
     "  --report FILE         write the run report (YAML; default: none)\n"
     "  --trace FILE          write a Chrome/Perfetto trace (JSON; default: none)\n"
     "  --svg FILE            write the planned and executed timelines (SVG; default: none)\n"
+    "  --metrics FILE        stream one record per step (step, loss, lr, grad norm,\n"
+    "                        tokens/s, step ms, val loss when due), flushed per\n"
+    "                        step (default: none)\n"
+    "  --metrics-format F    jsonl or csv (default: csv when FILE ends in .csv,\n"
+    "                        else jsonl: one JSON object per line)\n"
     "  --profile FILE        write measured pass, transfer and all-reduce times\n"
     "                        and memory beside the plan's, for zbplan --profile\n"
     "                        (default: none)\n"
@@ -89,13 +96,15 @@ static const char usage[] =
 /* every option, for "did you mean" */
 static const char *const option_names[] = {
     "--steps", "--backend", "--report", "--trace", "--svg", "--profile",
+    "--metrics", "--metrics-format",
     "--checkpoint-every", "--checkpoint-dir", "--resume", "--resume-changed",
     "--max-loss-ratio", "--threads", "--export", "--quiet", "--help",
     "--version", NULL};
 
 typedef struct {
     const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir, *export_path;
-    const char *profile;
+    const char *profile, *metrics, *metrics_format;
+    zb_metrics_format mfmt;
     int steps, ckpt_every, threads;
     bool resume, quiet, help, version, resume_changed;
     double max_loss_ratio;
@@ -156,6 +165,8 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     else if (take_opt(argc, argv, i, "--svg", &v, &st, err)) a->svg = v;
     else if (take_opt(argc, argv, i, "--export", &v, &st, err)) a->export_path = v;
     else if (take_opt(argc, argv, i, "--profile", &v, &st, err)) a->profile = v;
+    else if (take_opt(argc, argv, i, "--metrics-format", &v, &st, err)) a->metrics_format = v;
+    else if (take_opt(argc, argv, i, "--metrics", &v, &st, err)) a->metrics = v;
     else if (arg[0] == '-' && arg[1] != '\0')
         st = zb_fail_unknown_option(err, arg, option_names, "zbrun --help");
     else if (a->plan_path)
@@ -199,6 +210,9 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
     for (int i = 1; i < argc;) ZB_TRY(parse_one(argc, argv, &i, a, err));
     if (a->help || a->version) return ZB_OK;
     if (!a->plan_path) return zb_fail(err, ZB_EINPUT, "no plan given (usage: zbrun PLAN [options])");
+    if (a->metrics_format && !a->metrics)
+        return zb_fail(err, ZB_EINPUT, "--metrics-format needs --metrics FILE");
+    if (a->metrics) ZB_TRY(zb_metrics_format_of(a->metrics_format, a->metrics, &a->mfmt, err));
     if (strcmp(a->backend, "cpu") && strcmp(a->backend, "cuda") && strcmp(a->backend, "auto"))
         return zb_fail(err, ZB_EINPUT, "--backend must be cpu, cuda or auto, got '%s'",
                        a->backend);
@@ -218,6 +232,7 @@ typedef struct {
     double loss0;
     int first, every;
     const char *ckpt_dir;
+    zb_metrics *metrics;   /* --metrics, NULL: none */
 } printer;
 
 static void print_step_line(const zb_step_info *s, double eta_s) {
@@ -234,6 +249,7 @@ static void on_step(const zb_step_info *s, void *ctx) {
         fprintf(stderr, "zbrun: warning: step %d loss %.4g is over %.0f x the "
                 "first step's %.4g (the run stops above --max-loss-ratio)\n",
                 s->step, s->loss, ZB_LOSS_WARN_RATIO, p->loss0);
+    zb_metrics_step(p->metrics, s);
     if (p->quiet) return;
     if (s->eval_only) {   /* the validation loss before training */
         printf("step %d/%d val_loss %.6f\n", s->step, s->steps, s->val_loss);
@@ -462,14 +478,24 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                                     writer ? a->svg : NULL,
                                     writer && a->ckpt_every ? pr_dir(a) : NULL,
                                     here, threads, &lock_fd, err);
+    /* --metrics beside the others: creatable, and no other output's file */
+    const char *const onames[] = {"--report", "--trace", "--svg", "--metrics"};
+    const char *const opaths[] = {a->report, a->trace, a->svg, a->metrics};
+    if (st == ZB_OK && writer && a->metrics)
+        st = zb_preflight_outputs(onames, opaths, 4, err);
+    zb_metrics metrics;
+    if (st == ZB_OK && writer && a->metrics)
+        st = zb_metrics_open(&metrics, a->metrics, a->mfmt, err);
     if (st != ZB_OK) {
+        zb_ckpt_unlock(lock_fd);
         zb_plan_free(&plan);
         return st;
     }
     /* launchers hand their processes a pseudo-terminal even when the
      * job's output goes to a file: plain lines there */
     printer pr = {.tty = isatty(STDOUT_FILENO) && !proc.tr, .quiet = a->quiet,
-                  .ckpt_dir = a->ckpt_dir ? a->ckpt_dir : "checkpoints"};
+                  .ckpt_dir = a->ckpt_dir ? a->ckpt_dir : "checkpoints",
+                  .metrics = writer && a->metrics ? &metrics : NULL};
     int steps = a->steps ? a->steps : plan.model.train.steps;
     pr.every = steps >= 50 ? steps / 10 : 5;
     zb_run_opts o = {.steps = a->steps, .threads = threads,
@@ -480,6 +506,9 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                      .keep_params = a->export_path != NULL,
                      .backend = backend};
     if (!a->quiet) print_header(a, &plan, threads, here, proc.tr != NULL);
+    if (!a->quiet && pr.metrics)
+        printf("metrics: %s (%s, a record per step)\n", a->metrics,
+               a->mfmt == ZB_METRICS_CSV ? "CSV" : "JSON Lines");
     if (!a->quiet && proc.tr)
         printf("launch: %s, %d processes, one rank each, %s\n",
                zb_launcher_name(l->kind), l->world, backend == ZB_BACKEND_CUDA
@@ -490,6 +519,11 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     zb_signals_install();
     st = zb_run(&plan, &o, &res, err);
     if (pr.tty && pr.started) printf("\r\033[K");
+    zb_err merr;
+    if (zb_metrics_close(pr.metrics, &merr) != ZB_OK && st == ZB_OK) {
+        st = ZB_EIO;
+        *err = merr;
+    }
     if (st == ZB_OK && !a->quiet) st = print_summary(&plan, &res, err);
     if (st == ZB_OK && writer) st = write_outputs(a, &plan, &res, &meta, err);
     if (st == ZB_OK && res.stopped && writer)
