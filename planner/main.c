@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/zb_model.h"
+#include "common/zb_override.h"
 #include "common/zb_plan.h"
 #include "common/zb_suggest.h"
 #include "common/zb_yaml.h"
@@ -34,7 +35,7 @@ static const char usage[] =
     "              [--chunks V] [--schedule NAME] [--micro-batch N]\n"
     "              [--max-micro-batch N] [--solver heuristic|ilp|auto]\n"
     "              [--time-limit S] [--top K] [--compare] [--profile FILE]\n"
-    "              [-q]\n"
+    "              [--set KEY=VALUE]... [-q]\n"
     "       zbplan sim --help\n"
     "       zbplan calibrate --help\n"
     "Searches data/tensor/pipeline sizes, micro-batch size, chunks and\n"
@@ -55,6 +56,9 @@ static const char usage[] =
     "  --compare            also every schedule for the chosen split (default: off)\n"
     "  --profile FILE       use the times `zbrun --profile` measured wherever\n"
     "                       they cover a candidate (default: the cost model only)\n"
+    "  --set KEY=VALUE      change a key of MODEL.yaml before it is checked, e.g.\n"
+    "                       --set training.global_batch=32 --set model.layers=24\n"
+    "                       (repeatable; VALUE is YAML; default: none)\n"
     "  -q, --quiet          print nothing but errors (default: off)\n"
     "  -h, --help           this text;  --version  zbplan's version\n"
     "Exit status: 0 done; 2 bad input (model file or arguments: one line on\n"
@@ -73,6 +77,7 @@ static void print_usage(void) {
 typedef struct {
     const char *model_path, *out_path, *profile_path;
     zb_search_opts so;
+    zb_overrides sets;   /* --set KEY=VALUE, applied to the model file */
     bool compare, quiet, help, version;
 } args;
 
@@ -80,7 +85,7 @@ typedef struct {
 static const char *const option_names[] = {
     "--dp", "--tp", "--pp", "--chunks", "--schedule", "--micro-batch",
     "--max-micro-batch", "--solver", "--time-limit", "--top", "--compare",
-    "--profile", "--quiet", "--help", "--version", NULL};
+    "--profile", "--set", "--quiet", "--help", "--version", NULL};
 
 static const char *const solver_names[] = {"heuristic", "ilp", "auto", NULL};
 
@@ -103,6 +108,8 @@ static bool parse_one(int argc, char **argv, int *i, args *a, zb_status *st,
         if (val) a->out_path = val;
     } else if (zb_cli_opt(argc, argv, i, "--profile", &val, st, err)) {
         if (val) a->profile_path = val;
+    } else if (zb_cli_opt(argc, argv, i, "--set", &val, st, err)) {
+        if (val) *st = zb_overrides_add(&a->sets, val, err);
     } else if (zb_cli_opt(argc, argv, i, "--time-limit", &val, st, err)) {
         if (val) *st = zb_cli_double("--time-limit", val, true, &o->time_limit_s, err);
     } else if (zb_cli_opt(argc, argv, i, "--schedule", &val, st, err)) {
@@ -247,7 +254,7 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
                        "run it with zbrun %s", a->model_path, a->model_path);
     zb_model m;
     zb_status st = zb_guard_paths(a->model_path, a->out_path, err);
-    if (st == ZB_OK) st = zb_model_load(a->model_path, &m, err);
+    if (st == ZB_OK) st = zb_model_load_set(a->model_path, &a->sets, &m, err);
     if (st != ZB_OK) {
         /* file:line:col: messages already say where; others get "zbplan:" */
         bool at = strncmp(err->msg, a->model_path, strlen(a->model_path)) == 0;

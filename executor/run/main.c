@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/zb_error.h"
+#include "common/zb_override.h"
 #include "common/zb_plan.h"
 #include "common/zb_suggest.h"
 #include "common/zb_yaml.h"
@@ -65,6 +66,10 @@ static const char usage[] =
     "  --profile FILE        write measured pass, transfer and all-reduce times\n"
     "                        and memory beside the plan's, for zbplan --profile\n"
     "                        (default: none)\n"
+    "  --set KEY=VALUE       change a run option of the plan before it is checked:\n"
+    "                        training.steps, training.seed, training.optimizer.*,\n"
+    "                        training.data.*, training.val.* (e.g. --set\n"
+    "                        training.optimizer.lr=1e-3; repeatable; default: none)\n"
     "  --checkpoint-every N  save a checkpoint every N steps (default: never)\n"
     "  --checkpoint-dir DIR  where checkpoints go (default: checkpoints)\n"
     "  --resume              continue after the newest checkpoint in DIR (default: off)\n"
@@ -96,7 +101,7 @@ static const char usage[] =
 /* every option, for "did you mean" */
 static const char *const option_names[] = {
     "--steps", "--backend", "--report", "--trace", "--svg", "--profile",
-    "--metrics", "--metrics-format",
+    "--metrics", "--metrics-format", "--set",
     "--checkpoint-every", "--checkpoint-dir", "--resume", "--resume-changed",
     "--max-loss-ratio", "--threads", "--export", "--quiet", "--help",
     "--version", NULL};
@@ -105,6 +110,7 @@ typedef struct {
     const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir, *export_path;
     const char *profile, *metrics, *metrics_format;
     zb_metrics_format mfmt;
+    zb_overrides sets;   /* --set KEY=VALUE on the plan's run options */
     int steps, ckpt_every, threads;
     bool resume, quiet, help, version, resume_changed;
     double max_loss_ratio;
@@ -167,6 +173,9 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     else if (take_opt(argc, argv, i, "--profile", &v, &st, err)) a->profile = v;
     else if (take_opt(argc, argv, i, "--metrics-format", &v, &st, err)) a->metrics_format = v;
     else if (take_opt(argc, argv, i, "--metrics", &v, &st, err)) a->metrics = v;
+    else if (take_opt(argc, argv, i, "--set", &v, &st, err)) {
+        if (st == ZB_OK) st = zb_overrides_add(&a->sets, v, err);
+    }
     else if (arg[0] == '-' && arg[1] != '\0')
         st = zb_fail_unknown_option(err, arg, option_names, "zbrun --help");
     else if (a->plan_path)
@@ -213,6 +222,13 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
     if (a->metrics_format && !a->metrics)
         return zb_fail(err, ZB_EINPUT, "--metrics-format needs --metrics FILE");
     if (a->metrics) ZB_TRY(zb_metrics_format_of(a->metrics_format, a->metrics, &a->mfmt, err));
+    static const char *const run_keys[] = {"training.steps", "training.seed",
+        "training.optimizer.", "training.data.", "training.val.", "training.val", NULL};
+    ZB_TRY(zb_overrides_only(&a->sets, run_keys, "zbrun changes only run options "
+                             "(training.steps, training.seed, training.optimizer.*, "
+                             "training.data.*, training.val.*); the model, batch and "
+                             "cluster shape the plan: replan with zbplan MODEL --set ...",
+                             err));
     if (strcmp(a->backend, "cpu") && strcmp(a->backend, "cuda") && strcmp(a->backend, "auto"))
         return zb_fail(err, ZB_EINPUT, "--backend must be cpu, cuda or auto, got '%s'",
                        a->backend);
@@ -417,7 +433,7 @@ static bool is_model(const char *path) {
  * every failure here is bad input (exit 2) and leaves *plan freed. */
 static zb_status load_plan(const args *a, zb_plan *plan, zb_err *err) {
     /* a plan that cannot be read is bad input, even when it is missing */
-    if (zb_plan_read(a->plan_path, plan, err) != ZB_OK) {
+    if (zb_plan_read_set(a->plan_path, &a->sets, plan, err) != ZB_OK) {
         if (is_model(a->plan_path))
             zb_fail(err, ZB_EINPUT, "%s:1:1: this is a model, not a plan; plan "
                     "it first: zbplan %s -o plan.yaml && zbrun plan.yaml",
