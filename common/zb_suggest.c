@@ -63,7 +63,8 @@ const char *zb_suggest_path(const char *path) {
     DIR *d = opendir(dir);
     if (!d) return out;
     char best[256] = "";
-    int best_d = allowed(strlen(base)) + 1;
+    /* stricter than for options: a folder holds many unrelated names */
+    int best_d = (strlen(base) / 5 > 1 ? (int)(strlen(base) / 5) : 1) + 1;
     for (struct dirent *e; (e = readdir(d));) {
         if (e->d_name[0] == '.' && base[0] != '.') continue;
         int k = distance(base, e->d_name);

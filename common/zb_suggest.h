@@ -17,8 +17,9 @@
 const char *zb_suggest(const char *word, const char *const *names);
 
 /* For a path that cannot be opened: " (did you mean 'dir/name'?)" naming
- * the entry of its folder closest to its last part, or "" when there is
- * none close (or the folder cannot be read). */
+ * the entry of its folder closest to its last part, within max(1,
+ * strlen(last part) / 5) edits, or "" when there is none that close (or
+ * the folder cannot be read). */
 const char *zb_suggest_path(const char *path);
 
 /* ZB_EINPUT with "unknown option 'ARG'; did you mean '--x'? (see HELP)"

@@ -501,7 +501,7 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
         st = zb_preflight_outputs(onames, opaths, 4, err);
     zb_metrics metrics;
     if (st == ZB_OK && writer && a->metrics)
-        st = zb_metrics_open(&metrics, a->metrics, a->mfmt, err);
+        st = zb_metrics_open(&metrics, a->metrics, a->mfmt, a->resume, err);
     if (st != ZB_OK) {
         zb_ckpt_unlock(lock_fd);
         zb_plan_free(&plan);

@@ -26,15 +26,17 @@ static const char csv_header[] =
     "step,steps,loss,lr,grad_norm,tokens_per_s,step_ms,elapsed_s,val_loss\n";
 
 zb_status zb_metrics_open(zb_metrics *m, const char *path, zb_metrics_format fmt,
-                          zb_err *err) {
+                          bool append, zb_err *err) {
     memset(m, 0, sizeof *m);
     m->path = path;
     m->fmt = fmt;
-    m->f = fopen(path, "w");
+    m->f = fopen(path, append ? "a" : "w");
     if (!m->f)
         return zb_fail(err, ZB_EIO, "--metrics %s: cannot create: %s", path,
                        strerror(errno));
-    if (fmt == ZB_METRICS_CSV && (fputs(csv_header, m->f) < 0 || fflush(m->f) != 0)) {
+    bool empty = fseek(m->f, 0, SEEK_END) == 0 && ftell(m->f) <= 0;
+    if (fmt == ZB_METRICS_CSV && empty &&
+        (fputs(csv_header, m->f) < 0 || fflush(m->f) != 0)) {
         zb_fail(err, ZB_EIO, "--metrics %s: cannot write: %s", path, strerror(errno));
         fclose(m->f);
         m->f = NULL;

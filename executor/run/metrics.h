@@ -33,10 +33,11 @@ typedef struct {
 zb_status zb_metrics_format_of(const char *name, const char *path,
                                zb_metrics_format *out, zb_err *err);
 
-/* Create (truncate) path and write the CSV header. ZB_EIO naming --metrics
- * and the path when it cannot be created. */
+/* Create (truncate) path, or with append (--resume) add to its end, and
+ * write the CSV header unless the file already has lines. ZB_EIO naming
+ * --metrics and the path when it cannot be opened. */
 zb_status zb_metrics_open(zb_metrics *m, const char *path, zb_metrics_format fmt,
-                          zb_err *err);
+                          bool append, zb_err *err);
 
 /* Append one step (or the initial evaluation) and flush. A failure is kept
  * in m->err and ends the writing; zb_metrics_close reports it. */

@@ -6,6 +6,7 @@
 #     on the steps an evaluation was due (every 2 steps and the last);
 #   - CSV (by extension, and by --metrics-format csv): a header and one row
 #     per record, the same losses bit for bit as the JSON run (runs repeat);
+#   - --resume appends to the file: one header, each step once;
 #   - checked before step 1 like the other outputs: a missing folder, a
 #     folder, the same file as --report, a bad --metrics-format and
 #     --metrics-format without --metrics are exit 2 with nothing trained.
@@ -64,6 +65,21 @@ for name in ("m.csv", "m.txt"):
         if r["step"] > 0:
             assert float(x["loss"]) == r["loss"] and float(x["lr"]) == r["lr"], (name, x, r)
         assert (x["val_loss"] != "") == ("val_loss" in r), (name, x)
+PY
+
+# --resume appends: 3 steps with checkpoints, then resumed to 5 in the same
+# file (CSV: one header), each training step once, in order
+"$BIN/zbrun" "$tmp/plan.yaml" --steps 3 --threads 1 -q --metrics "$tmp/r.csv" \
+    --checkpoint-every 1 --checkpoint-dir "$tmp/ck" || bad "run before resume exited $?"
+"$BIN/zbrun" "$tmp/plan.yaml" --steps 5 --threads 1 -q --metrics "$tmp/r.csv" \
+    --checkpoint-every 1 --checkpoint-dir "$tmp/ck" --resume --resume-changed || bad "resumed run exited $?"
+python3 - "$tmp/r.csv" <<'PY' || bad "resumed metrics: $(cat "$tmp/r.csv")"
+import csv, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert sum(l.startswith("step,") for l in lines) == 1, lines
+rows = list(csv.DictReader(lines))
+train = [int(r["step"]) for r in rows if r["loss"]]
+assert train == [1, 2, 3, 4, 5], train
 PY
 
 # checked before step 1
