@@ -37,7 +37,7 @@
 #include "executor/comm/launch.h"
 #include "executor/state/llmc.h"
 #include "executor/host/memlimit.h"
-#include "executor/run/metrics.h"
+#include "executor/report/metrics.h"
 #include "executor/run/preflight.h"
 #include "executor/run/procs.h"
 #include "executor/report/profile.h"

@@ -1,5 +1,5 @@
 /* metrics.c - see metrics.h. */
-#include "executor/run/metrics.h"
+#include "executor/report/metrics.h"
 
 #include <errno.h>
 #include <math.h>
