@@ -186,22 +186,35 @@ static int waits(const zb_run_result *res, const zb_program *prog, int pr, int g
     return w;
 }
 
-/* Executed panel rows: the last kept step of the dp 0, tp 0 ranks, shifted
- * so the step's first pass starts at 0 (copies into buf: 2 * actions + 2 *
- * ops). Returns where the last rank's optimizer ends. */
-static double executed_rows(const zb_plan *plan, const zb_run_result *res,
-                            const zb_program *prog, double *buf, svg_row *rows) {
-    int k = res->trace_n - 1;
-    double t0 = 0, t1 = 0;
+/* The earliest pass start or receive of the dp 0, tp 0 ranks in kept
+ * step k: the executed panel's time zero. */
+static double earliest(const zb_plan *plan, const zb_run_result *res,
+                       const zb_program *prog, int k) {
+    double t0 = 0;
     bool any = false;
     for (int r = 0; r < plan->pp; r++) {
         int g = zb_plan_rank(plan, r, 0, 0), n = res->n_acts[g];
+        int no = prog && res->n_ops ? res->n_ops[g] : 0;
         const double *s = res->t_start[g] + (size_t)k * n;
         for (int i = 0; i < n; i++) {
             if (!any || s[i] < t0) t0 = s[i];
             any = true;
         }
+        for (int i = 0; i < no; i++) {
+            double x = res->x_start[g][(size_t)k * (size_t)no + (size_t)i];
+            if (prog->ops[r][i].kind == ZB_OP_RECV && (!any || x < t0)) t0 = x;
+        }
     }
+    return t0;
+}
+
+/* Executed panel rows: the last kept step of the dp 0, tp 0 ranks, shifted
+ * so the step's first pass or receive starts at 0 (copies into buf: 2 *
+ * actions + 2 * ops). Returns where the last rank's optimizer ends. */
+static double executed_rows(const zb_plan *plan, const zb_run_result *res,
+                            const zb_program *prog, double *buf, svg_row *rows) {
+    int k = res->trace_n - 1;
+    double t0 = earliest(plan, res, prog, k), t1 = 0;
     size_t at = 0;
     for (int r = 0; r < plan->pp; r++) {
         int g = zb_plan_rank(plan, r, 0, 0), n = res->n_acts[g];

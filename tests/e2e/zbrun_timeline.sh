@@ -3,7 +3,7 @@
 #   - the SVG parses as XML (python3's parser);
 #   - planned and executed panels share one time axis: the same tick labels
 #     under both, counting 0, d, 2d, ... with d 1, 2 or 5 x 10^k ms, and
-#     every box inside the axis;
+#     every box inside the axis (nothing left of its 0);
 #   - one step-time definition: the planned title's step is the report's
 #     predicted_step_s, the executed title's step is the drawn step's
 #     time_s and its mean step the report's step_s, which is also the
@@ -60,6 +60,11 @@ for t in titles:
     m = re.search(r": ([\d.]+)-([\d.]+) ms$", t)
     if m:
         assert float(m.group(2)) <= tmax + 1e-3, (t, tmax)
+# nothing starts left of the axis' 0 (receive waits included)
+x0 = min(float(l.getAttribute("x1")) for l in svg.getElementsByTagName("line"))
+for r in svg.getElementsByTagName("rect"):
+    if r.getElementsByTagName("title"):
+        assert float(r.getAttribute("x")) >= x0 - 1e-6, (r.toxml(), x0)
 pp = rep["plan"]["pp"]
 assert sum(t.startswith("gradient sync + optimizer: ") for t in titles) == pp, titles
 assert sum(t.startswith("predicted gradient sync + optimizer: ") for t in titles) == pp
