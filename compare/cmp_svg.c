@@ -154,10 +154,12 @@ static double rows(FILE *f, const zb_cmp_row *rw, int pp, double y, double scale
 }
 
 static double panel(FILE *f, const zb_cmp_report *r, double y, double scale) {
+    bool same = !strcmp(r->label, r->schedule);   /* name the schedule once */
     fprintf(f, "<text x=\"10\" y=\"%.1f\" font-size=\"13\" font-weight=\"bold\">"
-            "%s: %s dp %d tp %d pp %d v %d, step %d; bubble %.1f%% measured, %.1f%% "
-            "predicted</text>\n", y + 14, r->label, r->schedule, r->dp, r->tp, r->pp,
-            r->v, r->step, 100 * r->bubble, 100 * r->pred_bubble);
+            "%s%s%s dp %d tp %d pp %d v %d, step %d; bubble %.1f%% measured, %.1f%% "
+            "predicted</text>\n", y + 14, same ? "" : r->label, same ? "" : ": ",
+            r->schedule, r->dp, r->tp, r->pp, r->v, r->step, 100 * r->bubble,
+            100 * r->pred_bubble);
     y += 22;
     if (r->planned) y = rows(f, r->planned, r->pp, y, scale, "plan") + 4;
     if (r->rows) y = rows(f, r->rows, r->pp, y, scale, "rank");
@@ -173,7 +175,7 @@ static double row_end(const zb_cmp_row *rw, int pp) {
 }
 
 static double height(const zb_cmp_report *reps, int n, int note_n) {
-    double h = 40 + 22 + note_n * 16 + 8 + 22 + n * (2 * BAR_H + GAP) + 34 + 30 + 40;
+    double h = 40 + 22 + note_n * 16 + 8 + 22 + n * (2 * BAR_H + GAP) + 34 + 20 + 30;
     for (int i = 0; i < n; i++)
         h += 30 + (reps[i].rows ? reps[i].pp * (ROW_H + 2) : 0) +
              (reps[i].planned ? reps[i].pp * (ROW_H + 2) + 4 : 0);
