@@ -73,7 +73,7 @@ zb_status zb_afile_open(zb_afile *a, const char *path, zb_err *err) {
         return zb_fail(err, ZB_EIO, "path too long: %.64s...", path);
     a->f = fopen(a->tmp, "w");
     if (!a->f)
-        return zb_fail(err, ZB_EIO, "cannot create '%s': %s", a->tmp, strerror(errno));
+        return zb_fail(err, ZB_EIO, "cannot create '%s': %s", a->path, strerror(errno));
     return ZB_OK;
 }
 
@@ -111,13 +111,13 @@ static zb_status finish_tmp(zb_afile *a, zb_err *err) {
     a->f = NULL;
     zb_status s = ZB_OK;
     if (fflush(f) != 0)
-        s = zb_fail(err, ZB_EIO, "cannot write '%s': %s", a->tmp, strerror(errno));
+        s = zb_fail(err, ZB_EIO, "cannot write '%s': %s", a->path, strerror(errno));
     else if (ferror(f))   /* an earlier write failed; its errno is gone */
-        s = zb_fail(err, ZB_EIO, "cannot write '%s': write error", a->tmp);
+        s = zb_fail(err, ZB_EIO, "cannot write '%s': write error", a->path);
     else if (fsync(fileno(f)) != 0)
-        s = zb_fail(err, ZB_EIO, "cannot sync '%s': %s", a->tmp, strerror(errno));
+        s = zb_fail(err, ZB_EIO, "cannot sync '%s': %s", a->path, strerror(errno));
     if (fclose(f) != 0 && s == ZB_OK)
-        s = zb_fail(err, ZB_EIO, "cannot close '%s': %s", a->tmp, strerror(errno));
+        s = zb_fail(err, ZB_EIO, "cannot close '%s': %s", a->path, strerror(errno));
     return s;
 }
 
@@ -141,8 +141,8 @@ zb_status zb_afile_close(zb_afile *a, bool ok, zb_err *err) {
     }
     zb_status s = finish_tmp(a, err);
     if (s == ZB_OK && rename(a->tmp, a->path) != 0)
-        s = zb_fail(err, ZB_EIO, "cannot rename '%s' to '%s': %s", a->tmp, a->path,
-                    strerror(errno));
+        s = zb_fail(err, ZB_EIO, "cannot write '%s' (rename of its temporary "
+                    "file): %s", a->path, strerror(errno));
     if (s != ZB_OK) {
         unlink(a->tmp);
         return s;

@@ -71,6 +71,9 @@ void zb_plan_free(zb_plan *plan);
 zb_status zb_plan_write(const char *path, const zb_plan *plan, zb_err *err);
 zb_status zb_plan_read(const char *path, zb_plan *plan, zb_err *err);
 
+/* The same from a loaded document (zb_override.h edits one first). */
+zb_status zb_plan_read_doc(const zb_ydoc *doc, zb_plan *plan, zb_err *err);
+
 /* Fingerprint of what the plan's costs and predictions were computed from
  * (model shapes, batch, precision, cluster and device, parallel sizes,
  * stage split, costs, predictions; not the optimizer, steps or data path).

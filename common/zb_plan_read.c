@@ -326,26 +326,32 @@ static zb_status check_fingerprint(rd *r, const zb_ynode *root, const zb_plan *p
     return ZB_OK;
 }
 
-zb_status zb_plan_read(const char *path, zb_plan *plan, zb_err *err) {
+zb_status zb_plan_read_doc(const zb_ydoc *doc, zb_plan *plan, zb_err *err) {
     static const char *const extra[] = {"version", "parallel", "schedule", "stages",
                                         "prediction", "fingerprint", NULL};
     memset(plan, 0, sizeof *plan);
-    zb_ydoc doc;
-    ZB_TRY(zb_ydoc_load(path, &doc, err));
-    rd r = {&doc, err};
+    rd r = {doc, err};
     zb_status st = ZB_OK;
-    if (!doc.root || doc.root->type != ZB_Y_MAP)
-        st = zb_fail_at(err, path, doc.root ? doc.root->line : 1,
-                        doc.root ? doc.root->col : 1, "a plan must be a mapping");
-    if (st == ZB_OK) st = read_version(&r, doc.root);
+    if (!doc->root || doc->root->type != ZB_Y_MAP)
+        st = zb_fail_at(err, doc->file, doc->root ? doc->root->line : 1,
+                        doc->root ? doc->root->col : 1, "a plan must be a mapping");
+    if (st == ZB_OK) st = read_version(&r, doc->root);
     if (st == ZB_OK) {
         /* zbplan wrote the data path as resolved from where it ran; a
          * relative one stays relative to the working directory */
-        st = zb_model_parse(&doc, doc.root, extra, NULL, &plan->model, err);
+        st = zb_model_parse(doc, doc->root, extra, NULL, &plan->model, err);
     }
-    if (st == ZB_OK) st = read_body(&r, doc.root, plan);
-    if (st == ZB_OK) st = check_fingerprint(&r, doc.root, plan);
+    if (st == ZB_OK) st = read_body(&r, doc->root, plan);
+    if (st == ZB_OK) st = check_fingerprint(&r, doc->root, plan);
     if (st != ZB_OK) zb_plan_free(plan);
+    return st;
+}
+
+zb_status zb_plan_read(const char *path, zb_plan *plan, zb_err *err) {
+    zb_ydoc doc;
+    memset(plan, 0, sizeof *plan);
+    ZB_TRY(zb_ydoc_load(path, &doc, err));
+    zb_status st = zb_plan_read_doc(&doc, plan, err);
     zb_ydoc_free(&doc);
     return st;
 }

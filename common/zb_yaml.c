@@ -27,6 +27,7 @@
 #include <yaml.h>
 
 #include "common/zb_afile.h"
+#include "common/zb_suggest.h"
 
 #define MAX_DEPTH 64        /* nesting deeper than this is certainly a mistake */
 #define CHUNK_BYTES 65536
@@ -354,7 +355,11 @@ zb_status zb_ydoc_load_string(const char *name, const char *text, zb_ydoc *doc,
 static zb_status read_file(const char *path, char **out, size_t *len, zb_err *err) {
     FILE *f = fopen(path, "rb");
     /* a model or plan that cannot be opened is bad input (exit 2) */
-    if (!f) return zb_fail_at(err, path, 0, 0, "cannot open: %s", strerror(errno));
+    if (!f) {
+        int e = errno;
+        return zb_fail_at(err, path, 0, 0, "cannot open: %s%s", strerror(e),
+                          e == ENOENT ? zb_suggest_path(path) : "");
+    }
     struct stat sb;
     if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
         fclose(f);

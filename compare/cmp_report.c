@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/zb_plan.h"
+#include "common/zb_sim.h"
 #include "common/zb_yaml.h"
 
 /* A required mapping under map. */
@@ -81,9 +83,16 @@ static zb_status read_conditions(const zb_ydoc *d, zb_cmp_report *r, zb_err *err
     if (run && run->type == ZB_Y_MAP)
         ZB_TRY(zb_yget_int(d, run, "threads_per_rank", false, 1, 1 << 20, &threads, err));
     if (threads != 1) r->stalled = -1;   /* not meaningful (executor/base.h) */
+    long long steps = 0, cores = 0;
+    if (run && run->type == ZB_Y_MAP)
+        ZB_TRY(zb_yget_int(d, run, "steps_run", false, 0, 1 << 30, &steps, err));
+    r->steps_run = (int)steps;
     const zb_ynode *mach = run ? zb_ymap_get(run, "machine") : NULL;
     if (mach && mach->type == ZB_Y_MAP)
         ZB_TRY(zb_yget_double(d, mach, "load_start", false, -1, DBL_MAX, &r->load, err));
+    if (mach && mach->type == ZB_Y_MAP)
+        ZB_TRY(zb_yget_int(d, mach, "cores", false, 0, 1 << 20, &cores, err));
+    r->cores = (int)cores;
     return ZB_OK;
 }
 
@@ -149,9 +158,66 @@ static zb_status read_timeline(const zb_ydoc *d, zb_cmp_report *r, zb_err *err) 
     return ZB_OK;
 }
 
+/* out->label from the report's file name. */
+static void name_run(zb_cmp_report *out, const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(out->label, sizeof out->label, "%s", base);
+    static const char *const ends[] = {".report.yaml", ".yaml", ".yml"};
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(out->label), e = strlen(ends[i]);
+        if (n > e && !strcmp(out->label + n - e, ends[i])) {
+            out->label[n - e] = '\0';
+            break;
+        }
+    }
+}
+
+/* The plan's simulated schedule as rows (best effort: a plan that cannot be
+ * read or simulated leaves out->planned NULL). */
+static void read_planned(const zb_ydoc *d, zb_cmp_report *r, const char *path) {
+    const zb_ynode *run = zb_ymap_get(d->root, "run");
+    char pp[512] = "", beside[1100];
+    zb_err e;
+    if (!run || run->type != ZB_Y_MAP ||
+        zb_yget_str(d, run, "plan_path", false, pp, sizeof pp, &e) != ZB_OK || !pp[0])
+        return;
+    const char *slash = strrchr(path, '/'), *pbase = strrchr(pp, '/');
+    snprintf(beside, sizeof beside, "%.*s%s", slash ? (int)(slash - path + 1) : 0,
+             path, pbase ? pbase + 1 : pp);
+    zb_plan plan;
+    if (zb_plan_read(pp, &plan, &e) != ZB_OK && zb_plan_read(beside, &plan, &e) != ZB_OK)
+        return;
+    zb_sim_result sim;
+    if (plan.pp == r->pp && zb_simulate(&plan.sched, &plan.costs, &sim, &e) == ZB_OK) {
+        r->planned = calloc((size_t)r->pp, sizeof *r->planned);
+        for (int p = 0; r->planned && p < r->pp; p++) {
+            zb_cmp_row *row = &r->planned[p];
+            int n = plan.sched.len[p];
+            row->label = calloc(n ? (size_t)n : 1, sizeof *row->label);
+            row->start = calloc(n ? (size_t)n : 1, sizeof *row->start);
+            row->end = calloc(n ? (size_t)n : 1, sizeof *row->end);
+            if (!row->label || !row->start || !row->end) continue;   /* n stays 0 */
+            row->n = n;
+            for (int i = 0; i < n; i++) {
+                const zb_action *a = &plan.sched.acts[p][i];
+                snprintf(row->label[i], sizeof row->label[i], "%s%d%s%.0d",
+                         zb_pass_name((zb_pass)a->pass), (int)a->mb,
+                         a->chunk > 0 ? ".c" : "", (int)a->chunk);
+                row->start[i] = sim.start[sim.off[p] + i];
+                row->end[i] = sim.end[sim.off[p] + i];
+            }
+        }
+        r->planned_end = sim.last_end;
+        zb_sim_result_free(&sim);
+    }
+    zb_plan_free(&plan);
+}
+
 zb_status zb_cmp_report_read(const char *path, zb_cmp_report *out, zb_err *err) {
     memset(out, 0, sizeof *out);
     snprintf(out->path, sizeof out->path, "%s", path);
+    name_run(out, path);
     zb_ydoc d;
     zb_status s = zb_ydoc_load(path, &d, err);
     if (s != ZB_OK) return s;
@@ -163,17 +229,52 @@ zb_status zb_cmp_report_read(const char *path, zb_cmp_report *out, zb_err *err) 
     if (s == ZB_OK) s = read_memory(&d, out, err);
     if (s == ZB_OK) s = read_conditions(&d, out, err);
     if (s == ZB_OK) s = read_timeline(&d, out, err);
+    if (s == ZB_OK) read_planned(&d, out, path);
     zb_ydoc_free(&d);
     if (s != ZB_OK) zb_cmp_report_free(out);
     return s;
 }
 
-void zb_cmp_report_free(zb_cmp_report *r) {
-    for (int p = 0; r->rows && p < r->pp; p++) {
-        free(r->rows[p].label);
-        free(r->rows[p].start);
-        free(r->rows[p].end);
+static void free_rows(zb_cmp_row *rows, int pp) {
+    for (int p = 0; rows && p < pp; p++) {
+        free(rows[p].label);
+        free(rows[p].start);
+        free(rows[p].end);
     }
-    free(r->rows);
-    r->rows = NULL;
+    free(rows);
+}
+
+void zb_cmp_report_free(zb_cmp_report *r) {
+    free_rows(r->rows, r->pp);
+    free_rows(r->planned, r->pp);
+    r->rows = r->planned = NULL;
+}
+
+bool zb_cmp_rank_note(const zb_cmp_report *r, int n, char *note, size_t cap) {
+    int shortest = 0, cores = 0;
+    double stall = 0, load = -1;
+    for (int i = 0; i < n; i++) {
+        if (r[i].steps_run > 0 && (!shortest || r[i].steps_run < shortest))
+            shortest = r[i].steps_run;
+        if (r[i].stalled > stall) stall = r[i].stalled;
+        if (r[i].load > load) {
+            load = r[i].load;
+            cores = r[i].cores;
+        }
+    }
+    bool brief = shortest > 0 && shortest < ZB_CMP_MIN_STEPS;
+    bool busy = stall > ZB_CMP_MAX_STALL || (cores > 0 && load > cores);
+    note[0] = '\0';
+    if (brief)
+        snprintf(note, cap, "a run of %d steps is too short to rank schedules (the "
+                 "first step warms up; run %d or more)", shortest, 4 * ZB_CMP_MIN_STEPS);
+    if (busy) {
+        size_t k = strlen(note);
+        snprintf(note + k, cap - k, "%sthe machine was busy (rank threads off their "
+                 "cores for up to %.0f%% of pass time, load %.1f on %d cores): measured "
+                 "bubbles and step times describe the machine more than the "
+                 "schedules; rank by the replayed bubble or rerun on a quiet machine",
+                 brief ? "; " : "", 100 * stall, load, cores);
+    }
+    return brief || busy;
 }

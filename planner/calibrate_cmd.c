@@ -9,20 +9,37 @@
 
 #include "common/zb_yaml.h"
 #include "planner/calibrate.h"
+#include "common/zb_suggest.h"
 #include "planner/cli.h"
 
 static const char usage[] =
     "usage: zbplan calibrate [--model MODEL.yaml] [-o FILE] [--device NAME]\n"
     "                        [--threads N] [--reps N] [--n N] [-q]\n"
-    "Times SGEMMs (OpenBLAS) of the model's shapes and a large square one and\n"
-    "a streaming triad on this CPU, fits the cost model's device constants\n"
-    "and writes them to FILE (default calibration.yaml): with --model, a copy\n"
-    "of the model file whose cluster.device is the measured one (plan it\n"
-    "with zbplan); without, the device mapping alone. --threads: BLAS\n"
-    "threads (default 1, what a rank gets when ranks fill the cores);\n"
-    "--reps: timed runs, the fastest counts (default 20); --device: the\n"
-    "device's name (default cpu); --n: edge of the square GEMM\n"
-    "(default 1024).\n";
+    "Measures this CPU and writes the cost model's device constants to FILE:\n"
+    "a large square SGEMM (OpenBLAS) and, with --model, every GEMM shape of\n"
+    "the model (fitting gemm_efficiency and gemm_tile), zb's LayerNorm and\n"
+    "GELU kernels (memory_bandwidth_gbps) and its attention kernel\n"
+    "(attention_efficiency) on the model's shapes; without --model, a\n"
+    "streaming triad gives memory_bandwidth_gbps instead.\n"
+    "  --model MODEL.yaml  write a copy of the model whose cluster.device is\n"
+    "                      the measured one (plan it with zbplan; default:\n"
+    "                      write the device mapping alone)\n"
+    "  -o FILE             where it goes (default: calibration.yaml)\n"
+    "  --device NAME       the device's name (default: cpu)\n"
+    "  --threads N         BLAS and OpenMP threads (default: 1, what a rank\n"
+    "                      gets when ranks fill the cores)\n"
+    "  --reps N            timed runs of each measurement, fastest kept\n"
+    "                      (default: 20, after a warm-up)\n"
+    "  --n N               edge of the square GEMM (default: 1024)\n"
+    "  -q, --quiet         print nothing but errors (default: off)\n"
+    "  -h, --help          this text;  --version  zbplan's version\n"
+    "Exit status: 0 done; 2 bad input (model file or arguments); 1 I/O.\n"
+    "Docs: docs/zbplan.md (\"Calibrating a device\").\n";
+
+/* every option, for "did you mean" */
+static const char *const option_names[] = {
+    "--model", "--device", "--threads", "--reps", "--n", "--quiet", "--help",
+    "--version", NULL};
 
 typedef struct {
     const char *model, *out, *device;
@@ -42,7 +59,7 @@ static zb_status parse(int argc, char **argv, cal_args *a, zb_err *err) {
             a->help = true;
             return ZB_OK;
         }
-        if (!strcmp(argv[i], "-q")) { a->quiet = true; i++; continue; }
+        if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) { a->quiet = true; i++; continue; }
         if (zb_cli_opt(argc, argv, &i, "--model", &v, &st, err)) { if (v) a->model = v; }
         else if (zb_cli_opt(argc, argv, &i, "-o", &v, &st, err)) { if (v) a->out = v; }
         else if (zb_cli_opt(argc, argv, &i, "--device", &v, &st, err)) {
@@ -56,8 +73,8 @@ static zb_status parse(int argc, char **argv, cal_args *a, zb_err *err) {
         } else if (zb_cli_opt(argc, argv, &i, "--n", &v, &st, err)) {
             if (v) st = zb_cli_int("--n", v, 16, &a->o.square_n, err);
         } else
-            return zb_fail(err, ZB_EINPUT, "unknown argument '%s' (see zbplan "
-                           "calibrate --help)", argv[i]);
+            return zb_fail_unknown_option(err, argv[i], option_names,
+                                          "zbplan calibrate --help");
         ZB_TRY(st);
     }
     return ZB_OK;
@@ -79,11 +96,12 @@ static void print_result(const zb_calib_result *r, int threads) {
         printf("gemm_efficiency %.3f, gemm_tile %.0f (defaults 0.80, 128): "
                "rms log error %.3f\n", r->gemm_eff, r->gemm_tile, r->fit_rms_log);
     }
-    printf("triad: %.2f GB/s", r->triad_Bps / 1e9);
     if (r->elem_Bps > 0)
-        printf("; LayerNorm + GELU kernels: %.2f GB/s of the bytes the cost "
+        printf("LayerNorm + GELU kernels: %.2f GB/s of the bytes the cost "
                "model counts; attention core: %.1f%% of peak",
                r->elem_Bps / 1e9, 100 * r->attn_eff);
+    else
+        printf("triad: %.2f GB/s", r->triad_Bps / 1e9);
     printf("\nmemory_bandwidth_gbps %.2f (the rate over the model's 80%% "
            "streaming efficiency)\n", r->mem_bw_Bps / 1e9);
 }

@@ -15,11 +15,14 @@
 #include <string.h>
 
 #include "common/zb_model.h"
+#include "common/zb_override.h"
 #include "common/zb_plan.h"
+#include "common/zb_suggest.h"
 #include "common/zb_yaml.h"
 #include "planner/calibrate_cmd.h"
 #include "planner/cli.h"
 #include "planner/explain.h"
+#include "planner/forced.h"
 #include "planner/guard.h"
 #include "planner/profile.h"
 #include "planner/schedules.h"
@@ -34,7 +37,7 @@ static const char usage[] =
     "              [--max-micro-batch N] [--solver heuristic|ilp|auto]\n"
     "              [--time-limit S] [--top K] [--compare] [--profile FILE]\n"
     "              [--mem-margin PCT] [--cores N] [--explain K]\n"
-    "              [--levers] [-q]\n"
+    "              [--levers] [--set KEY=VALUE]... [-q]\n"
     "       zbplan sim --help\n"
     "       zbplan calibrate --help\n"
     "Searches data/tensor/pipeline sizes, micro-batch size, chunks and\n"
@@ -64,7 +67,10 @@ static const char usage[] =
     "                       model file's)\n"
     "  --explain K          also take candidate K of the table apart (the\n"
     "                       chosen plan, #1, always is)\n"
-    "  -q                   print nothing but errors (default: off)\n"
+    "  --set KEY=VALUE      change a key of MODEL.yaml before it is checked, e.g.\n"
+    "                       --set training.global_batch=32 --set model.layers=24\n"
+    "                       (repeatable; VALUE is YAML; default: none)\n"
+    "  -q, --quiet          print nothing but errors (default: off)\n"
     "  -h, --help           this text;  --version  zbplan's version\n"
     "Exit status: 0 done; 2 bad input (model file or arguments: one line on\n"
     "  stderr); 1 anything else (no candidate fits, I/O).\n"
@@ -82,9 +88,17 @@ static void print_usage(void) {
 typedef struct {
     const char *model_path, *out_path, *profile_path;
     zb_search_opts so;
+    zb_overrides sets;   /* --set KEY=VALUE, applied to the model file */
     bool compare, quiet, help, version;
     int explain;             /* --explain K: also candidate K taken apart */
 } args;
+
+/* every option, for "did you mean" */
+static const char *const option_names[] = {
+    "--dp", "--tp", "--pp", "--chunks", "--schedule", "--micro-batch",
+    "--max-micro-batch", "--solver", "--time-limit", "--top", "--compare",
+    "--profile", "--set", "--quiet", "--help", "--version", "--cores",
+    "--mem-margin", "--levers", "--explain", NULL};
 
 static const char *const solver_names[] = {"heuristic", "ilp", "auto", NULL};
 
@@ -108,6 +122,8 @@ static bool parse_one(int argc, char **argv, int *i, args *a, zb_status *st,
         if (val) a->out_path = val;
     } else if (zb_cli_opt(argc, argv, i, "--profile", &val, st, err)) {
         if (val) a->profile_path = val;
+    } else if (zb_cli_opt(argc, argv, i, "--set", &val, st, err)) {
+        if (val) *st = zb_overrides_add(&a->sets, val, err);
     } else if (zb_cli_opt(argc, argv, i, "--time-limit", &val, st, err)) {
         if (val) *st = zb_cli_double("--time-limit", val, true, &o->time_limit_s, err);
     } else if (zb_cli_opt(argc, argv, i, "--mem-margin", &val, st, err)) {
@@ -144,11 +160,14 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
         }
         if (strcmp(s, "--compare") == 0) { a->compare = true; i++; continue; }
         if (strcmp(s, "--levers") == 0) { a->so.levers = true; i++; continue; }
-        if (strcmp(s, "-q") == 0) { a->quiet = true; i++; continue; }
+        if (strcmp(s, "-q") == 0 || strcmp(s, "--quiet") == 0) {
+            a->quiet = true;
+            i++;
+            continue;
+        }
         if (parse_one(argc, argv, &i, a, &st, err)) { ZB_TRY(st); continue; }
         if (s[0] == '-' && s[1] != '\0')
-            return zb_fail(err, ZB_EINPUT, "unknown option '%s' (see zbplan "
-                           "--help)", s);
+            return zb_fail_unknown_option(err, s, option_names, "zbplan --help");
         if (a->model_path)
             return zb_fail(err, ZB_EINPUT, "unexpected argument '%s' (one "
                            "model file only)", s);
@@ -307,7 +326,7 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
                        "run it with zbrun %s", a->model_path, a->model_path);
     zb_model m;
     zb_status st = zb_guard_paths(a->model_path, a->out_path, err);
-    if (st == ZB_OK) st = zb_model_load(a->model_path, &m, err);
+    if (st == ZB_OK) st = zb_model_load_set(a->model_path, &a->sets, &m, err);
     if (st != ZB_OK) {
         /* file:line:col: messages already say where; others get "zbplan:" */
         bool at = strncmp(err->msg, a->model_path, strlen(a->model_path)) == 0;
@@ -324,6 +343,11 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
             free(prof);
             return st;
         }
+    }
+    if (st == ZB_OK) st = zb_explain_forced(&m, &a->so, a->model_path, err);
+    if (st != ZB_OK) {
+        free(prof);
+        return st;
     }
     args local = *a;
     local.so.profile = prof;
@@ -344,7 +368,19 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
     return st;
 }
 
+/* "zbplan sim --version", "zbplan calibrate --version": the one version */
+static bool sub_version(int argc, char **argv) {
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--version")) return true;
+    return false;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && (!strcmp(argv[1], "sim") || !strcmp(argv[1], "calibrate")) &&
+        sub_version(argc, argv)) {
+        printf("zbplan %s\n", ZB_VERSION);
+        return 0;
+    }
     if (argc > 1 && strcmp(argv[1], "sim") == 0)
         return zb_sim_cmd(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "calibrate") == 0)

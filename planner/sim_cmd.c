@@ -14,6 +14,7 @@
 
 #include "common/zb_schedule_csv.h"
 #include "common/zb_sim.h"
+#include "common/zb_suggest.h"
 #include "planner/cli.h"
 #include "planner/schedules.h"
 #include "planner/sim_costs.h"
@@ -65,7 +66,15 @@ static const char usage[] =
     "names the first action over it. --export writes the simulated\n"
     "schedule in that format. --costs FILE gives per-stage costs instead of\n"
     "the cost and memory options: one line per rank (divided over its\n"
-    "chunks) or per virtual stage, F,B,W,comm,mem_f,mem_w.\n";
+    "chunks) or per virtual stage, F,B,W,comm,mem_f,mem_w.\n"
+    "  -h, --help  this text;  --version  zbplan's version\n";
+
+/* every option, for "did you mean" */
+static const char *const option_names[] = {
+    "--schedule", "--stages", "--microbatches", "--chunks", "--cost-f",
+    "--cost-b", "--cost-w", "--cost-comm", "--mem-f", "--mem-w", "--mem-limit",
+    "--time-limit", "--solver", "--format", "--import", "--export", "--costs",
+    "--help", "--version", NULL};
 
 const char *zb_sim_cmd_usage(void) { return usage; }
 
@@ -182,8 +191,8 @@ static zb_status parse_args(int argc, char **argv, sim_args *a, bool *help,
             return ZB_OK;
         }
         if (!parse_one(argc, argv, &i, a, &st, err))
-            return zb_fail(err, ZB_EINPUT, "sim: unknown argument '%s' (see "
-                           "zbplan sim --help)", argv[i]);
+            return zb_fail_unknown_option(err, argv[i], option_names,
+                                          "zbplan sim --help");
         ZB_TRY(st);
     }
     if (a->import_path) ZB_TRY(sim_import_args(a, err));

@@ -1,10 +1,14 @@
 /* svg.h - the pipeline timeline as a picture: two panels, "planned" (the
- * plan's schedule run through zb_simulate with the plan's costs) and
- * "executed" (the last measured step of the dp 0, tp 0 replica), one row per
+ * plan's schedule run through zb_simulate with the plan's costs, then the
+ * predicted gradient sync and optimizer up to the predicted step time) and
+ * "executed" (the last measured step of the dp 0, tp 0 replica: passes,
+ * receive waits as red strips, gradient sync and optimizer), one row per
  * pipeline rank, F/B/W/BW boxes in distinct colours (chunks above 0 in a
- * lighter shade), microbatch numbers where they fit, a legend, and each
- * panel's own time axis (predicted and measured seconds differ in scale).
- * Written atomically. */
+ * lighter shade), microbatch numbers where they fit, a legend, and one
+ * shared time axis with round ticks (zb_ticks.h), so lengths compare. Step
+ * time is the table's: the step's wall time to the end of its optimizer
+ * update (the drawn step's and the mean after the first step). Written
+ * atomically. */
 #ifndef ZB_SVG_H
 #define ZB_SVG_H
 

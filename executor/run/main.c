@@ -27,7 +27,10 @@
 #include <unistd.h>
 
 #include "common/zb_error.h"
+#include "common/zb_override.h"
 #include "common/zb_plan.h"
+#include "common/zb_suggest.h"
+#include "common/zb_yaml.h"
 #include "executor/host/blas_env.h"
 #include "executor/state/checkpoint.h"
 #include "executor/state/data.h"
@@ -35,6 +38,8 @@
 #include "executor/state/llmc.h"
 #include "executor/host/meminfo.h"
 #include "executor/host/memlimit.h"
+#include "executor/report/metrics.h"
+#include "executor/run/preflight.h"
 #include "executor/run/procs.h"
 #include "executor/report/profile.h"
 #include "executor/report/report.h"
@@ -56,9 +61,18 @@ static const char usage[] =
     "  --report FILE         write the run report (YAML; default: none)\n"
     "  --trace FILE          write a Chrome/Perfetto trace (JSON; default: none)\n"
     "  --svg FILE            write the planned and executed timelines (SVG; default: none)\n"
+    "  --metrics FILE        stream one record per step (step, loss, lr, grad norm,\n"
+    "                        tokens/s, step ms, val loss when due), flushed per\n"
+    "                        step (default: none)\n"
+    "  --metrics-format F    jsonl or csv (default: csv when FILE ends in .csv,\n"
+    "                        else jsonl: one JSON object per line)\n"
     "  --profile FILE        write measured pass, transfer and all-reduce times\n"
     "                        and memory beside the plan's, for zbplan --profile\n"
     "                        (default: none)\n"
+    "  --set KEY=VALUE       change a run option of the plan before it is checked:\n"
+    "                        training.steps, training.seed, training.optimizer.*,\n"
+    "                        training.data.*, training.val.* (e.g. --set\n"
+    "                        training.optimizer.lr=1e-3; repeatable; default: none)\n"
     "  --checkpoint-every N  save a checkpoint every N steps (default: never)\n"
     "  --checkpoint-dir DIR  where checkpoints go (default: checkpoints)\n"
     "  --resume              continue after the newest checkpoint in DIR (default: off)\n"
@@ -71,13 +85,17 @@ static const char usage[] =
     "  --threads N           OpenMP threads per rank (default: max(1, cores / ranks))\n"
     "  --export FILE         after training, write the model as an llm.c checkpoint\n"
     "                        (default: none)\n"
-    "  -q                    print nothing but errors (default: off)\n"
+    "  -q, --quiet           print nothing but errors (default: off)\n"
     "  -h, --help            this text\n"
     "  --version             zbrun's version (git describe at build time)\n"
     "Environment: OMP_WAIT_POLICY (default passive), OPENBLAS_CORETYPE (default:\n"
     "  the best kernel this CPU runs; a value you set is kept), ZB_PIN=0 (do not\n"
     "  bind ranks to cores; default: bound when ranks x threads fit the cores),\n"
-    "  ZB_COMM_TIMEOUT_S and ZB_BOOTSTRAP_TIMEOUT_S under a launcher (docs/zbrun.md).\n"
+    "  ZB_COMM_TIMEOUT_S and ZB_BOOTSTRAP_TIMEOUT_S under a launcher; with\n"
+    "  --backend cuda: ZB_CUDA_SHARE=1 (every rank on device 0, sharing it;\n"
+    "  default: rank r on device r when there are as many devices as ranks)\n"
+    "  and ZB_CUDA_SYNC=1 (wait after every pass to name the one that\n"
+    "  faulted; slow) (docs/zbrun.md).\n"
     "Launchers: under mpirun, srun or a torchrun-style environment each process\n"
     "  runs one rank; otherwise every rank is a thread of this process.\n"
     "Exit status: 0 done; 2 bad usage, bad plan or missing data (nothing run);\n"
@@ -85,9 +103,19 @@ static const char usage[] =
     "  130/143 stopped by SIGINT/SIGTERM after a step.\n"
     "Docs: docs/zbrun.md (options, output, report, clusters), docs/plan-format.md.\n";
 
+/* every option, for "did you mean" */
+static const char *const option_names[] = {
+    "--steps", "--backend", "--report", "--trace", "--svg", "--profile",
+    "--metrics", "--metrics-format", "--set",
+    "--checkpoint-every", "--checkpoint-dir", "--resume", "--resume-changed",
+    "--max-loss-ratio", "--threads", "--export", "--quiet", "--help",
+    "--version", NULL};
+
 typedef struct {
     const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir, *export_path;
-    const char *profile;
+    const char *profile, *metrics, *metrics_format;
+    zb_metrics_format mfmt;
+    zb_overrides sets;   /* --set KEY=VALUE on the plan's run options */
     int steps, ckpt_every, threads;
     bool resume, quiet, help, version, resume_changed, overwrite_ckpt;
     double max_loss_ratio;
@@ -149,8 +177,13 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     else if (take_opt(argc, argv, i, "--svg", &v, &st, err)) a->svg = v;
     else if (take_opt(argc, argv, i, "--export", &v, &st, err)) a->export_path = v;
     else if (take_opt(argc, argv, i, "--profile", &v, &st, err)) a->profile = v;
+    else if (take_opt(argc, argv, i, "--metrics-format", &v, &st, err)) a->metrics_format = v;
+    else if (take_opt(argc, argv, i, "--metrics", &v, &st, err)) a->metrics = v;
+    else if (take_opt(argc, argv, i, "--set", &v, &st, err)) {
+        if (st == ZB_OK) st = zb_overrides_add(&a->sets, v, err);
+    }
     else if (arg[0] == '-' && arg[1] != '\0')
-        st = zb_fail(err, ZB_EINPUT, "unknown option '%s' (see zbrun --help)", arg);
+        st = zb_fail_unknown_option(err, arg, option_names, "zbrun --help");
     else if (a->plan_path)
         st = zb_fail(err, ZB_EINPUT, "one plan only, got '%s' and '%s'", a->plan_path, arg);
     else a->plan_path = arg;
@@ -192,6 +225,16 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
     for (int i = 1; i < argc;) ZB_TRY(parse_one(argc, argv, &i, a, err));
     if (a->help || a->version) return ZB_OK;
     if (!a->plan_path) return zb_fail(err, ZB_EINPUT, "no plan given (usage: zbrun PLAN [options])");
+    if (a->metrics_format && !a->metrics)
+        return zb_fail(err, ZB_EINPUT, "--metrics-format needs --metrics FILE");
+    if (a->metrics) ZB_TRY(zb_metrics_format_of(a->metrics_format, a->metrics, &a->mfmt, err));
+    static const char *const run_keys[] = {"training.steps", "training.seed",
+        "training.optimizer.", "training.data.", "training.val.", "training.val", NULL};
+    ZB_TRY(zb_overrides_only(&a->sets, run_keys, "zbrun changes only run options "
+                             "(training.steps, training.seed, training.optimizer.*, "
+                             "training.data.*, training.val.*); the model, batch and "
+                             "cluster shape the plan: replan with zbplan MODEL --set ...",
+                             err));
     if (strcmp(a->backend, "cpu") && strcmp(a->backend, "cuda") && strcmp(a->backend, "auto"))
         return zb_fail(err, ZB_EINPUT, "--backend must be cpu, cuda or auto, got '%s'",
                        a->backend);
@@ -211,6 +254,7 @@ typedef struct {
     double loss0;
     int first, every;
     const char *ckpt_dir;
+    zb_metrics *metrics;   /* --metrics, NULL: none */
 } printer;
 
 static void print_step_line(const zb_step_info *s, double eta_s) {
@@ -227,6 +271,7 @@ static void on_step(const zb_step_info *s, void *ctx) {
         fprintf(stderr, "zbrun: warning: step %d loss %.4g is over %.0f x the "
                 "first step's %.4g (the run stops above --max-loss-ratio)\n",
                 s->step, s->loss, ZB_LOSS_WARN_RATIO, p->loss0);
+    zb_metrics_step(p->metrics, s);
     if (p->quiet) return;
     if (s->eval_only) {   /* the validation loss before training */
         printf("step %d/%d val_loss %.6f\n", s->step, s->steps, s->val_loss);
@@ -378,11 +423,29 @@ static const char *pr_dir(const args *a) {
     return a->ckpt_dir ? a->ckpt_dir : "checkpoints";
 }
 
+/* A model file given where a plan belongs: its top level has 'model' and
+ * no 'schedule', which every plan has. */
+static bool is_model(const char *path) {
+    zb_ydoc d;
+    zb_err e;
+    if (zb_ydoc_load(path, &d, &e) != ZB_OK) return false;
+    bool model = d.root && d.root->type == ZB_Y_MAP && zb_ymap_get(d.root, "model") &&
+                 !zb_ymap_get(d.root, "schedule");
+    zb_ydoc_free(&d);
+    return model;
+}
+
 /* Read the plan and check what zbrun needs of it before any rank starts;
  * every failure here is bad input (exit 2) and leaves *plan freed. */
 static zb_status load_plan(const args *a, zb_plan *plan, zb_err *err) {
     /* a plan that cannot be read is bad input, even when it is missing */
-    if (zb_plan_read(a->plan_path, plan, err) != ZB_OK) return ZB_EINPUT;
+    if (zb_plan_read_set(a->plan_path, &a->sets, plan, err) != ZB_OK) {
+        if (is_model(a->plan_path))
+            zb_fail(err, ZB_EINPUT, "%s:1:1: this is a model, not a plan; plan "
+                    "it first: zbplan %s -o plan.yaml && zbrun plan.yaml",
+                    a->plan_path, a->plan_path);
+        return ZB_EINPUT;
+    }
     /* empty text path: the built-in corpus; relative: from here or the
      * plan's folder (data.h) */
     if (zb_data_locate(a->plan_path, &plan->model, err) != ZB_OK) {
@@ -442,21 +505,32 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     }
     bool writer = l->rank == 0;
     int lock_fd = -1;
-    zb_run_outputs outs = {a->report, a->trace, a->svg, a->export_path, a->profile};
+    zb_run_outputs outs = {a->report, a->trace, a->svg, a->export_path, a->profile,
+                           a->metrics};
     zb_ckpt_use ck = {pr_dir(a), a->ckpt_every > 0, a->resume, a->overwrite_ckpt};
     zb_status st = writer ? zb_run_check_outputs(a->plan_path, &plan, &outs, err) : ZB_OK;
     if (st == ZB_OK)
         st = zb_run_preflight(writer ? a->report : NULL, writer ? a->trace : NULL,
                               writer ? a->svg : NULL, writer ? &ck : NULL,
                               here, threads, &lock_fd, err);
+    /* --metrics beside the others: creatable, and no other output's file */
+    const char *const onames[] = {"--report", "--trace", "--svg", "--metrics"};
+    const char *const opaths[] = {a->report, a->trace, a->svg, a->metrics};
+    if (st == ZB_OK && writer && a->metrics)
+        st = zb_preflight_outputs(onames, opaths, 4, err);
+    zb_metrics metrics;
+    if (st == ZB_OK && writer && a->metrics)
+        st = zb_metrics_open(&metrics, a->metrics, a->mfmt, a->resume, err);
     if (st != ZB_OK) {
+        zb_ckpt_unlock(lock_fd);
         zb_plan_free(&plan);
         return st;
     }
     /* launchers hand their processes a pseudo-terminal even when the
      * job's output goes to a file: plain lines there */
     printer pr = {.tty = isatty(STDOUT_FILENO) && !proc.tr, .quiet = a->quiet,
-                  .ckpt_dir = a->ckpt_dir ? a->ckpt_dir : "checkpoints"};
+                  .ckpt_dir = a->ckpt_dir ? a->ckpt_dir : "checkpoints",
+                  .metrics = writer && a->metrics ? &metrics : NULL};
     int steps = a->steps ? a->steps : plan.model.train.steps;
     pr.every = steps >= 50 ? steps / 10 : 5;
     zb_run_opts o = {.steps = a->steps, .threads = threads,
@@ -468,6 +542,9 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                      .backend = backend};
     if (!a->quiet) print_header(a, &plan, threads, here, proc.tr != NULL);
     if (!a->quiet && fit_note[0]) printf("%s\n", fit_note);
+    if (!a->quiet && pr.metrics)
+        printf("metrics: %s (%s, a record per step)\n", a->metrics,
+               a->mfmt == ZB_METRICS_CSV ? "CSV" : "JSON Lines");
     if (!a->quiet && proc.tr)
         printf("launch: %s, %d processes, one rank each, %s\n",
                zb_launcher_name(l->kind), l->world, backend == ZB_BACKEND_CUDA
@@ -478,6 +555,11 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     zb_signals_install();
     st = zb_run(&plan, &o, &res, err);
     if (pr.tty && pr.started) printf("\r\033[K");
+    zb_err merr;
+    if (zb_metrics_close(pr.metrics, &merr) != ZB_OK && st == ZB_OK) {
+        st = ZB_EIO;
+        *err = merr;
+    }
     if (st == ZB_OK && !a->quiet) st = print_summary(&plan, &res, err);
     if (st == ZB_OK && writer) st = write_outputs(a, &plan, &res, &meta, err);
     if (st == ZB_OK && res.stopped && writer)

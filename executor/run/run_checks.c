@@ -58,17 +58,17 @@ zb_status zb_run_preflight(const char *report, const char *trace, const char *sv
 zb_status zb_run_check_outputs(const char *plan_path, const zb_plan *plan,
                                const zb_run_outputs *o, zb_err *err) {
     static const char *const names[] = {"--report", "--trace", "--svg",
-                                        "--export", "--profile"};
+                                        "--export", "--profile", "--metrics"};
     const char *const paths[] = {o->report, o->trace, o->svg, o->export_path,
-                                 o->profile};
+                                 o->profile, o->metrics};
     static const char *const in_names[] = {"the plan", "the data file",
                                            "the validation data file",
                                            "the init checkpoint"};
     const zb_model *m = &plan->model;
     const char *const inputs[] = {plan_path, m->train.data_path, m->train.val_path,
                                   m->arch.init};
-    ZB_TRY(zb_preflight_inputs(names, paths, 5, in_names, inputs, 4, err));
-    return zb_preflight_outputs(names, paths, 5, err);
+    ZB_TRY(zb_preflight_inputs(names, paths, 6, in_names, inputs, 4, err));
+    return zb_preflight_outputs(names, paths, 6, err);
 }
 
 bool zb_loss_warn(double loss, double *first, bool *warned) {

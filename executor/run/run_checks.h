@@ -43,7 +43,7 @@ zb_status zb_run_preflight(const char *report, const char *trace, const char *sv
 
 /* The files zbrun writes at the end (NULL: not asked for). */
 typedef struct {
-    const char *report, *trace, *svg, *export_path, *profile;
+    const char *report, *trace, *svg, *export_path, *profile, *metrics;
 } zb_run_outputs;
 
 /* Before the first step, on the process that writes them: every output

@@ -1,10 +1,14 @@
 #!/bin/bash
 # zbreport.sh - the schedule comparison end to end:
 #   - two schedules planned and run 3 steps each; zbreport prints one row
-#     per report with its schedule and layout, the measured and predicted
-#     bubbles equal to the reports' (to the printed precision), and writes
-#     an SVG that parses as XML with two bars per report and one timeline
-#     box per compute action of each report's timeline;
+#     per report named by its file (or --label), with its schedule and
+#     layout, the measured and predicted bubbles and step times equal to the
+#     reports' (to the printed precision), and a note that 3-step runs are
+#     too short to rank schedules; it writes an SVG that parses as XML with
+#     two bubble and two step-time bars per report, each with its value
+#     printed, round ticks, a colour key, the note, one measured timeline
+#     box per compute action of each report's timeline and one planned box
+#     per action of its plan;
 #   - the trace of the zb-h1 run has send and recv events, one per transfer
 #     of the lowered program per kept step;
 #   - bad input: a plan given as a report, a missing file, no argument and
@@ -28,26 +32,59 @@ done
 
 "$BIN/zbreport" "$tmp/1f1b.yaml" "$tmp/zb-h1.yaml" -o "$tmp/cmp.svg" >"$tmp/out" 2>"$tmp/err" ||
     bad "zbreport exited $?: $(cat "$tmp/err")"
+"$BIN/zbreport" "$tmp/1f1b.yaml" "$tmp/zb-h1.yaml" --label one --label two >"$tmp/lab" ||
+    bad "zbreport --label exited $?"
+awk 'NR==2 || NR==3 {print $1 " " $2}' "$tmp/lab" | tr '\n' ' ' | grep -qx 'one 1f1b two zb-h1 ' ||
+    bad "--label rows: $(head -3 "$tmp/lab")"
 python3 - "$tmp" <<'PY' || bad "table or picture does not match the reports"
 import re, sys, xml.dom.minidom, yaml
 tmp = sys.argv[1]
 out = open(f"{tmp}/out").read().splitlines()
+assert out[0].split()[:2] == ["run", "schedule"], out[0]
 rows = {l.split()[0]: l for l in out[1:3]}
 boxes = 0
 for s in ("1f1b", "zb-h1"):
     rep = yaml.safe_load(open(f"{tmp}/{s}.yaml"))
     line = rows[s].split()
-    assert line[1] == "1/1/2/1", line
-    m = re.search(r"^\S+\s+\S+\s+([\d.]+) \(\s*([\d.]+)\)", rows[s])
-    assert abs(float(m.group(1)) - 100 * rep["summary"]["bubble_rate"]) <= 0.051, (m.group(1), rep["summary"])
-    assert abs(float(m.group(2)) - 100 * rep["summary"]["predicted_bubble_rate"]) <= 0.051
+    assert line[1] == s and line[2] == "1/1/2/1", line
+    m = re.search(r"^\S+\s+\S+\s+\S+\s+([\d.]+) \(\s*([\d.]+)\)\s+\S+\s+([\d.]+) \(\s*([\d.]+)\)", rows[s])
+    sm = rep["summary"]
+    assert abs(float(m.group(1)) - 100 * sm["bubble_rate"]) <= 0.051, (m.group(1), sm)
+    assert abs(float(m.group(2)) - 100 * sm["predicted_bubble_rate"]) <= 0.051
+    assert abs(float(m.group(3)) - 1e3 * sm["step_s"]) <= 0.0051, (m.group(3), sm)
+    assert abs(float(m.group(4)) - 1e3 * sm["predicted_step_s"]) <= 0.0051, (m.group(4), sm)
     boxes += sum(len(r["actions"]) for r in rep["timeline"])
+note = [l for l in out if l.startswith("note: ")]
+assert len(note) == 1 and "a run of 3 steps is too short to rank schedules" in note[0], note
 svg = xml.dom.minidom.parse(f"{tmp}/cmp.svg")
 titles = [t.firstChild.data for t in svg.getElementsByTagName("title")]
+texts = [t.firstChild.data for t in svg.getElementsByTagName("text") if t.firstChild]
 bars = [t for t in titles if " predicted " in t or " measured " in t]
 acts = [t for t in titles if re.match(r"^(F|B|W|BW)\d+(\.c\d+)?: ", t)]
-assert len(bars) == 4, bars
+plans = [t for t in titles if re.match(r"^plan (F|B|W|BW)\d+(\.c\d+)?: ", t)]
+assert len(bars) == 8, bars   # bubble and step time, predicted and measured
 assert len(acts) == boxes, (len(acts), boxes)
+assert len(plans) == boxes, (len(plans), boxes)   # one step planned, one measured
+for b in bars:   # every bar's value is printed beside it
+    v = float(b.split()[-2])
+    assert any(t in ("%.1f" % v, "%.1f%%" % v) for t in texts), b
+for k in ("predicted (plan)", "measured (run)", "F", "B", "W", "BW", "bubble rate", "step time (ms)"):
+    assert k in texts, k
+assert any(t.startswith("note: a run of 3 steps") for t in texts), "note not drawn"
+# round ticks: each axis (tick labels on one line, from one x) counts 0,
+# d, 2d, ... with d 1, 2 or 5 x 10^k
+import collections, math
+axes = collections.defaultdict(list)
+for t in svg.getElementsByTagName("text"):
+    if t.getAttribute("font-size") == "10" and t.getAttribute("text-anchor") and t.firstChild:
+        axes[t.getAttribute("y")].append(float(t.firstChild.data.split()[0]))
+assert len(axes) == 2, axes   # bars (two charts on one line) and timelines
+for y, vals in axes.items():
+    for chart in ([vals] if len(set(vals)) == len(vals) else [vals[:vals.index(0, 1)], vals[vals.index(0, 1):]]):
+        d = chart[1] - chart[0]
+        assert chart[0] == 0 and all(abs(chart[i] - i * d) < 1e-9 for i in range(len(chart))), chart
+        m = d / 10 ** math.floor(math.log10(d))
+        assert any(abs(m - k) < 1e-9 for k in (1, 2, 5)), (d, chart)
 PY
 
 python3 - "$tmp" <<'PY' || bad "trace send/recv events"
@@ -73,6 +110,13 @@ expect2 "a missing file" "$BIN/zbreport" "$tmp/nope.yaml"
 grep -q "nope.yaml" "$tmp/e" || bad "missing file not named: $(cat "$tmp/e")"
 expect2 "no argument" "$BIN/zbreport"
 expect2 "unknown option" "$BIN/zbreport" --bogus "$tmp/1f1b.yaml"
+expect2 "--label count" "$BIN/zbreport" "$tmp/1f1b.yaml" "$tmp/zb-h1.yaml" --label one
+# a picture that cannot be written: exit 1, the asked-for path named (not a
+# temporary file), nothing left behind
+set +e; "$BIN/zbreport" "$tmp/1f1b.yaml" -o "$tmp/nodir/x.svg" >/dev/null 2>"$tmp/e"; rc=$?; set -e
+[ "$rc" -eq 1 ] || bad "unwritable picture: rc $rc (want 1)"
+grep -qx "zbreport: cannot create '$tmp/nodir/x.svg': No such file or directory" "$tmp/e" ||
+    bad "unwritable picture: $(cat "$tmp/e")"
 "$BIN/zbreport" --help | grep -q '^usage: zbreport' || bad "--help"
 "$BIN/zbreport" --version | grep -q '^zbreport ' || bad "--version"
 

@@ -1,0 +1,112 @@
+/* metrics.c - see metrics.h. */
+#include "executor/report/metrics.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+zb_status zb_metrics_format_of(const char *name, const char *path,
+                               zb_metrics_format *out, zb_err *err) {
+    if (!name) {
+        size_t n = strlen(path);
+        *out = n >= 4 && !strcmp(path + n - 4, ".csv") ? ZB_METRICS_CSV
+                                                       : ZB_METRICS_JSONL;
+        return ZB_OK;
+    }
+    if (!strcmp(name, "jsonl")) *out = ZB_METRICS_JSONL;
+    else if (!strcmp(name, "csv")) *out = ZB_METRICS_CSV;
+    else
+        return zb_fail(err, ZB_EINPUT, "--metrics-format must be jsonl or csv, "
+                       "got '%s'", name);
+    return ZB_OK;
+}
+
+static const char csv_header[] =
+    "step,steps,loss,lr,grad_norm,tokens_per_s,step_ms,elapsed_s,val_loss\n";
+
+zb_status zb_metrics_open(zb_metrics *m, const char *path, zb_metrics_format fmt,
+                          bool append, zb_err *err) {
+    memset(m, 0, sizeof *m);
+    m->path = path;
+    m->fmt = fmt;
+    m->f = fopen(path, append ? "a" : "w");
+    if (!m->f)
+        return zb_fail(err, ZB_EIO, "--metrics %s: cannot create: %s", path,
+                       strerror(errno));
+    bool empty = fseek(m->f, 0, SEEK_END) == 0 && ftell(m->f) <= 0;
+    if (fmt == ZB_METRICS_CSV && empty &&
+        (fputs(csv_header, m->f) < 0 || fflush(m->f) != 0)) {
+        zb_fail(err, ZB_EIO, "--metrics %s: cannot write: %s", path, strerror(errno));
+        fclose(m->f);
+        m->f = NULL;
+        return ZB_EIO;
+    }
+    return ZB_OK;
+}
+
+/* One number: the shortest text that reads back as v; JSON has no NaN,
+ * so null (CSV: an empty cell). */
+static void num(FILE *f, const char *key, double v, bool json) {
+    if (json) fprintf(f, ", \"%s\": ", key);
+    else fputc(',', f);
+    if (!isfinite(v)) {
+        if (json) fputs("null", f);
+        return;
+    }
+    char buf[32];
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    fputs(buf, f);
+}
+
+static void write_json(FILE *f, const zb_step_info *s) {
+    fprintf(f, "{\"step\": %d, \"steps\": %d", s->step, s->steps);
+    if (!s->eval_only) {
+        num(f, "loss", s->loss, true);
+        num(f, "lr", s->lr, true);
+        num(f, "grad_norm", s->grad_norm, true);
+        num(f, "tokens_per_s", s->tokens_per_s, true);
+        num(f, "step_ms", s->step_s * 1e3, true);
+        num(f, "elapsed_s", s->elapsed_s, true);
+    }
+    if (!isnan(s->val_loss)) num(f, "val_loss", s->val_loss, true);
+    fputs("}\n", f);
+}
+
+static void write_csv(FILE *f, const zb_step_info *s) {
+    fprintf(f, "%d,%d", s->step, s->steps);
+    double v[] = {s->loss, s->lr, s->grad_norm, s->tokens_per_s, s->step_s * 1e3,
+                  s->elapsed_s};
+    for (int k = 0; k < 6; k++) num(f, "", s->eval_only ? NAN : v[k], false);
+    num(f, "", s->val_loss, false);
+    fputc('\n', f);
+}
+
+void zb_metrics_step(zb_metrics *m, const zb_step_info *s) {
+    if (!m || !m->f || m->failed) return;
+    if (m->fmt == ZB_METRICS_JSONL) write_json(m->f, s);
+    else write_csv(m->f, s);
+    if (fflush(m->f) != 0 || ferror(m->f)) {
+        m->failed = true;
+        zb_fail(&m->err, ZB_EIO, "--metrics %s: cannot write after step %d: %s",
+                m->path, s->step, strerror(errno));
+    }
+}
+
+zb_status zb_metrics_close(zb_metrics *m, zb_err *err) {
+    if (!m || !m->f) return ZB_OK;
+    bool bad = fclose(m->f) != 0;
+    int e = errno;
+    m->f = NULL;
+    if (m->failed) {
+        *err = m->err;
+        return ZB_EIO;
+    }
+    if (bad)
+        return zb_fail(err, ZB_EIO, "--metrics %s: cannot close: %s", m->path,
+                       strerror(e));
+    return ZB_OK;
+}
