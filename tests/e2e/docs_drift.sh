@@ -29,6 +29,6 @@ set +e; "$tmp/repo/scripts/refresh-docs" --check >"$tmp/out" 2>&1; rc=$?; set -e
 [ "$rc" -eq 1 ] || bad "--check on an altered doc exited $rc, not 1"
 grep -q '^-wrote plan.yaml: dp 999' "$tmp/out" || bad "--check did not show the altered line: $(head -5 "$tmp/out")"
 "$tmp/repo/scripts/refresh-docs" >/dev/null
-cmp -s docs/zbplan.md "$tmp/repo/docs/zbplan.md" || bad "refresh did not restore docs/zbplan.md"
+diff docs/zbplan.md "$tmp/repo/docs/zbplan.md" >&2 || bad "refresh did not restore docs/zbplan.md"
 
 [ "$fails" -eq 0 ] && echo "docs_drift.sh: ok" || { echo "docs_drift.sh: $fails failure(s)"; exit 1; }

@@ -94,7 +94,7 @@ expect2 "missing folder" "^zbrun: --metrics $tmp/nodir/m.jsonl: cannot create: N
     "$BIN/zbrun" "$tmp/plan.yaml" --steps 2 --metrics "$tmp/nodir/m.jsonl"
 expect2 "a folder" "^zbrun: --metrics $tmp: is a folder" \
     "$BIN/zbrun" "$tmp/plan.yaml" --steps 2 --metrics "$tmp"
-expect2 "same file as --report" "^zbrun: --report and --metrics both name" \
+expect2 "same file as --report" "^zbrun: --report .* and --metrics .* name the same file" \
     "$BIN/zbrun" "$tmp/plan.yaml" --steps 2 --metrics "$tmp/r.yaml" --report "$tmp/r.yaml"
 expect2 "bad format" "^zbrun: --metrics-format must be jsonl or csv, got 'xml'" \
     "$BIN/zbrun" "$tmp/plan.yaml" --metrics "$tmp/m2" --metrics-format xml

@@ -27,6 +27,18 @@ bad() { fails=$((fails + 1)); echo "FAIL: $*"; }
 "$BIN/zbplan" models/tiny.yaml -o "$tmp/pp1.yaml" -q --pp 1 --dp 1 --tp 1 --schedule 1f1b
 "$BIN/zbplan" models/tiny.yaml -o "$tmp/pp2.yaml" -q --pp 2 --dp 1 --tp 1 --schedule zb-v
 
+# the 4 step losses of two runs' outputs agree within 1e-5 (relative)
+same_losses() {
+    python3 - "$1" "$2" <<'EOF'
+import sys
+def losses(path):
+    return [float(l.split()[3]) for l in open(path) if l.startswith("step ")]
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+assert len(a) == len(b) == 4, (a, b)
+assert all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b)), (a, b)
+EOF
+}
+
 # ---- the loss falls -------------------------------------------------------
 "$BIN/zbrun" "$tmp/plan.yaml" --steps 20 --threads 1 --report "$tmp/report.yaml" \
     --trace "$tmp/trace.json" --svg "$tmp/timeline.svg" >"$tmp/out" 2>"$tmp/err" ||
@@ -47,28 +59,14 @@ EOF
 # ---- same losses in another layout ----------------------------------------
 "$BIN/zbrun" "$tmp/pp1.yaml" --steps 4 --threads 1 >"$tmp/pp1.out" 2>&1 || bad "pp1 run failed"
 "$BIN/zbrun" "$tmp/pp2.yaml" --steps 4 >"$tmp/pp2.out" 2>&1 || bad "pp2 run failed"
-python3 - "$tmp/pp1.out" "$tmp/pp2.out" <<'EOF' || bad "pp 1 and pp 2 (zb-v) losses differ"
-import sys
-def losses(path):
-    return [float(l.split()[3]) for l in open(path) if l.startswith("step ")]
-a, b = losses(sys.argv[1]), losses(sys.argv[2])
-assert len(a) == len(b) == 4, (a, b)
-assert all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b)), (a, b)
-EOF
+same_losses "$tmp/pp1.out" "$tmp/pp2.out" || bad "pp 1 and pp 2 (zb-v) losses differ"
 
 # ---- v-half and v-min (forced with --schedule) train like zb-v -------------
 for s in v-half v-min; do
     "$BIN/zbplan" models/tiny.yaml -o "$tmp/$s.yaml" -q --pp 2 --dp 1 --tp 1 --schedule $s ||
         bad "zbplan --schedule $s failed"
     "$BIN/zbrun" "$tmp/$s.yaml" --steps 4 >"$tmp/$s.out" 2>&1 || bad "$s run failed"
-    python3 - "$tmp/pp2.out" "$tmp/$s.out" <<'EOF' || bad "$s losses differ from zb-v's"
-import sys
-def losses(path):
-    return [float(l.split()[3]) for l in open(path) if l.startswith("step ")]
-a, b = losses(sys.argv[1]), losses(sys.argv[2])
-assert len(a) == len(b) == 4, (a, b)
-assert all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b)), (a, b)
-EOF
+    same_losses "$tmp/pp2.out" "$tmp/$s.out" || bad "$s losses differ from zb-v's"
 done
 
 # ---- the files --------------------------------------------------------------
