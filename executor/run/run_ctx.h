@@ -26,6 +26,7 @@ typedef struct {
     int rank, pp_rank, dp_rank, tp_rank;
     zb_transport *tr;
     zb_stage *st;
+    zb_stage_undo *undo;         /* post-validation's copy (rank.c), or NULL */
     zb_backend backend;          /* where the stage computes ... */
     int device;                  /* ... and on which CUDA device */
     zb_group tp_g, dp_g, emb_g, world_g;
