@@ -140,15 +140,13 @@ static int first_flagged(const double *flags, int world) {
     return 0;
 }
 
-/* World sums of the squared gradients (each parameter once: dp_rank 0, the
- * stage's ownership rule) and of the losses (tp_rank 0: the head is
- * replicated over TP), plus per-rank flags of non-finite local values, so
- * that every rank reaches the same verdict and names the same culprit. */
-static zb_status global_stats(zb_rank *rk, int step, double *norm,
-                              double *loss, zb_err *err) {
-    const zb_plan *p = rk->ctx->plan;
+/* This rank's share of the world sums of the squared gradients (each
+ * parameter once: dp_rank 0, the stage's ownership rule) and of the losses
+ * (tp_rank 0: the head is replicated over TP), plus its flags of non-finite
+ * local values, into rk->red [2 + 2*world]. */
+static void local_stats(zb_rank *rk) {
     int world = rk->ctx->world;
-    double *red = rk->red;   /* [2 + 2*world] */
+    double *red = rk->red;
     memset(red, 0, (2 + 2 * (size_t)world) * sizeof *red);
     /* cuda: these wait for the step's device work, NCCL transfers from
      * peers included; one process per rank, a dead peer must not hang us */
@@ -160,6 +158,15 @@ static zb_status global_stats(zb_rank *rk, int step, double *norm,
     red[1] = ls;
     red[2 + rk->rank] = isfinite(ls) ? 0.0 : 1.0;
     red[2 + world + rk->rank] = isfinite(sq) ? 0.0 : 1.0;
+}
+
+/* The world sums of local_stats, so that every rank reaches the same
+ * verdict and names the same culprit. */
+static zb_status global_stats(zb_rank *rk, int step, double *norm,
+                              double *loss, zb_err *err) {
+    const zb_plan *p = rk->ctx->plan;
+    int world = rk->ctx->world;
+    double *red = rk->red;
     ZB_TRY(rk->tr->allreduce_f64(rk->tr, &rk->world_g, red,
                                  2 + 2 * (size_t)world, err));
     double tokens = (double)p->model.train.global_batch * p->model.arch.seq_len;
@@ -289,6 +296,58 @@ static zb_status stop_here(zb_rank *rk, int step, bool *stop, zb_err *err) {
     return ZB_OK;
 }
 
+/* Post-validation (Qi et al. 2023, section 4): should this rank step
+ * before the world check's verdict? Only when that cannot change the
+ * arithmetic (its sums finite, and its own norm alone not past grad_clip:
+ * the world sum of non-negative terms is never below one of them), and
+ * when it pays on the measured times: the last step's wait for the verdict
+ * was longer than keeping the state aside plus AdamW, and did not clip
+ * (ZB_POSTVAL=1: whenever it cannot change the arithmetic; 0: never). */
+static bool speculate(const zb_rank *rk) {
+    const zb_optim *o = &rk->ctx->plan->model.train.opt;
+    double sq = rk->red[0], ls = rk->red[1];
+    return rk->undo && isfinite(sq) && isfinite(ls) &&
+           !(o->grad_clip > 0 && sqrt(sq) > o->grad_clip) &&
+           (rk->spec_mode == 1 ||
+            (!rk->spec_clipped && rk->spec_idle_s > rk->spec_cost_s));
+}
+
+/* The world check (norm, loss, non-finite values), then AdamW with the
+ * clipping scale it gives. A speculating rank keeps its state aside and
+ * steps unclipped before the world all-reduce, so that a rank done early
+ * works instead of waiting; the verdict then keeps that step (scale 1,
+ * checks passed: the same arithmetic as the synchronous step), or restores
+ * the state and redoes the step clipped, or restores it and fails. */
+static zb_status optimizer_step(zb_rank *rk, int step, float lr, double *norm,
+                                double *loss, zb_err *err) {
+    const zb_optim *o = &rk->ctx->plan->model.train.opt;
+    local_stats(rk);
+    bool spec = speculate(rk);
+    double t0 = zb_now_s();
+    if (spec) {
+        ZB_TRY(zb_stage_undo_keep(rk->st, rk->undo, err));
+        ZB_TRY(zb_stage_adamw(rk->st, lr, 1.0f, step, err));
+    }
+    zb_status s = global_stats(rk, step, norm, loss, err);
+    if (s == ZB_OK) s = check_loss(rk, step, *loss, err);
+    double t1 = zb_now_s();
+    float scale = s == ZB_OK && o->grad_clip > 0 && *norm > o->grad_clip
+                      ? (float)(o->grad_clip / *norm) : 1.0f;
+    rk->spec_idle_s = t1 - t0;   /* the wait, with any work done inside it */
+    rk->spec_clipped = scale != 1.0f;
+    if (spec && (s != ZB_OK || scale != 1.0f)) {
+        zb_err e2 = {{0}};
+        zb_status r = zb_stage_undo_restore(rk->st, rk->undo,
+                                            s != ZB_OK ? &e2 : err);
+        if (s == ZB_OK) s = r;
+    }
+    if (s != ZB_OK || (spec && scale == 1.0f)) return s;
+    s = zb_stage_adamw(rk->st, lr, scale, step, err);
+    /* keeping aside copies 3 arrays, AdamW reads 4: twice AdamW bounds it */
+    rk->spec_cost_s = 2 * (zb_now_s() - t1);
+    return s;
+}
+
 static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
     zb_run_ctx *c = rk->ctx;
     zb_run_result *res = c->res;
@@ -310,13 +369,8 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
     ZB_TRY(run_program(rk, err));
     double t_post = zb_now_s();   /* the step's tail: sync, norm, AdamW */
     ZB_TRY(sync_grads(rk, err));
-    double norm, loss;
-    ZB_TRY(global_stats(rk, step, &norm, &loss, err));
-    float scale = o->grad_clip > 0 && norm > o->grad_clip
-                      ? (float)(o->grad_clip / norm) : 1.0f;
-    ZB_TRY(check_loss(rk, step, loss, err));
-    double lr = zb_lr_at(o, step, c->total_steps);
-    ZB_TRY(zb_stage_adamw(rk->st, (float)lr, scale, step, err));
+    double norm, loss, lr = zb_lr_at(o, step, c->total_steps);
+    ZB_TRY(optimizer_step(rk, step, (float)lr, &norm, &loss, err));
     /* asynchronous backends (cuda) replace the host times with the
      * device's own; the cpu keeps what run_action measured */
     zb_stage_pass_times(rk->st, rk->t_start, rk->t_end, rk->n_acts,
@@ -362,6 +416,13 @@ static zb_status rank_setup(zb_rank *rk, zb_err *err) {
                         .tr = rk->tr, .tp_group = &rk->tp_g,
                         .backend = rk->backend, .device = rk->device};
     ZB_TRY(zb_stage_new(&cfg, &rk->st, err));
+    const char *pv = getenv("ZB_POSTVAL");
+    rk->spec_mode = !pv || !strcmp(pv, "auto") ? 2 : !strcmp(pv, "1") ? 1
+                  : !strcmp(pv, "0") ? 0 : -1;
+    if (rk->spec_mode < 0)
+        return zb_fail(err, ZB_EINPUT, "ZB_POSTVAL must be 0, 1 or auto, "
+                       "got '%s'", pv);
+    if (rk->spec_mode > 0) ZB_TRY(zb_stage_undo_new(rk->st, &rk->undo, err));
     if (zb_stage_msg_floats(rk->st) != rk->msg_floats)
         return zb_fail(err, ZB_ERUNTIME, "rank %d: stage messages have %zu "
                        "floats, the runtime expects %zu", rk->rank,

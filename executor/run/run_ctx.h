@@ -26,6 +26,11 @@ typedef struct {
     int rank, pp_rank, dp_rank, tp_rank;
     zb_transport *tr;
     zb_stage *st;
+    zb_stage_undo *undo;         /* post-validation's copy (rank.c), or NULL */
+    double spec_idle_s;          /* post-validation (rank.c): the last step's */
+    double spec_cost_s;          /* wait for the verdict, the last measured */
+    bool spec_clipped;           /* cost of stepping early, whether it clipped */
+    int spec_mode;               /* ZB_POSTVAL: 0 never, 1 always, 2 auto */
     zb_backend backend;          /* where the stage computes ... */
     int device;                  /* ... and on which CUDA device */
     zb_group tp_g, dp_g, emb_g, world_g;

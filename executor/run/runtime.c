@@ -430,6 +430,7 @@ static zb_status setup(zb_run_ctx *c, zb_err *err) {
 
 static void teardown(zb_run_ctx *c) {
     for (int r = 0; c->ranks && r < c->world; r++) {
+        zb_stage_undo_free(c->ranks[r].st, c->ranks[r].undo);
         zb_stage_free(c->ranks[r].st);
         free(c->ranks[r].tokens);
         free(c->ranks[r].targets);

@@ -140,6 +140,16 @@ double zb_stage_grad_sumsq(const zb_stage *st);
 zb_status zb_stage_adamw(zb_stage *st, float lr, float grad_scale, int t,
                          zb_err *err);
 
+/* Undo copy of the optimizer state (stage_undo.c): parameters and AdamW
+ * moments kept aside before a speculative zb_stage_adamw and restored when
+ * the step must not stand (post-validation). new gives NULL (and ZB_OK) on
+ * backends other than cpu; free (NULL allowed) before zb_stage_free. */
+typedef struct zb_stage_undo zb_stage_undo;
+zb_status zb_stage_undo_new(zb_stage *st, zb_stage_undo **out, zb_err *err);
+void zb_stage_undo_free(zb_stage *st, zb_stage_undo *u);
+zb_status zb_stage_undo_keep(zb_stage *st, zb_stage_undo *u, zb_err *err);
+zb_status zb_stage_undo_restore(zb_stage *st, zb_stage_undo *u, zb_err *err);
+
 /* Bytes held: parameters+grads+optimizer state, and activation peak so far
  * (slots in use high-water mark times slot size). */
 double zb_stage_static_bytes(const zb_stage *st);

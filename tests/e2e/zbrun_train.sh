@@ -8,7 +8,12 @@
 #   - --report, --trace and --svg files exist and parse: the report as
 #     YAML with one entry per step and per pipeline rank, the trace as JSON
 #     with an "X" event per compute action of the kept steps, the SVG as XML
-#     with both panels.
+#     with both panels;
+#   - optimizer post-validation: stepping before the world check and rolling
+#     back (ZB_POSTVAL=1, every rank whose own numbers allow it) gives the
+#     synchronous step's (ZB_POSTVAL=0) step lines and exported weights
+#     bit for bit, with steps that clip and steps that do not, and a NaN
+#     stops both with the same message and exit status.
 # Ranks run one OpenMP thread each (--threads 1) except in the pp 2 run,
 # which uses the default (cores / ranks): tiny shapes gain nothing from more
 # threads and a busy machine makes them much slower.
@@ -100,6 +105,30 @@ svg = ET.parse(sys.argv[4]).getroot()
 text = " ".join(t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text"))
 assert "planned" in text and "executed" in text and "W (weight grad)" in text
 EOF
+
+# ---- post-validation: speculative steps and roll-backs change no bit -----
+"$BIN/zbplan" models/tiny.yaml -o "$tmp/pv.yaml" -q --pp 2 --dp 2 --tp 1 \
+    --set training.optimizer.grad_clip=2.2
+for pv in 0 1; do
+    ZB_POSTVAL=$pv "$BIN/zbrun" "$tmp/pv.yaml" --steps 6 --threads 1 \
+        --export "$tmp/pv$pv.bin" >"$tmp/pv$pv.out" 2>&1 || bad "ZB_POSTVAL=$pv run failed"
+    sed -E 's/ tokens_per_s.*//' "$tmp/pv$pv.out" | grep '^step ' >"$tmp/pv$pv.steps" || true
+    set +e
+    ZB_POSTVAL=$pv "$BIN/zbrun" "$tmp/pv.yaml" --steps 6 --threads 1 -q \
+        --set training.optimizer.lr=1e30 >"$tmp/nan$pv.out" 2>&1
+    echo "exit $?" >>"$tmp/nan$pv.out"
+    set -e
+done
+python3 - "$tmp/pv0.steps" <<'EOF' || bad "post-validation: the steps do not both clip and not clip"
+import sys
+norms = [float(l.split()[7]) for l in open(sys.argv[1])]
+assert len(norms) == 6 and min(norms) < 2.2 < max(norms), norms
+EOF
+cmp -s "$tmp/pv0.steps" "$tmp/pv1.steps" || bad "post-validation changed the step lines"
+cmp -s "$tmp/pv0.bin" "$tmp/pv1.bin" || bad "post-validation changed the weights"
+grep -q "loss is nan" "$tmp/nan0.out" && grep -q "^exit 1$" "$tmp/nan0.out" ||
+    bad "lr 1e30 did not stop with a NaN loss: $(cat "$tmp/nan0.out")"
+cmp -s "$tmp/nan0.out" "$tmp/nan1.out" || bad "post-validation changed the NaN stop"
 
 if [ "$fails" -ne 0 ]; then
     echo "zbrun_train.sh: $fails check(s) failed"
