@@ -587,6 +587,58 @@ START_TEST(levers_searched) {
 }
 END_TEST
 
+/* --solver ilp re-solves the automatic schedules of the top k, warm-started
+ * from the heuristic's: no candidate may come out slower than the
+ * heuristic made it, every schedule stays valid (the plan re-simulates it),
+ * and the winner is at least as fast as the heuristic search's. */
+START_TEST(ilp_refines_top_k) {
+    zb_model m = model(8, 16, 1, 4, "a100-80gb");
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.dp = 1; o.tp = 1; o.pp = 4; o.micro_batch = 2; o.top_k = 8;
+    o.time_limit_s = 1;
+    zb_search_result h, i;
+    run(&m, &o, &h);
+    int autos = 0, taken = 0;
+    double before[64];
+    ck_assert_int_le(h.n, 64);
+    for (int k = 0; k < h.n; k++) {
+        before[k] = h.cand[k].step_s;
+        autos += strncmp(h.cand[k].schedule, "zb-auto", 7) == 0;
+    }
+    ck_assert_int_gt(autos, 0);
+    zb_err err;
+    ck_assert_int_eq(zb_search_refine_ilp(&m, &h, o.top_k, 1, o.mip_gap, &err),
+                     ZB_OK);
+    for (int k = 0; k < h.n; k++) {
+        ck_assert_double_le(h.cand[k].step_s, before[k]);
+        taken += strncmp(h.cand[k].rep.solver, "ilp", 3) == 0;
+    }
+    o.solver = ZB_SOLVER_ILP;
+    run(&m, &o, &i);
+    zb_search_result_free(&h);
+    o.solver = ZB_SOLVER_HEURISTIC;
+    run(&m, &o, &h);
+    ck_assert_double_le(i.cand[0].step_s, h.cand[0].step_s);
+    for (int k = 0; k < i.n; k++) {
+        for (int j = 0; j < h.n; j++)
+            if (h.cand[j].key == i.cand[k].key)
+                ck_assert_double_le(i.cand[k].step_s, h.cand[j].step_s);
+        ck_assert(i.cand[k].peak_mem_bytes <= i.cand[k].capacity_bytes);
+        zb_plan plan;
+        ck_assert_msg(zb_search_make_plan(&m, &i.cand[k], &plan, &err) == ZB_OK,
+                      "%s", err.msg);
+        ck_assert_double_eq_tol(plan.pred.step_s, i.cand[k].step_s,
+                                1e-9 * i.cand[k].step_s);
+        zb_plan_free(&plan);
+    }
+    printf("ilp_refines_top_k: %d automatic schedule(s) in the top %d, %d "
+           "took the ILP's\n", autos, o.top_k, taken);
+    zb_search_result_free(&h);
+    zb_search_result_free(&i);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("search");
     TCase *t = tcase_create("core");
@@ -606,6 +658,7 @@ static Suite *suite(void) {
     tcase_add_test(t, fit_host_check);
     tcase_add_test(t, explain_parts);
     tcase_add_test(t, levers_searched);
+    tcase_add_test(t, ilp_refines_top_k);
     suite_add_tcase(s, t);
     return s;
 }
