@@ -764,8 +764,10 @@ static double peak_of(const zb_model *mdl, const detail *d, int pp) {
  * deadline. Kept only if its simulated pipeline ends earlier and still
  * fits, so the candidate never gets worse; the step moves by the pipeline
  * time saved (the plan's rule, fill_prediction). */
-static zb_status refine_one(const zb_model *mdl, zb_candidate *c,
+static zb_status refine_one(const zb_model *model, zb_candidate *c,
                             double limit_s, double mip_gap, zb_err *err) {
+    zb_model cm = zb_candidate_model(model, c); /* its levers */
+    const zb_model *mdl = &cm;
     detail d;
     zb_status st = detail_eval(mdl, c, &d, err);
     double max_static = 0, ws = zb_workspace_bytes(mdl);
@@ -788,6 +790,14 @@ static zb_status refine_one(const zb_model *mdl, zb_candidate *c,
             c->capacity_bytes) {
         c->step_s -= d.sim.last_end - sim.last_end;
         c->pipeline_s = sim.last_end;
+        /* what finish() fills, for the new schedule */
+        c->peak_mem_bytes = peak_of(mdl, &(detail){.static_r = d.static_r,
+                                                   .sim = sim}, c->pp);
+        c->bubble_rate = sim.bubble_rate;
+        c->tokens_per_s = (double)mdl->train.global_batch * mdl->arch.seq_len /
+                          c->step_s;
+        c->mfu = zb_model_step_flops(mdl) / c->step_s /
+                 ((double)c->dp * c->tp * c->pp * d.ct.peak_flops);
         out.placement = c->sched.placement;
         zb_schedule_free(&c->sched);
         c->sched = out;
@@ -800,11 +810,6 @@ static zb_status refine_one(const zb_model *mdl, zb_candidate *c,
     detail_free(&d);
     return st;
 }
-
-/* Share of --time-limit the whole search may take under --solver ilp (the
- * ILP gets what the heuristic search left of it); the rest is for exact
- * memory, the plan and its output. */
-#define ZB_ILP_BUDGET_SHARE 0.9
 
 /* The schedules built under the search's memory limit (build_job); zb-1p
  * and zb-2p are defined by their own memory budgets and stay as built. */
@@ -826,6 +831,12 @@ zb_status zb_search_refine_ilp(const zb_model *mdl, zb_search_result *r,
         if (rest <= 0) break;
         ZB_TRY(refine_one(mdl, c, rest / left--, mip_gap, err));
     }
+    for (int i = 1; i < r->n; i++)   /* faster ones move up */
+        for (int k = i; k > 0 && better(&r->cand[k], &r->cand[k - 1]); k--) {
+            zb_candidate t = r->cand[k];
+            r->cand[k] = r->cand[k - 1];
+            r->cand[k - 1] = t;
+        }
     return ZB_OK;
 }
 
@@ -958,13 +969,13 @@ zb_status zb_search(const zb_model *mdl, const zb_search_opts *o,
     if (st == ZB_OK && ns == 0) st = no_split(&x, err);
     res->splits = ns;
     if (st == ZB_OK) st = search_phases(&x, sp, ns, err);
+    if (st == ZB_OK) st = finish(mdl, res, err);
     /* the ILP shares what is left of --time-limit over the top k */
     if (st == ZB_OK && o->solver == ZB_SOLVER_ILP)
         st = zb_search_refine_ilp(mdl, res, o->top_k,
-                                  ZB_ILP_BUDGET_SHARE * o->time_limit_s -
+                                  ZB_SEARCH_ILP_SHARE * o->time_limit_s -
                                       (now_s() - t0), o->mip_gap,
                                   err);
-    if (st == ZB_OK) st = finish(mdl, res, err);
     if (st == ZB_OK && res->n == 0) st = no_candidate(mdl, o, res, err);
     free(sp);
     ctx_free(&x);
