@@ -14,6 +14,7 @@
 #include "planner/cost_fit.h"
 #include "planner/explain.h"
 #include "planner/partition.h"
+#include "planner/schedules.h"
 #include "planner/search.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -596,7 +597,7 @@ START_TEST(ilp_refines_top_k) {
     zb_search_opts o;
     zb_search_opts_default(&o);
     o.dp = 1; o.tp = 1; o.pp = 4; o.micro_batch = 2; o.top_k = 8;
-    o.time_limit_s = 1;
+    o.time_limit_s = 0.5;
     zb_search_result h, i;
     run(&m, &o, &h);
     int autos = 0, taken = 0;
@@ -608,7 +609,7 @@ START_TEST(ilp_refines_top_k) {
     }
     ck_assert_int_gt(autos, 0);
     zb_err err;
-    ck_assert_int_eq(zb_search_refine_ilp(&m, &h, o.top_k, 1, o.mip_gap, &err),
+    ck_assert_int_eq(zb_search_refine_ilp(&m, &h, o.top_k, 0.5, o.mip_gap, &err),
                      ZB_OK);
     for (int k = 0; k < h.n; k++) {
         ck_assert_double_le(h.cand[k].step_s, before[k]);
@@ -634,6 +635,39 @@ START_TEST(ilp_refines_top_k) {
     }
     printf("ilp_refines_top_k: %d automatic schedule(s) in the top %d, %d "
            "took the ILP's\n", autos, o.top_k, taken);
+    /* zb-auto is near optimal, so the ILP rarely beats it: give one
+     * zb-auto candidate ZB-H1's order instead (valid, within its memory,
+     * slower) and the ILP must find a faster one and take it */
+    zb_candidate *c = NULL;
+    for (int k = 0; k < h.n && !c; k++)
+        if (strcmp(h.cand[k].schedule, "zb-auto") == 0) c = &h.cand[k];
+    ck_assert_ptr_nonnull(c);
+    zb_sched_params prm = {.p = c->pp, .m = c->m, .v = 1};
+    zb_schedule zh;
+    ck_assert_int_eq(zb_schedule_make("zb-h1", &prm, &zh, NULL, &err), ZB_OK);
+    zb_schedule_free(&c->sched);
+    c->sched = zh;
+    zb_plan plan;
+    ck_assert_int_eq(zb_search_make_plan(&m, c, &plan, &err), ZB_OK);
+    c->step_s = plan.pred.step_s;          /* the step of ZB-H1's order */
+    c->pipeline_s = plan.pred.pipeline_s;
+    zb_plan_free(&plan);
+    double slow = c->step_s;
+    long key = c->key;
+    ck_assert_int_eq(zb_search_refine_ilp(&m, &h, o.top_k, 2, o.mip_gap, &err),
+                     ZB_OK);
+    c = NULL;
+    for (int k = 0; k < h.n && !c; k++)
+        if (h.cand[k].key == key) c = &h.cand[k];
+    ck_assert_ptr_nonnull(c);
+    ck_assert_msg(c->step_s < slow, "ILP kept ZB-H1's %g s", slow);
+    ck_assert(strncmp(c->rep.solver, "ilp", 3) == 0);
+    ck_assert(c->peak_mem_bytes <= c->capacity_bytes);
+    ck_assert_int_eq(zb_search_make_plan(&m, c, &plan, &err), ZB_OK);
+    ck_assert_double_eq_tol(plan.pred.step_s, c->step_s, 1e-9 * c->step_s);
+    zb_plan_free(&plan);
+    for (int k = 1; k < h.n; k++)
+        ck_assert(h.cand[k - 1].step_s <= h.cand[k].step_s);
     zb_search_result_free(&h);
     zb_search_result_free(&i);
 }
