@@ -137,9 +137,48 @@ static void fit_gemm(zb_calib_result *r) {
         r->shapes[i].predicted_s = model_s(r, &r->shapes[i], r->gemm_tile, r->gemm_eff);
 }
 
-/* zb's LayerNorm and GELU forward on the model's shapes, against the bytes
- * the cost model counts for them (2e per element, e = 4 on the CPU); and
- * its attention core against 4 b s^2 h FLOPs. */
+/* zb's LayerNorm and GELU, forward and backward, on the model's shapes,
+ * against the bytes the cost model charges them (2e per element forward,
+ * e = 4 on the CPU, and twice that backward); and its attention core,
+ * forward and backward, against the FLOPs it charges (4 b s^2 h forward,
+ * twice that backward). One rate each over forward and backward together:
+ * the backward kernels run at other rates than the forward (on the CPU
+ * attention's backward has no exponentials), and timing the forward alone
+ * mispriced every B (docs/cost-model.md). */
+typedef struct { double ln, gelu, attn; } kernel_times;
+
+static void time_fwd_bwd(const zb_model *m, int B, float *x, float *y,
+                         float *st, float *att, float *dq, float *datt,
+                         kernel_times *f, kernel_times *b) {
+    int T = m->arch.seq_len, C = m->arch.hidden, F = m->arch.ffn_hidden,
+        NH = m->arch.heads;
+    size_t N = (size_t)B * T;
+    float *w = st + 2 * N, *bias = w + C;
+    double t[7];
+    t[0] = now_s();
+    zb_layernorm_forward(y, st, st + N, x, w, bias, (int)N, C);
+    t[1] = now_s();
+    zb_gelu_forward(y, x, N * (size_t)F);
+    t[2] = now_s();
+    zb_attention_forward(y, att, x, B, T, C, NH);
+    t[3] = now_s();
+    zb_layernorm_backward_input(dq, x, x, w, st, st + N, (int)N, C);
+    t[4] = now_s();
+    zb_gelu_backward(dq, x, x, N * (size_t)F);
+    t[5] = now_s();
+    memset(dq, 0, N * 3 * (size_t)C * sizeof *dq); /* backward adds into it */
+    zb_attention_backward(dq, datt, y, x, att, B, T, C, NH);
+    t[6] = now_s();
+    *f = (kernel_times){t[1] - t[0], t[2] - t[1], t[3] - t[2]};
+    *b = (kernel_times){t[4] - t[3], t[5] - t[4], t[6] - t[5]};
+}
+
+static void keep_min(kernel_times *best, const kernel_times *t) {
+    if (t->ln < best->ln) best->ln = t->ln;
+    if (t->gelu < best->gelu) best->gelu = t->gelu;
+    if (t->attn < best->attn) best->attn = t->attn;
+}
+
 static zb_status time_kernels(const zb_calib_opts *o, const zb_model *m,
                               zb_calib_result *r, zb_err *err) {
     int B = m->train.micro_batch > 0 ? m->train.micro_batch : 1;
@@ -147,37 +186,37 @@ static zb_status time_kernels(const zb_calib_opts *o, const zb_model *m,
         NH = m->arch.heads;
     size_t N = (size_t)B * T;
     size_t big = N * (size_t)(F > 3 * C ? F : 3 * C);
+    size_t natt = (size_t)B * NH * T * T;
     float *x = zb_calloc(big, sizeof *x, err), *y = zb_calloc(big, sizeof *y, err),
+          *dq = zb_calloc(big, sizeof *dq, err),
           *st = zb_calloc(2 * N + 2 * (size_t)C, sizeof *st, err),
-          *att = zb_calloc((size_t)B * NH * T * T, sizeof *att, err);
-    zb_status s = x && y && st && att ? ZB_OK : ZB_ENOMEM;
+          *att = zb_calloc(natt, sizeof *att, err),
+          *datt = zb_calloc(natt, sizeof *datt, err);
+    zb_status s = x && y && dq && st && att && datt ? ZB_OK : ZB_ENOMEM;
     for (size_t i = 0; s == ZB_OK && i < big; i++) x[i] = (float)(i % 13) * 0.05f - 0.3f;
-    double t_ln = INFINITY, t_gelu = INFINITY, t_attn = INFINITY;
+    for (size_t i = 0; s == ZB_OK && i < (size_t)C; i++) st[2 * N + i] = 1.0f;
+    kernel_times bf = {INFINITY, INFINITY, INFINITY}, bb = bf, tf, tb;
     for (int k = -1; s == ZB_OK && k < o->reps; k++) {
-        float *w = st + 2 * N, *bias = w + C;
-        double t0 = now_s();
-        zb_layernorm_forward(y, st, st + N, x, w, bias, (int)N, C);
-        double t1 = now_s();
-        zb_gelu_forward(y, x, N * (size_t)F);
-        double t2 = now_s();
-        zb_attention_forward(y, att, x, B, T, C, NH);
-        double t3 = now_s();
+        time_fwd_bwd(m, B, x, y, st, att, dq, datt, &tf, &tb);
         if (k < 0) continue;
-        if (t1 - t0 < t_ln) t_ln = t1 - t0;
-        if (t2 - t1 < t_gelu) t_gelu = t2 - t1;
-        if (t3 - t2 < t_attn) t_attn = t3 - t2;
+        keep_min(&bf, &tf);
+        keep_min(&bb, &tb);
     }
     if (s == ZB_OK) {
         double bytes = 2.0 * 4 * N * C + 2.0 * 4 * N * F;
-        r->elem_Bps = bytes / (t_ln + t_gelu);
+        r->elem_Bps = 3 * bytes / (bf.ln + bf.gelu + bb.ln + bb.gelu);
         double flops = 4.0 * B * (double)T * T * C;
-        r->attn_eff = flops / t_attn / r->peak_flops;
+        r->attn_eff = 3 * flops / (bf.attn + bb.attn) / r->peak_flops;
         if (r->attn_eff > 1) r->attn_eff = 1;
+        r->attn_bwd_over_fwd = bb.attn / bf.attn;
+        r->elem_bwd_over_fwd = (bb.ln + bb.gelu) / (bf.ln + bf.gelu);
     }
     free(x);
     free(y);
+    free(dq);
     free(st);
     free(att);
+    free(datt);
     return s;
 }
 

@@ -16,15 +16,18 @@
  *               shape needs (clamped to 1); the tile with the least squared
  *               log error wins;
  *   mem_bw_Bps  the rate at which zb's own elementwise kernels (LayerNorm,
- *               GELU) move the bytes the cost model counts for them, on the
+ *               GELU, forward and backward) move the bytes the cost model
+ *               counts for them (the backward twice the forward's), on the
  *               model's shapes (without a model: a streaming triad a[i] =
  *               b[i] + s * c[i] over arrays far larger than the caches),
  *               divided by the cost model's streaming efficiency (0.80) so
  *               that its elementwise times equal the measured ones. On a CPU
  *               these kernels are bound by arithmetic (expf), not memory;
- *   attn_eff    FLOPs of the attention core (4 b s^2 h, as the cost model
- *               counts them) over the time of zb_attention_forward on the
- *               model's shape, as a fraction of peak.
+ *   attn_eff    FLOPs of the attention core (4 b s^2 h forward, twice that
+ *               backward, as the cost model counts them) over the time of
+ *               zb_attention_forward + zb_attention_backward on the model's
+ *               shape, as a fraction of peak: the model prices F and B at
+ *               one rate, so the rate is fitted over both.
  * The library prints nothing; the command (calibrate_cmd.c) does.
  */
 #ifndef ZB_CALIBRATE_H
@@ -54,6 +57,9 @@ typedef struct {
     double triad_Bps;   /* measured, before the efficiency division */
     double elem_Bps;    /* elementwise kernels' rate (0 without a model) */
     double attn_eff;
+    double attn_bwd_over_fwd; /* measured backward / forward time (the model
+                                 charges 2) */
+    double elem_bwd_over_fwd; /* the same for LayerNorm + GELU (model: 2) */
     int n_shapes;
     zb_calib_shape shapes[ZB_CALIB_MAX_SHAPES];
     char blas_core[64]; /* openblas_get_corename() */

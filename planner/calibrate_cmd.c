@@ -97,9 +97,12 @@ static void print_result(const zb_calib_result *r, int threads) {
                "rms log error %.3f\n", r->gemm_eff, r->gemm_tile, r->fit_rms_log);
     }
     if (r->elem_Bps > 0)
-        printf("LayerNorm + GELU kernels: %.2f GB/s of the bytes the cost "
-               "model counts; attention core: %.1f%% of peak",
-               r->elem_Bps / 1e9, 100 * r->attn_eff);
+        printf("LayerNorm + GELU kernels, forward and backward: %.2f GB/s "
+               "of the bytes the cost model counts (backward / forward time "
+               "%.2f, the model's 2); attention core: %.1f%% of peak "
+               "(backward / forward %.2f, the model's 2)",
+               r->elem_Bps / 1e9, r->elem_bwd_over_fwd, 100 * r->attn_eff,
+               r->attn_bwd_over_fwd);
     else
         printf("triad: %.2f GB/s", r->triad_Bps / 1e9);
     printf("\nmemory_bandwidth_gbps %.2f (the rate over the model's 80%% "

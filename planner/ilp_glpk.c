@@ -160,6 +160,9 @@ void zb_ilp_solve(glp_prob *P, const double *warm, double deadline,
     memset(o, 0, sizeof *o);
     o->status = GLP_UNDEF;
     o->mip_ret = -1;
+    /* times are seconds and memory bytes: without scaling the rows span
+     * some 12 orders of magnitude and the simplex fails on real models */
+    glp_scale_prob(P, GLP_SF_AUTO);
     o->lp_ret = glp_simplex(P, &sp);
     if (o->lp_ret != 0 || glp_get_status(P) != GLP_OPT) return;
     o->root = glp_get_obj_val(P);

@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "planner/cost.h"
+#include "planner/ilp.h"
 #include "planner/partition.h"
 #include "planner/profile.h"
 
@@ -564,7 +565,11 @@ static zb_status build_job(ctx *x, const split *s, const job *jb,
     zb_sched_params prm = {
         .p = s->pp, .m = s->m, .v = jb->v, .costs = &x->cost[pl],
         .mem_limit = uses_limit && room > 0 ? room : 0,
-        .solver = x->o->solver, .time_limit_s = x->o->time_limit_s,
+        /* --solver ilp: the heuristic here, the ILP only on the top k
+         * afterwards (refine_ilp) */
+        .solver = x->o->solver == ZB_SOLVER_ILP ? ZB_SOLVER_HEURISTIC
+                                                : x->o->solver,
+        .time_limit_s = x->o->time_limit_s,
         .mip_gap = x->o->mip_gap};
     zb_err e2;
     snprintf(c->rep.solver, sizeof c->rep.solver, "generator");
@@ -752,6 +757,89 @@ static double peak_of(const zb_model *mdl, const detail *d, int pp) {
     return pk + zb_workspace_bytes(mdl);
 }
 
+/* ---- --solver ilp: refine the top k ---- */
+
+/* One candidate's automatic schedule re-solved by the ILP, warm-started
+ * from the heuristic's, under the memory limit the search gave it and a
+ * deadline. Kept only if its simulated pipeline ends earlier and still
+ * fits, so the candidate never gets worse; the step moves by the pipeline
+ * time saved (the plan's rule, fill_prediction). */
+static zb_status refine_one(const zb_model *model, zb_candidate *c,
+                            double limit_s, double mip_gap, zb_err *err) {
+    zb_model cm = zb_candidate_model(model, c); /* its levers */
+    const zb_model *mdl = &cm;
+    detail d;
+    zb_status st = detail_eval(mdl, c, &d, err);
+    double max_static = 0, ws = zb_workspace_bytes(mdl);
+    for (int r = 0; st == ZB_OK && r < c->pp; r++)
+        if (d.static_r[r] > max_static) max_static = d.static_r[r];
+    double room = c->capacity_bytes - max_static - ws;
+    if (st != ZB_OK || !(room > 0)) { detail_free(&d); return st; }
+    bool v = strcmp(c->schedule, "zb-auto-v") == 0;
+    zb_schedule out;
+    zb_sched_report rep;
+    zb_sim_result sim;
+    memset(&rep, 0, sizeof rep);
+    memset(&sim, 0, sizeof sim);
+    st = (v ? zb_ilp_v_schedule : zb_ilp_schedule)(
+        c->pp, c->m, &d.costs, room, &c->sched, limit_s, mip_gap, &out, &rep,
+        err);
+    if (st == ZB_OK) st = zb_simulate(&out, &d.costs, &sim, err);
+    if (st == ZB_OK && sim.last_end < d.sim.last_end &&
+        peak_of(mdl, &(detail){.static_r = d.static_r, .sim = sim}, c->pp) <=
+            c->capacity_bytes) {
+        c->step_s -= d.sim.last_end - sim.last_end;
+        c->pipeline_s = sim.last_end;
+        /* what finish() fills, for the new schedule */
+        c->peak_mem_bytes = peak_of(mdl, &(detail){.static_r = d.static_r,
+                                                   .sim = sim}, c->pp);
+        c->bubble_rate = sim.bubble_rate;
+        c->tokens_per_s = (double)mdl->train.global_batch * mdl->arch.seq_len /
+                          c->step_s;
+        c->mfu = zb_model_step_flops(mdl) / c->step_s /
+                 ((double)c->dp * c->tp * c->pp * d.ct.peak_flops);
+        out.placement = c->sched.placement;
+        zb_schedule_free(&c->sched);
+        c->sched = out;
+        c->rep = rep;
+    } else {
+        if (st == ZB_OK) zb_schedule_free(&out);
+        c->rep.solve_s += rep.solve_s;
+    }
+    zb_sim_result_free(&sim);
+    detail_free(&d);
+    return st;
+}
+
+/* The schedules built under the search's memory limit (build_job); zb-1p
+ * and zb-2p are defined by their own memory budgets and stay as built. */
+static bool refinable(const zb_candidate *c) {
+    return strcmp(c->schedule, "zb-auto") == 0 ||
+           strcmp(c->schedule, "zb-auto-v") == 0;
+}
+
+zb_status zb_search_refine_ilp(const zb_model *mdl, zb_search_result *r,
+                               int top_k, double budget_s, double mip_gap,
+                               zb_err *err) {
+    double t0 = now_s();
+    int n = r->n < top_k ? r->n : top_k, left = 0;
+    for (int i = 0; i < n; i++) left += refinable(&r->cand[i]);
+    for (int i = 0; i < n && left > 0; i++) {
+        zb_candidate *c = &r->cand[i];
+        if (!refinable(c)) continue;
+        double rest = budget_s - (now_s() - t0);
+        if (rest <= 0) break;
+        ZB_TRY(refine_one(mdl, c, rest / left--, mip_gap, err));
+    }
+    for (int i = 1; i < r->n; i++)   /* faster ones move up */
+        for (int k = i; k > 0 && better(&r->cand[k], &r->cand[k - 1]); k--) {
+            zb_candidate t = r->cand[k];
+            r->cand[k] = r->cand[k - 1];
+            r->cand[k - 1] = t;
+        }
+    return ZB_OK;
+}
+
 /* Exact memory, bubble, throughput and MFU for every kept candidate. */
 static zb_status finish(const zb_model *mdl, zb_search_result *r,
                         zb_err *err) {
@@ -882,6 +970,12 @@ zb_status zb_search(const zb_model *mdl, const zb_search_opts *o,
     res->splits = ns;
     if (st == ZB_OK) st = search_phases(&x, sp, ns, err);
     if (st == ZB_OK) st = finish(mdl, res, err);
+    /* the ILP shares what is left of --time-limit over the top k */
+    if (st == ZB_OK && o->solver == ZB_SOLVER_ILP)
+        st = zb_search_refine_ilp(mdl, res, o->top_k,
+                                  ZB_SEARCH_ILP_SHARE * o->time_limit_s -
+                                      (now_s() - t0), o->mip_gap,
+                                  err);
     if (st == ZB_OK && res->n == 0) st = no_candidate(mdl, o, res, err);
     free(sp);
     ctx_free(&x);

@@ -154,4 +154,21 @@ double zb_search_grad_bytes(const zb_model *m);
 /* True when the DP group (fixed pp rank and tp rank) crosses a node. */
 bool zb_search_dp_inter_node(int dp, int tp, int pp, int devices_per_node);
 
+/* Share of --time-limit the whole search may take under --solver ilp (the
+ * ILP gets what the heuristic search left of it); the rest is for the plan
+ * and its output. */
+#define ZB_SEARCH_ILP_SHARE 0.9
+
+/* --solver ilp: re-solve the automatic schedules (zb-auto, zb-auto-v) of
+ * the best top_k candidates of r with the ILP, warm-started from the
+ * heuristic's, sharing budget_s seconds (each gets what is left over the
+ * ones still to do). A candidate takes the ILP's schedule only when it
+ * ends the pipeline earlier within the candidate's memory, so none gets
+ * worse; its numbers are updated and r re-sorted. Each candidate is
+ * priced with its own levers (zb_candidate_model). zb_search and
+ * zb_search_levers call it after their heuristic search. */
+zb_status zb_search_refine_ilp(const zb_model *mdl, zb_search_result *r,
+                               int top_k, double budget_s, double mip_gap,
+                               zb_err *err);
+
 #endif

@@ -15,6 +15,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const zb_recompute rcs[] = {ZB_RECOMPUTE_SELECTIVE, ZB_RECOMPUTE_NONE,
                                    ZB_RECOMPUTE_FULL};
@@ -74,6 +75,12 @@ static void add_counts(zb_search_result *res, const zb_search_result *r) {
                sizeof res->why_not_applicable);
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 zb_status zb_search_levers(const zb_model *m, const zb_search_opts *o,
                            zb_search_result *res, zb_err *err) {
     if (!o->levers) return zb_search(m, o, res, err);
@@ -91,6 +98,8 @@ zb_status zb_search_levers(const zb_model *m, const zb_search_opts *o,
                 lm.train.zero1 = z;
                 zb_search_opts lo = *o;
                 lo.levers = false;
+                /* --solver ilp: the ILP once, on the merged top k below */
+                if (o->solver == ZB_SOLVER_ILP) lo.solver = ZB_SOLVER_HEURISTIC;
                 if (!o->exhaustive && res->n == o->top_k)
                     lo.bound = res->cand[o->top_k - 1].step_s;
                 zb_search_result r;
@@ -115,5 +124,11 @@ zb_status zb_search_levers(const zb_model *m, const zb_search_opts *o,
         *err = last_err;
         return last;
     }
-    return ZB_OK;
+    if (o->solver != ZB_SOLVER_ILP) return ZB_OK;
+    double t = now_s();
+    zb_status st = zb_search_refine_ilp(
+        m, res, o->top_k, ZB_SEARCH_ILP_SHARE * o->time_limit_s - res->elapsed_s,
+        o->mip_gap, err);
+    res->elapsed_s += now_s() - t;
+    return st;
 }

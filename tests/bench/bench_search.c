@@ -10,6 +10,11 @@
  *   2. Simulator throughput (zb_simulate_fast with a reused workspace) for
  *      1F1B and ZB-H1 at p = 32, m = 256, in passes (actions) per second;
  *      median of 5 runs of >= 0.2 s each; target >= 5 million passes/s.
+ *   3. --solver ilp (the heuristic search, then the ILP re-solving the
+ *      automatic schedules of the top k in what is left of --time-limit,
+ *      default 10 s) on models/zb-6.2b.yaml and models/gpt3-175b.yaml, one
+ *      run each: search and plan wall time, target < 10 s, and the
+ *      winner's step beside the heuristic search's (never slower).
  * Prints PASS or MISS per target; the exit status is 0 either way (numbers
  * depend on the machine). Run from the repository root.
  */
@@ -180,10 +185,58 @@ out:
     zb_costs_free(&c);
 }
 
+/* Search and plan with one solver: wall seconds, or -1 (message printed). */
+static double ilp_once(const char *path, zb_solver solver, double *step,
+                       char *solvers, size_t len) {
+    double t0 = now_s();
+    zb_model m;
+    zb_err err;
+    zb_search_opts o;
+    zb_search_result r;
+    zb_plan plan;
+    if (zb_model_load(path, &m, &err) != ZB_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        return -1;
+    }
+    zb_search_opts_default(&o);
+    o.solver = solver;
+    zb_status st = zb_search(&m, &o, &r, &err);
+    if (st == ZB_OK) st = zb_search_make_plan(&m, &r.cand[0], &plan, &err);
+    double t = now_s() - t0;
+    if (st != ZB_OK) {
+        fprintf(stderr, "search %s: %s\n", path, err.msg);
+        zb_search_result_free(&r);
+        return -1;
+    }
+    *step = r.cand[0].step_s;
+    size_t at = 0;
+    solvers[0] = 0;
+    for (int i = 0; i < r.n && at < len; i++)
+        at += (size_t)snprintf(solvers + at, len - at, "%s%s", i ? " " : "",
+                               r.cand[i].rep.solver);
+    zb_plan_free(&plan);
+    zb_search_result_free(&r);
+    return t;
+}
+
+static void bench_ilp(const char *path) {
+    double hs = 0, is = 0;
+    char hsol[256], isol[256];
+    double th = ilp_once(path, ZB_SOLVER_HEURISTIC, &hs, hsol, sizeof hsol);
+    double ti = th < 0 ? -1 : ilp_once(path, ZB_SOLVER_ILP, &is, isol, sizeof isol);
+    if (ti < 0) return;
+    printf("search %s --solver ilp: %.2f s wall (heuristic alone %.3f s), "
+           "step %.4f s (heuristic %.4f s%s), top-k solvers [%s], target "
+           "< 10 s: %s\n", path, ti, th, is, hs,
+           is <= hs ? "" : ", SLOWER", isol, ti < 10.0 && is <= hs ? "PASS" : "MISS");
+}
+
 int main(void) {
     bench_search();
     bench_levers_1t();
     bench_sim("1f1b", 32, 256);
     bench_sim("zb-h1", 32, 256);
+    bench_ilp("models/zb-6.2b.yaml");
+    bench_ilp("models/gpt3-175b.yaml");
     return 0;
 }
