@@ -513,12 +513,7 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
         st = zb_run_preflight(writer ? a->report : NULL, writer ? a->trace : NULL,
                               writer ? a->svg : NULL, writer ? &ck : NULL,
                               here, threads, &lock_fd, err);
-    /* --metrics beside the others: creatable, and no other output's file */
-    const char *const onames[] = {"--report", "--trace", "--svg", "--metrics"};
-    const char *const opaths[] = {a->report, a->trace, a->svg, a->metrics};
-    if (st == ZB_OK && writer && a->metrics)
-        st = zb_preflight_outputs(onames, opaths, 4, err);
-    zb_metrics metrics;
+    zb_metrics metrics;   /* checked with the other outputs above */
     if (st == ZB_OK && writer && a->metrics)
         st = zb_metrics_open(&metrics, a->metrics, a->mfmt, a->resume, err);
     if (st != ZB_OK) {
