@@ -180,7 +180,7 @@ static size_t arena_layout(zb_stage *st) {
     if (st->rc != ZB_RECOMPUTE_NONE)
         st->rc_att = carve(st, &off, st->att_floats * fl);
     if (st->rc == ZB_RECOMPUTE_FULL)
-        st->rc_layer = carve(st, &off, zb_gpt_layer_carve(st, NULL, &la) * fl);
+        st->rc_layer = carve(st, &off, zb_gpt_layer_carve_fwd(st, NULL, &la) * fl);
     for (int c = 0; c < st->v; c++) {
         zb_gpt_chunk *ck = &st->chunks[c];
         size_t ns = (size_t)(ck->sl.n > 0 ? ck->sl.n : 1);

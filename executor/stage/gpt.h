@@ -48,8 +48,8 @@ struct zb_stage {
     zb_recompute rc;           /* the plan's recompute (see zb_slot_view) */
     float *rc_att;             /* [att_floats] attention's saved floats of
                                   the layer at hand (selective, full) */
-    float *rc_layer;           /* [layer_floats] the block's activations in
-                                  F (full: not kept) */
+    float *rc_layer;           /* what F writes of one block (full: not
+                                  kept; zb_gpt_layer_carve_fwd) */
     zb_ptable pt;
     void *arena;               /* the only allocation of backend memory */
     float *params, *grads, *mom1, *mom2; /* [pt.floats] each */
@@ -115,6 +115,9 @@ typedef struct {
  * counts. */
 float *zb_gpt_take(float *base, size_t *off, size_t n);
 size_t zb_gpt_layer_carve(const zb_stage *st, float *base, zb_layer_acts *a);
+/* Only what F writes (ln1 .. fch_gelu; the gradients NULL). */
+size_t zb_gpt_layer_carve_fwd(const zb_stage *st, float *base,
+                              zb_layer_acts *a);
 /* The F part at fbase and the B part at bbase (either may be NULL: only
  * counts); the floats of the B part into *b_floats; returns the F part's. */
 size_t zb_gpt_slot_carve(const zb_stage *st, const zb_gpt_chunk *ck,

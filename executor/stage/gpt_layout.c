@@ -11,7 +11,8 @@ float *zb_gpt_take(float *base, size_t *off, size_t n) {
     return p;
 }
 
-size_t zb_gpt_layer_carve(const zb_stage *st, float *base, zb_layer_acts *a) {
+size_t zb_gpt_layer_carve_fwd(const zb_stage *st, float *base,
+                              zb_layer_acts *a) {
     size_t N = (size_t)st->N, C = (size_t)st->C, Cl = (size_t)st->Cl,
            Fl = (size_t)st->Fl, off = 0;
     a->ln1 = zb_gpt_take(base, &off, N * C);
@@ -28,6 +29,13 @@ size_t zb_gpt_layer_carve(const zb_stage *st, float *base, zb_layer_acts *a) {
     a->ln2_rstd = zb_gpt_take(base, &off, N);
     a->fch = zb_gpt_take(base, &off, N * Fl);
     a->fch_gelu = zb_gpt_take(base, &off, N * Fl);
+    a->dres2 = a->dln2 = a->dfch = a->dqkv = a->dln1 = NULL;
+    return off;
+}
+
+size_t zb_gpt_layer_carve(const zb_stage *st, float *base, zb_layer_acts *a) {
+    size_t N = (size_t)st->N, C = (size_t)st->C, Cl = (size_t)st->Cl,
+           Fl = (size_t)st->Fl, off = zb_gpt_layer_carve_fwd(st, base, a);
     a->dres2 = zb_gpt_take(base, &off, N * C);
     a->dln2 = zb_gpt_take(base, &off, N * C);
     a->dfch = zb_gpt_take(base, &off, N * Fl);

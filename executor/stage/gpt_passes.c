@@ -76,7 +76,7 @@ static void layer_acts_get(const zb_stage *st, const zb_gpt_chunk *ck,
  * the one-layer scratch (B rebuilds them into the slot's B part). */
 static void layer_acts_fwd(const zb_stage *st, const zb_gpt_chunk *ck,
                            const zb_slot_view *sv, int l, zb_layer_acts *a) {
-    if (st->rc == ZB_RECOMPUTE_FULL) zb_gpt_layer_carve(st, st->rc_layer, a);
+    if (st->rc == ZB_RECOMPUTE_FULL) zb_gpt_layer_carve_fwd(st, st->rc_layer, a);
     else layer_acts_get(st, ck, sv, l, a);
 }
 
