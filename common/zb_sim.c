@@ -223,9 +223,12 @@ static double run_action(const zb_costs *c, zb_sim_ws *ws, int r, int vs,
         ws->end_w[cell] = t0 + d;
         ws->mem[r] -= c->m_w[vs];
         break;
-    default: /* BW */
+    default: /* BW: its B part holds m_w - m_b more until its W part */
         d = c->t_b[vs] + c->t_w[vs];
         ws->end_b[cell] = ws->end_w[cell] = t0 + d;
+        if (c->m_w[vs] > c->m_b[vs] &&
+            ws->mem[r] + (c->m_w[vs] - c->m_b[vs]) > ws->peak[r])
+            ws->peak[r] = ws->mem[r] + (c->m_w[vs] - c->m_b[vs]);
         ws->mem[r] -= c->m_b[vs];
         break;
     }

@@ -240,18 +240,22 @@ static void block_mem(const shape *x, zb_pass_cost *c) {
 }
 
 /* The cpu device runs zbrun's CPU backend, which computes in fp32 and
- * keeps one slot per microbatch in flight from its F until its W (or BW):
- * every buffer of F and of B together, none freed at B. Per block and
- * token, in floats: replicated LN1 out, residual 2, LN2 out, dres2, dln2,
- * dln1 (6h) and the block output and its gradient (2h); sharded QKV and
- * dQKV (6h/t), attention output (h/t), fc1 out, GELU out and dfc1 (3f/t);
- * four LayerNorm statistics; plus the (a/t)*s^2 softmax per sequence.
- * The simulator then holds M_B = M_W from F to W (docs/cost-model.md 3.3). */
+ * keeps one slot per microbatch in flight from its F until its W (or BW).
+ * Per block and token, in floats: replicated LN1 out, residual 2, LN2
+ * out, dres2, dln2, dln1 (6h) and the block output and its gradient (2h);
+ * sharded QKV and dQKV (6h/t), attention output (h/t), fc1 out, GELU out
+ * and dfc1 (3f/t); four LayerNorm statistics; plus, without recompute,
+ * the (a/t)*s^2 softmax per sequence (selective rebuilds it in B, one
+ * layer at a time). Without full recompute all of it is taken at F: the
+ * simulator holds M_B = M_W from F to W (docs/cost-model.md 3.3). Under
+ * full recompute F keeps only the block output (h), and B takes the rest,
+ * which it rebuilds for W: M_B = 4bsh, M_W as under selective. */
 static void block_mem_cpu(const shape *x, zb_pass_cost *c) {
     double bs = x->b * x->s, h = x->h, t = x->t;
     double per_tok = 8 * h + (7 * h + 3 * x->f) / t + 4;
-    double att = x->b * (x->a / t) * x->s * x->s;
+    double att = x->rc == ZB_RECOMPUTE_NONE ? x->b * (x->a / t) * x->s * x->s : 0;
     c->m_b_bytes = c->m_w_bytes = 4 * (bs * per_tok + att);
+    if (x->rc == ZB_RECOMPUTE_FULL) c->m_b_bytes = 4 * bs * h;
 }
 
 /* Parameters of one block on one TP rank: QKV 3h^2 + 3h, proj h^2 + h,

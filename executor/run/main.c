@@ -406,17 +406,16 @@ static void print_header(const args *a, const zb_plan *plan, int threads,
     const zb_training *t = &plan->model.train;
     /* say what the stage does not do, rather than let numbers mislead */
     if (!strcmp(a->backend, "cpu") &&
-        (t->precision != ZB_PREC_FP32 || t->recompute != ZB_RECOMPUTE_NONE ||
-         t->sequence_parallel))
-        printf("note: the cpu backend computes in fp32 and keeps every "
-               "activation; the plan's precision, recompute and sequence "
+        (t->precision != ZB_PREC_FP32 || t->sequence_parallel))
+        printf("note: the cpu backend computes in fp32 and does not run "
+               "sequence parallelism; the plan's precision and sequence "
                "parallelism shape only its predictions\n");
     if (!strcmp(a->backend, "cuda") &&
-        (t->precision != ZB_PREC_FP32 || t->recompute != ZB_RECOMPUTE_NONE ||
-         t->sequence_parallel))
-        printf("note: the cuda backend keeps every activation in fp32 (bf16 "
-               "plans get bf16 tensor-core GEMMs); the plan's recompute and "
-               "sequence parallelism shape only its predictions\n");
+        (t->precision != ZB_PREC_FP32 || t->sequence_parallel))
+        printf("note: the cuda backend stores activations in fp32 (bf16 "
+               "plans get bf16 tensor-core GEMMs) and does not run sequence "
+               "parallelism; the plan's sequence parallelism shapes only its "
+               "predictions\n");
 }
 
 static const char *pr_dir(const args *a) {

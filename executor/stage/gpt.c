@@ -12,6 +12,9 @@
  * it back after W/BW; the given-back slot keeps its contents until the
  * next microbatch takes it, so grad_out can be read (sent) after BW. A
  * schedule needing more slots fails in F with "no free activation slot".
+ * Under full recompute the part of a slot that B rebuilds for W (gpt.h,
+ * zb_slot_view) comes from a second pool, taken at B and given back with
+ * the slot; recompute's one-layer scratch is not per microbatch.
  *
  * Asynchronous backends: passes only enqueue; loss_sum, grad_sumsq,
  * params_to_host, save and pass_times wait (the op table's to_host). A
@@ -117,6 +120,7 @@ static void set_dims(zb_stage *st, const zb_plan *p) {
     if (st->Vv < 0) st->Vv = 0; /* tp > V: a rank of padding only */
     st->v = p->v;
     st->m = p->m;
+    st->rc = p->model.train.recompute;
     st->max_passes = p->sched.len[st->cfg.pp_rank];
 }
 
@@ -139,8 +143,10 @@ static zb_status chunk_init(zb_stage *st, int c, zb_err *err) {
     zb_layer_acts la;
     zb_slot_view sv;
     ck->layer_floats = zb_gpt_layer_carve(st, NULL, &la);
-    ck->slot_floats = zb_gpt_slot_carve(st, ck, NULL, &sv);
-    return zb_slots_init(&ck->sl, &p->sched, rank, c, err);
+    ck->slot_floats = zb_gpt_slot_carve(st, ck, NULL, NULL, &sv,
+                                        &ck->bslot_floats);
+    ZB_TRY(zb_slots_init(&ck->sl, &p->sched, rank, c, false, err));
+    return zb_slots_init(&ck->bsl, &p->sched, rank, c, true, err);
 }
 
 /* Next aligned piece of the arena; with the arena NULL only counts. */
@@ -169,11 +175,20 @@ static size_t arena_layout(zb_stage *st) {
     st->ce = carve(st, &off, (size_t)(st->tp + 2) * N * sizeof(double));
     st->acc = carve(st, &off, 2 * sizeof(double));
     st->targets = carve(st, &off, N * sizeof(int));
+    /* recompute's scratch: one layer at a time, not per microbatch */
+    zb_layer_acts la;
+    if (st->rc != ZB_RECOMPUTE_NONE)
+        st->rc_att = carve(st, &off, st->att_floats * fl);
+    if (st->rc == ZB_RECOMPUTE_FULL)
+        st->rc_layer = carve(st, &off, zb_gpt_layer_carve_fwd(st, NULL, &la) * fl);
     for (int c = 0; c < st->v; c++) {
         zb_gpt_chunk *ck = &st->chunks[c];
         size_t ns = (size_t)(ck->sl.n > 0 ? ck->sl.n : 1);
         ck->slots = carve(st, &off, (size_t)ck->sl.n * ck->slot_floats * fl);
         ck->tokens = carve(st, &off, ns * N * sizeof(int));
+        if (ck->bslot_floats > 0)
+            ck->bslots = carve(st, &off,
+                               (size_t)ck->bsl.n * ck->bslot_floats * fl);
     }
     return off;
 }
@@ -264,7 +279,10 @@ void zb_stage_free(zb_stage *st) {
         st->ops.destroy(st->ops.ctx);
     }
     if (st->chunks)
-        for (int c = 0; c < st->v; c++) zb_slots_free(&st->chunks[c].sl);
+        for (int c = 0; c < st->v; c++) {
+            zb_slots_free(&st->chunks[c].sl);
+            zb_slots_free(&st->chunks[c].bsl);
+        }
     free(st->chunks);
     free(st->host);
     free(st->ce_host);

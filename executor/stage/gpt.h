@@ -24,9 +24,14 @@ typedef struct {
     zb_pchunk pc;           /* its tensors */
     zb_slots sl;            /* which slot holds which microbatch */
     size_t layer_floats;    /* one block's activations in a slot */
-    size_t slot_floats;
+    size_t slot_floats;     /* the part taken at F (all of it unless full
+                               recompute) */
     float *slots;           /* [sl.n, slot_floats] */
     int *tokens;            /* [max(sl.n, 1), N] */
+    /* full recompute: the part taken at B, which B rebuilds for W */
+    zb_slots bsl;           /* which B part holds which microbatch */
+    size_t bslot_floats;    /* 0 unless full recompute */
+    float *bslots;          /* [bsl.n, bslot_floats] */
 } zb_gpt_chunk;
 
 struct zb_stage {
@@ -40,6 +45,11 @@ struct zb_stage {
                                   up to ops.logits_align */
     int v, m;
     size_t att_floats;         /* attention's saved floats per layer */
+    zb_recompute rc;           /* the plan's recompute (see zb_slot_view) */
+    float *rc_att;             /* [att_floats] attention's saved floats of
+                                  the layer at hand (selective, full) */
+    float *rc_layer;           /* what F writes of one block (full: not
+                                  kept; zb_gpt_layer_carve_fwd) */
     zb_ptable pt;
     void *arena;               /* the only allocation of backend memory */
     float *params, *grads, *mom1, *mom2; /* [pt.floats] each */
@@ -68,7 +78,8 @@ struct zb_stage {
 typedef struct {
     float *ln1, *ln1_mean, *ln1_rstd; /* [N, C] [N] [N] */
     float *qkv;                       /* [N, 3Cl] */
-    float *att;                       /* att_floats: attention's saved */
+    float *att;                       /* att_floats: attention's saved
+                                         (st->rc_att unless recompute none) */
     float *atty;                      /* [N, Cl] attention output */
     float *res2;                      /* [N, C] x + attn */
     float *ln2, *ln2_mean, *ln2_rstd; /* [N, C] [N] [N] */
@@ -81,12 +92,18 @@ typedef struct {
     float *dln1;                      /* [N, C] grad wrt ln1 out, reduced */
 } zb_layer_acts;
 
-/* One slot of a chunk. */
+/* One slot of a chunk. Recompute none: all of it taken at F. Selective:
+ * the same without the attention's saved floats (B rebuilds them into
+ * st->rc_att). Full: F keeps resid, grad_in and the head's buffers (the
+ * part taken at F); B rebuilds each block's activations from resid[l]
+ * into `layers` and writes dresid (the part taken at B, NULL before B);
+ * W frees both. */
 typedef struct {
     float *resid;   /* [L+1, N, C]: [0] chunk input (act_in or embedding
                        output), [l+1] output of block l, [L] = act_out */
-    float *dresid;  /* [L+1, N, C]: their gradients, [0] = grad_out,
-                       [L] = grad_in */
+    float *dresid;  /* [L, N, C]: their gradients, [0] = grad_out; that of
+                       resid[L] is grad_in (zb_gpt_dresid) */
+    float *grad_in; /* [N, C] */
     float *lnf, *lnf_mean, *lnf_rstd; /* head: [N, C] [N] [N] */
     float *dlnf;    /* [N, C] grad wrt lnf output */
     float *dlogits; /* [N, Vp] loss_scale * (softmax - onehot), own rows */
@@ -98,15 +115,28 @@ typedef struct {
  * counts. */
 float *zb_gpt_take(float *base, size_t *off, size_t n);
 size_t zb_gpt_layer_carve(const zb_stage *st, float *base, zb_layer_acts *a);
+/* Only what F writes (ln1 .. fch_gelu; the gradients NULL). */
+size_t zb_gpt_layer_carve_fwd(const zb_stage *st, float *base,
+                              zb_layer_acts *a);
+/* The F part at fbase and the B part at bbase (either may be NULL: only
+ * counts); the floats of the B part into *b_floats; returns the F part's. */
 size_t zb_gpt_slot_carve(const zb_stage *st, const zb_gpt_chunk *ck,
-                         float *base, zb_slot_view *sv);
+                         float *fbase, float *bbase, zb_slot_view *sv,
+                         size_t *b_floats);
+/* Slot `slot` (F part) with B part `bslot` (-1: none yet). */
 void zb_gpt_slot_get(const zb_stage *st, const zb_gpt_chunk *ck, int slot,
-                     zb_slot_view *sv);
+                     int bslot, zb_slot_view *sv);
+/* Gradient wrt resid[l] of a slot, l in [0, L]. */
+float *zb_gpt_dresid(const zb_stage *st, const zb_gpt_chunk *ck,
+                     const zb_slot_view *sv, int l);
 
 /* gpt_layout.c: slot bookkeeping the set-up and the passes share */
 bool zb_gpt_bad_index(const zb_stage *st, int c, int mb);
 int zb_gpt_slot_acquire(zb_stage *st, int c, int mb);
 void zb_gpt_slot_release(zb_stage *st, int c, int s);
+/* The B part of (c, mb) (full recompute), taken at B, given back with the
+ * slot by zb_gpt_slot_release; -1 if none is free. */
+int zb_gpt_bslot_acquire(zb_stage *st, int c, int mb);
 
 /* gpt_passes.c: the passes, untimed (gpt.c brackets them) */
 zb_status zb_gpt_forward(zb_stage *st, int c, int mb, const int *tokens,

@@ -12,6 +12,11 @@
  *   B  input gradients only, last block to first; keeps the dout of every
  *      linear layer and LayerNorm in the microbatch's slot for W.
  *   W  all weight gradients (+=) from what F and B kept; embedding last.
+ * Recompute (gpt.h, zb_slot_view): selective keeps no attention
+ * probabilities, B rebuilds each block's (attn_fwd, one layer at a time);
+ * full keeps only the blocks' inputs, B rebuilds each block's activations
+ * up to the GELU from its input just before that block's backward. Both
+ * run the forward's ops on the same inputs: bit-identical to none.
  * TP (Megatron): the partial outputs of proj and fc2 (row-parallel) are
  * all-reduced in F before the replicated bias and the residual are added;
  * the partial input gradients of qkv and fc (column-parallel) are
@@ -65,6 +70,14 @@ static void layer_params_get(const zb_stage *st, float *base,
 static void layer_acts_get(const zb_stage *st, const zb_gpt_chunk *ck,
                            const zb_slot_view *sv, int l, zb_layer_acts *a) {
     zb_gpt_layer_carve(st, sv->layers + (size_t)l * ck->layer_floats, a);
+}
+
+/* Where F writes block l's activations: its slot, or under full recompute
+ * the one-layer scratch (B rebuilds them into the slot's B part). */
+static void layer_acts_fwd(const zb_stage *st, const zb_gpt_chunk *ck,
+                           const zb_slot_view *sv, int l, zb_layer_acts *a) {
+    if (st->rc == ZB_RECOMPUTE_FULL) zb_gpt_layer_carve_fwd(st, st->rc_layer, a);
+    else layer_acts_get(st, ck, sv, l, a);
 }
 
 static float *resid_at(const zb_stage *st, float *buf, int l) {
@@ -138,10 +151,11 @@ static zb_status copy(zb_stage *st, float *dst, const float *src, size_t n,
 
 /* ---- one block ---- */
 
-/* x, out [N, C] */
-static zb_status layer_forward(zb_stage *st, const layer_params *w,
-                               const zb_layer_acts *a, const float *x,
-                               float *out, zb_err *err) {
+/* The block's forward from x [N, C] up to the GELU: everything B and W
+ * read (F, and B under full recompute). */
+static zb_status layer_forward_in(zb_stage *st, const layer_params *w,
+                                  const zb_layer_acts *a, const float *x,
+                                  zb_err *err) {
     int N = st->N, C = st->C, Cl = st->Cl, Fl = st->Fl;
     OP(ln_fwd, a->ln1, a->ln1_mean, a->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
     ZB_TRY(linear_fwd(st, a->qkv, a->ln1, w->qkvw, w->qkvb, N, C, 3 * Cl,
@@ -153,12 +167,33 @@ static zb_status layer_forward(zb_stage *st, const layer_params *w,
     OP(residual_add, a->res2, x, st->partial, w->projb, N, C);
     OP(ln_fwd, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, w->ln2w, w->ln2b, N,
        C);
-    ZB_TRY(linear_fwd(st, a->fch, a->ln2, w->fcw, w->fcb, N, C, Fl, Fl,
-                      a->fch_gelu, err));
+    return linear_fwd(st, a->fch, a->ln2, w->fcw, w->fcb, N, C, Fl, Fl,
+                      a->fch_gelu, err);
+}
+
+/* x, out [N, C] */
+static zb_status layer_forward(zb_stage *st, const layer_params *w,
+                               const zb_layer_acts *a, const float *x,
+                               float *out, zb_err *err) {
+    int N = st->N, C = st->C, Fl = st->Fl;
+    ZB_TRY(layer_forward_in(st, w, a, x, err));
     ZB_TRY(linear_fwd(st, st->partial, a->fch_gelu, w->fc2w, NULL, N, Fl, C, C,
                       NULL, err));
     ZB_TRY(tp_allreduce(st, st->partial, (size_t)N * C, err));
     OP(residual_add, out, a->res2, st->partial, w->fc2b, N, C);
+    return ZB_OK;
+}
+
+/* What B of a block needs that F did not keep (recompute): full rebuilds
+ * the block's activations from x, selective the attention's saved floats
+ * (its output goes to datty, overwritten later in B). */
+static zb_status layer_recompute(zb_stage *st, const layer_params *w,
+                                 const zb_layer_acts *a, const float *x,
+                                 zb_err *err) {
+    if (st->rc == ZB_RECOMPUTE_FULL) return layer_forward_in(st, w, a, x, err);
+    if (st->rc == ZB_RECOMPUTE_SELECTIVE)
+        OP(attn_fwd, st->datty, a->att, a->qkv, st->B, st->T, st->Cl,
+           st->NHl);
     return ZB_OK;
 }
 
@@ -257,7 +292,7 @@ static zb_status head_backward_b(zb_stage *st, const zb_gpt_chunk *ck,
                                  const zb_slot_view *sv, zb_err *err) {
     int N = st->N, C = st->C;
     const float *h = resid_at(st, sv->resid, ck->n_layers);
-    float *dh = resid_at(st, sv->dresid, ck->n_layers);
+    float *dh = zb_gpt_dresid(st, ck, sv, ck->n_layers);
     ZB_TRY(zero(st, sv->dlnf, (size_t)N * C, err));
     ZB_TRY(linear_bwd_input(st, sv->dlnf, sv->dlogits,
                             tensor(st, st->params, ck->pc.head), N, C, st->Vv,
@@ -294,15 +329,17 @@ static zb_status check_ids(const zb_stage *st, const int *ids, const char *what,
     return ZB_OK;
 }
 
-/* Buffer 0 (grad = false: resid, else dresid) or L of (c, mb)'s slot. */
+/* Buffer 0 (grad = false: resid, else its gradient) or L of (c, mb)'s
+ * slot; the gradient of resid[0] under full recompute is in the B part. */
 static float *slot_buffer(zb_stage *st, int c, int mb, bool grad, bool last) {
     if (zb_gpt_bad_index(st, c, mb)) return NULL;
     zb_gpt_chunk *ck = &st->chunks[c];
-    int s = ck->sl.slot_of[mb];
+    int s = ck->sl.slot_of[mb], bs = ck->bsl.slot_of[mb];
     if (s < 0) return NULL;
     zb_slot_view sv;
-    zb_gpt_slot_get(st, ck, s, &sv);
-    return resid_at(st, grad ? sv.dresid : sv.resid, last ? ck->n_layers : 0);
+    zb_gpt_slot_get(st, ck, s, bs, &sv);
+    int l = last ? ck->n_layers : 0;
+    return grad ? zb_gpt_dresid(st, ck, &sv, l) : resid_at(st, sv.resid, l);
 }
 
 /* Input of F: the embedding, or the previous chunk's output on this rank. */
@@ -349,13 +386,13 @@ zb_status zb_gpt_forward(zb_stage *st, int c, int mb, const int *tokens,
     if (ck->sl.state[s] != ZB_SLOT_TAKEN)
         return zb_fail(err, ZB_ERUNTIME, "F on chunk %d mb %d twice", c, mb);
     zb_slot_view sv;
-    zb_gpt_slot_get(st, ck, s, &sv);
+    zb_gpt_slot_get(st, ck, s, -1, &sv);
     ZB_TRY(forward_input(st, c, mb, tokens, &sv, err));
     for (int l = 0; l < ck->n_layers; l++) {
         layer_params w;
         zb_layer_acts a;
         layer_params_get(st, st->params, ck, l, &w);
-        layer_acts_get(st, ck, &sv, l, &a);
+        layer_acts_fwd(st, ck, &sv, l, &a);
         ZB_TRY(layer_forward(st, &w, &a, resid_at(st, sv.resid, l),
                              resid_at(st, sv.resid, l + 1), err));
     }
@@ -375,24 +412,31 @@ zb_status zb_gpt_backward_b(zb_stage *st, int c, int mb, zb_err *err) {
                        "(v=%d, m=%d)", c, mb, st->v, st->m);
     zb_gpt_chunk *ck = &st->chunks[c];
     ZB_TRY(zb_slots_expect(&ck->sl, c, mb, ZB_SLOT_FWD, "B", &s, err));
+    int bs = -1;
+    if (st->rc == ZB_RECOMPUTE_FULL && (bs = zb_gpt_bslot_acquire(st, c, mb)) < 0)
+        return zb_fail(err, ZB_ERUNTIME, "no free recompute slot on chunk %d "
+                       "for mb %d (the plan allows %d between B and W)", c, mb,
+                       ck->bsl.n);
     zb_slot_view sv;
-    zb_gpt_slot_get(st, ck, s, &sv);
+    zb_gpt_slot_get(st, ck, s, bs, &sv);
     if (ck->head) ZB_TRY(head_backward_b(st, ck, &sv, err));
     for (int l = ck->n_layers - 1; l >= 0; l--) {
         layer_params w;
         zb_layer_acts a;
+        const float *x = resid_at(st, sv.resid, l);
         layer_params_get(st, st->params, ck, l, &w);
         layer_acts_get(st, ck, &sv, l, &a);
-        ZB_TRY(layer_backward_b(st, &w, &a, resid_at(st, sv.resid, l),
-                                resid_at(st, sv.dresid, l + 1),
-                                resid_at(st, sv.dresid, l), err));
+        ZB_TRY(layer_recompute(st, &w, &a, x, err));
+        ZB_TRY(layer_backward_b(st, &w, &a, x, zb_gpt_dresid(st, ck, &sv, l + 1),
+                                zb_gpt_dresid(st, ck, &sv, l), err));
     }
     if (ck->prev >= 0) { /* hand grad_out to the chunk before, on this rank */
         float *dst = slot_buffer(st, ck->prev, mb, true, true);
         if (!dst)
             return zb_fail(err, ZB_ERUNTIME, "B on chunk %d mb %d: chunk %d "
                            "holds no activations for it", c, mb, ck->prev);
-        ZB_TRY(copy(st, dst, sv.dresid, (size_t)st->N * st->C, err));
+        ZB_TRY(copy(st, dst, zb_gpt_dresid(st, ck, &sv, 0),
+                    (size_t)st->N * st->C, err));
     }
     ck->sl.state[s] = ZB_SLOT_BWD;
     return ZB_OK;
@@ -406,7 +450,7 @@ zb_status zb_gpt_backward_w(zb_stage *st, int c, int mb, zb_err *err) {
     zb_gpt_chunk *ck = &st->chunks[c];
     ZB_TRY(zb_slots_expect(&ck->sl, c, mb, ZB_SLOT_BWD, "W", &s, err));
     zb_slot_view sv;
-    zb_gpt_slot_get(st, ck, s, &sv);
+    zb_gpt_slot_get(st, ck, s, zb_slots_owned(&ck->bsl, mb), &sv);
     if (ck->head) ZB_TRY(head_backward_w(st, ck, &sv, err));
     for (int l = ck->n_layers - 1; l >= 0; l--) {
         layer_params g;
@@ -414,13 +458,14 @@ zb_status zb_gpt_backward_w(zb_stage *st, int c, int mb, zb_err *err) {
         layer_params_get(st, st->grads, ck, l, &g);
         layer_acts_get(st, ck, &sv, l, &a);
         ZB_TRY(layer_backward_w(st, &g, &a, resid_at(st, sv.resid, l),
-                                resid_at(st, sv.dresid, l + 1), err));
+                                zb_gpt_dresid(st, ck, &sv, l + 1), err));
     }
     if (ck->embed) {
-        OP(embed_tokens_bwd, tensor(st, st->grads, ck->pc.wte), sv.dresid,
-           sv.tokens, st->v0, st->Vv, st->N, st->C);
-        OP(embed_pos_bwd, tensor(st, st->grads, ck->pc.wpe), sv.dresid, st->B,
-           st->T, st->C);
+        float *d0 = zb_gpt_dresid(st, ck, &sv, 0);
+        OP(embed_tokens_bwd, tensor(st, st->grads, ck->pc.wte), d0, sv.tokens,
+           st->v0, st->Vv, st->N, st->C);
+        OP(embed_pos_bwd, tensor(st, st->grads, ck->pc.wpe), d0, st->B, st->T,
+           st->C);
     }
     zb_gpt_slot_release(st, c, s);
     return ZB_OK;

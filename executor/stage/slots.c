@@ -3,21 +3,24 @@
 
 #include <stdlib.h>
 
-/* Most microbatches in flight on chunk c of rank's action list. */
-static int max_in_flight(const zb_schedule *s, int rank, int c) {
+/* Most microbatches in flight on chunk c of rank's action list, from their
+ * F (or from their B/BW: from_b) until their W/BW. */
+static int max_in_flight(const zb_schedule *s, int rank, int c, bool from_b) {
     int cur = 0, peak = 0;
     for (int i = 0; i < s->len[rank]; i++) {
         const zb_action *a = &s->acts[rank][i];
         if (a->chunk != c) continue;
-        if (a->pass == ZB_F && ++cur > peak) peak = cur;
+        bool start = from_b ? a->pass == ZB_B || a->pass == ZB_BW
+                            : a->pass == ZB_F;
+        if (start && ++cur > peak) peak = cur;
         if (a->pass == ZB_W || a->pass == ZB_BW) cur--;
     }
     return peak;
 }
 
 zb_status zb_slots_init(zb_slots *t, const zb_schedule *s, int rank,
-                        int chunk, zb_err *err) {
-    t->n = max_in_flight(s, rank, chunk);
+                        int chunk, bool from_b, zb_err *err) {
+    t->n = max_in_flight(s, rank, chunk, from_b);
     t->m = s->m;
     size_t ns = (size_t)(t->n > 0 ? t->n : 1);
     t->slot_of = (int *)zb_calloc((size_t)t->m, sizeof(int), err);

@@ -10,6 +10,11 @@
  * stale mapping (state FREE) is not an owner. States move FREE -> TAKEN ->
  * FWD (after F) -> BWD (after B) -> FREE, and passes check them so that a
  * wrong order fails instead of overwriting live activations.
+ *
+ * Under full recompute a chunk has a second table for the part of a slot
+ * that B takes (what B rebuilds for W): n_b = the most microbatches in
+ * flight from their B (or BW) until their W (or BW); it uses only the
+ * states FREE and TAKEN.
  */
 #ifndef ZB_SLOTS_H
 #define ZB_SLOTS_H
@@ -32,9 +37,10 @@ typedef struct {
     unsigned char *state;   /* [max(n, 1)] ZB_SLOT_* */
 } zb_slots;
 
-/* The table of chunk `chunk` of pipeline rank `rank` of schedule s. */
+/* The table of chunk `chunk` of pipeline rank `rank` of schedule s:
+ * microbatches held from F (from_b false) or from B (true) until W. */
 zb_status zb_slots_init(zb_slots *t, const zb_schedule *s, int rank,
-                        int chunk, zb_err *err);
+                        int chunk, bool from_b, zb_err *err);
 void zb_slots_free(zb_slots *t);
 
 /* Slot of mb, taking a free one on first touch (*taken true then, for the

@@ -3,6 +3,10 @@
 #   - on the cpu device the planner's predicted peak per pipeline rank is
 #     within 10% of what zbrun's stages allocate (report.yaml), for the
 #     tiny model and a 12-layer variant, over schedules, pp, tp and dp;
+#   - the same with recompute selective and full (pp 1, pp 2 zb-h1, pp 4
+#     zb-v, tp 2), whose measured peaks fall: selective below none on every
+#     pipeline rank, full at most selective, and below it on rank 0 (which
+#     holds more than one microbatch between F and B);
 #   - zbrun refuses at start-up, exit 2 and one line, a plan that cannot
 #     fit the memory it may use (a GPU plan under ulimit -v 8 GiB, and
 #     against MemAvailable on hosts with less than 200 GiB available),
@@ -45,6 +49,26 @@ check models/tiny.yaml --pp 2 --tp 2 --schedule zb-h1
 check models/tiny.yaml --dp 2 --pp 2 --schedule zb-h2
 check "$tmp/tiny12.yaml" --pp 1
 check "$tmp/tiny12.yaml" --pp 3 --schedule zb-h1
+
+# recompute: predicted within 10% as above, and the measured peaks fall
+check_rc() { # zbplan options
+    for rc in none selective full; do
+        check models/tiny.yaml "$@" --set training.recompute=$rc
+        cp "$tmp/r.yaml" "$tmp/r_$rc.yaml"
+    done
+    python3 - "$tmp"/r_{none,selective,full}.yaml <<'PY' && ok || bad "recompute $*: measured peaks do not fall"
+import sys, yaml
+none, sel, full = ([k["peak_mem_bytes"] for k in yaml.safe_load(open(f))["pipeline_ranks"]]
+                   for f in sys.argv[1:])
+assert all(s < n for s, n in zip(sel, none)), (none, sel)
+assert all(f <= s for f, s in zip(full, sel)), (sel, full)
+assert len(full) == 1 or full[0] < sel[0], (sel, full)
+PY
+}
+check_rc --pp 1
+check_rc --pp 2 --schedule zb-h1
+check_rc --pp 4 --schedule zb-v
+check_rc --pp 2 --tp 2 --schedule zb-h1
 
 # a GPU plan on the cpu backend: under an 8 GiB address-space limit, and
 # (the sanitizer builds cannot start under ulimit -v) against MemAvailable

@@ -9,6 +9,10 @@
 #     YAML with one entry per step and per pipeline rank, the trace as JSON
 #     with an "X" event per compute action of the kept steps, the SVG as XML
 #     with both panels;
+#   - recompute selective and full give recompute none's step lines and
+#     exported weights bit for bit at pp 1, pp 4 zb-v, tp 2 (vocabulary 257:
+#     a padded row) and dp 2 x pp 2, and print no note that recompute is
+#     not executed;
 #   - optimizer post-validation: stepping before the world check and rolling
 #     back (ZB_POSTVAL=1, every rank whose own numbers allow it) gives the
 #     synchronous step's (ZB_POSTVAL=0) step lines and exported weights
@@ -105,6 +109,28 @@ svg = ET.parse(sys.argv[4]).getroot()
 text = " ".join(t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text"))
 assert "planned" in text and "executed" in text and "W (weight grad)" in text
 EOF
+
+# ---- recompute changes no bit ------------------------------------------------
+rc_layout() { # name, then zbplan options
+    local name=$1; shift
+    for rc in none selective full; do
+        "$BIN/zbplan" models/tiny.yaml -o "$tmp/rc.yaml" -q "$@" \
+            --set training.recompute=$rc || bad "zbplan $name $rc failed"
+        "$BIN/zbrun" "$tmp/rc.yaml" --steps 3 --threads 1 --export "$tmp/rc_$rc.bin" \
+            >"$tmp/rc_$rc.out" 2>&1 || bad "$name recompute $rc run failed"
+        grep '^step ' "$tmp/rc_$rc.out" | sed -E 's/ tokens_per_s.*//' >"$tmp/rc_$rc.steps" || true
+    done
+    [ "$(wc -l <"$tmp/rc_none.steps")" = 3 ] || bad "$name: no step lines"
+    for rc in selective full; do
+        cmp -s "$tmp/rc_none.steps" "$tmp/rc_$rc.steps" || bad "$name: recompute $rc changed the step lines"
+        cmp -s "$tmp/rc_none.bin" "$tmp/rc_$rc.bin" || bad "$name: recompute $rc changed the weights"
+        ! grep -q "recompute" "$tmp/rc_$rc.out" || bad "$name: a note about recompute: $(grep recompute "$tmp/rc_$rc.out")"
+    done
+}
+rc_layout "pp 1" --pp 1 --dp 1 --tp 1 --schedule 1f1b
+rc_layout "pp 4 zb-v" --pp 4 --dp 1 --tp 1 --schedule zb-v
+rc_layout "tp 2" --pp 1 --dp 1 --tp 2 --set model.vocab=257
+rc_layout "dp 2 x pp 2" --pp 2 --dp 2 --tp 1 --schedule zb-h1
 
 # ---- post-validation: speculative steps and roll-backs change no bit -----
 "$BIN/zbplan" models/tiny.yaml -o "$tmp/pv.yaml" -q --pp 2 --dp 2 --tp 1 \

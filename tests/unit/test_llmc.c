@@ -11,7 +11,9 @@
  *    step's training loss and the initial validation loss must equal a
  *    direct computation here (a plain double-precision GPT-2 forward over
  *    the checkpoint's tensors in llm.c's layout, on the sequential batches)
- *    within 1e-5 relative.
+ *    within 1e-5 relative; with recompute selective and full the second
+ *    step's loss and the final validation loss equal recompute none's bit
+ *    for bit.
  *  - A checkpoint whose shapes differ from the model file's: one line
  *    naming both values (ZB_EINPUT); shapes left out come from it.
  */
@@ -357,6 +359,17 @@ START_TEST(test_first_step_loss) {
                       "%s dp%d tp%d pp%d: val loss %.9g, direct %.9g", l->sched, l->dp,
                       l->tp, l->pp, res.val_loss[0], want_val);
         ck_assert(res.val_loss[1] < res.val_loss[0]);
+        /* recompute selective and full: the same bits after a step */
+        for (int rc = ZB_RECOMPUTE_SELECTIVE; rc <= ZB_RECOMPUTE_FULL; rc++) {
+            p.model.train.recompute = (zb_recompute)rc;
+            zb_run_result r2;
+            ck_assert_msg(zb_run(&p, &o, &r2, &err) == ZB_OK, "%s", err.msg);
+            ck_assert_msg(r2.loss[1] == res.loss[1] && r2.val_loss[1] == res.val_loss[1],
+                          "%s dp%d tp%d pp%d recompute %d: loss %.9g val %.9g, "
+                          "none %.9g %.9g", l->sched, l->dp, l->tp, l->pp, rc,
+                          r2.loss[1], r2.val_loss[1], res.loss[1], res.val_loss[1]);
+            zb_run_result_free(&r2);
+        }
         zb_run_result_free(&res);
         zb_plan_free(&p);
     }

@@ -67,6 +67,35 @@ START_TEST(two_stage_timeline) {
 }
 END_TEST
 
+/* M_W > M_B (full recomputation): B adds M_W - M_B, and a fused BW holds
+ * that rise while it runs before freeing M_B; with M_W < M_B a BW only
+ * frees. One rank, F=1, B=2, W=1. */
+START_TEST(bw_memory_rise) {
+    const char *bw[] = {"F0 F1 BW0 BW1"}, *split[] = {"F0 F1 B0 W0 B1 W1"};
+    double mb[] = {2, 10}, mw[] = {5, 4};
+    double want_bw[] = {4 + 3, 20}, want_split[] = {4 + 3, 20};
+    for (int k = 0; k < 2; k++)
+        for (int sp = 0; sp < 2; sp++) {
+            zb_schedule s;
+            build(&s, 1, 2, 1, ZB_PLACE_LOOP, sp ? split : bw);
+            zb_costs c;
+            zb_err err;
+            ck_assert_int_eq(zb_costs_uniform(&c, 1, 1, 2, 1, 0, mb[k], mw[k], &err),
+                             ZB_OK);
+            zb_sim_result res;
+            ck_assert_int_eq(zb_simulate(&s, &c, &res, &err), ZB_OK);
+            ck_assert_double_eq_tol(res.peak_mem[0], sp ? want_split[k] : want_bw[k],
+                                    1e-12);
+            double mk, pk;
+            ck_assert_int_eq(zb_simulate_fast(&s, &c, NULL, &mk, &pk, &err), ZB_OK);
+            ck_assert_double_eq_tol(pk, res.peak_mem[0], 1e-12);
+            zb_sim_result_free(&res);
+            zb_costs_free(&c);
+            zb_schedule_free(&s);
+        }
+}
+END_TEST
+
 static void expect_error(int p, int m, int v, zb_placement pl,
                          const char *const *ranks, const char *msg) {
     zb_schedule s;
@@ -258,6 +287,7 @@ int main(void) {
     Suite *su = suite_create("sim");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, two_stage_timeline);
+    tcase_add_test(tc, bw_memory_rise);
     tcase_add_test(tc, rejects_bad_schedules);
     tcase_add_test(tc, deadlock_between_ranks);
     tcase_add_test(tc, b_can_raise_memory);

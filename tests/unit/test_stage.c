@@ -7,6 +7,9 @@
  *    moving act_out -> act_in and grad_out -> grad_in itself;
  *  - TP = 2 on two threads with the local transport equals TP = 1;
  *  - every layout starts from the identical full model;
+ *  - recompute selective and full give recompute none's loss and
+ *    gradients bit for bit (pp 1, pp 2 V placement, interleaved, an empty
+ *    middle stage, TP 2; split and fused BW), and hold less memory;
  *  - slots, out-of-order passes, AdamW by hand, grad norm ownership,
  *    checkpoints.
  * Plans are built in memory (spans and a schedule), no plan file. */
@@ -27,6 +30,7 @@
 typedef struct {
     int layers, C, NH, F, T, V, B, m, pp, v, tp;
     bool tied;
+    zb_recompute rc;
     zb_placement pl;
     int split[2 * MAXR]; /* layers per virtual stage */
 } spec;
@@ -53,6 +57,7 @@ static void plan_build(zb_plan *p, const spec *s) {
     a->vocab = s->V;
     a->tied_embeddings = s->tied;
     p->model.train.seed = 1234;
+    p->model.train.recompute = s->rc;
     p->model.train.global_batch = s->B * s->m;
     p->model.train.opt = (zb_optim){.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95,
                                     .eps = 1e-8, .weight_decay = 0.1};
@@ -488,11 +493,12 @@ typedef struct {
     const int *tok, *tgt;
     zb_stage *st;
     double loss;
+    bool fused; /* BW, else B then W */
 } tp_arg;
 
 static void *tp_thread(void *p) {
     tp_arg *a = p;
-    a->loss = run_step(&a->st, a->plan, a->tok, a->tgt, true);
+    a->loss = run_step(&a->st, a->plan, a->tok, a->tgt, !a->fused);
     return NULL;
 }
 
@@ -585,6 +591,149 @@ START_TEST(test_padded_logits_stride) {
     plan_release(&p);
     check_tp(4, false);
     unsetenv("ZB_LOGITS_ALIGN");
+}
+END_TEST
+
+/* ---- (f) recompute: the same bits, less memory ---- */
+
+typedef struct {
+    zb_plan plan;
+    zb_stage *st[MAXR];
+    zb_local_world *w;
+    tp_arg args[MAXR];
+    double loss;
+} layout_run;
+
+/* One step of layout s (pp > 1 or tp > 1 on threads, not both) on the
+ * tokens of s's reference. */
+static void layout_step(layout_run *lr, const spec *s, const int *tok,
+                        const int *tgt, bool split) {
+    plan_build(&lr->plan, s);
+    lr->w = NULL;
+    if (s->tp == 1) {
+        for (int r = 0; r < s->pp; r++)
+            lr->st[r] = stage_make(&lr->plan, r, 0, NULL, NULL);
+        lr->loss = run_step(lr->st, &lr->plan, tok, tgt, split);
+        return;
+    }
+    zb_err err;
+    ck_assert_int_eq(s->pp, 1);
+    ck_assert_int_eq(zb_local_world_new(s->tp, 4, (size_t)s->B * s->T * s->C,
+                                        0, &lr->w, &err), ZB_OK);
+    zb_group g = {.id = 1, .n = s->tp, .first = 0, .stride = 1};
+    pthread_t th[MAXR];
+    for (int r = 0; r < s->tp; r++) {
+        lr->args[r] = (tp_arg){.plan = &lr->plan, .w = lr->w, .g = g,
+                               .rank = r, .tok = tok, .tgt = tgt};
+        lr->st[r] = lr->args[r].st =
+            stage_make(&lr->plan, 0, r, zb_local_transport(lr->w, r),
+                       &lr->args[r].g);
+    }
+    for (int r = 0; r < s->tp; r++) {
+        lr->args[r].fused = !split;
+        ck_assert_int_eq(pthread_create(&th[r], NULL, tp_thread, &lr->args[r]), 0);
+    }
+    for (int r = 0; r < s->tp; r++) pthread_join(th[r], NULL);
+    lr->loss = lr->args[0].loss;
+}
+
+static int layout_ranks(const spec *s) { return s->tp > 1 ? s->tp : s->pp; }
+
+static void layout_free(layout_run *lr, const spec *s) {
+    for (int r = 0; r < layout_ranks(s); r++) zb_stage_free(lr->st[r]);
+    if (lr->w) zb_local_world_free(lr->w);
+    plan_release(&lr->plan);
+}
+
+/* Highest activation peak over the layout's ranks. */
+static double layout_peak(const layout_run *lr, const spec *s) {
+    double pk = 0;
+    for (int r = 0; r < layout_ranks(s); r++)
+        pk = fmax(pk, zb_stage_act_peak_bytes(lr->st[r]));
+    return pk;
+}
+
+/* Layout s with recompute none, selective and full: the same loss and
+ * gradients bit for bit; the peak activation memory falls (fused BW: each
+ * microbatch's rebuilt part lives only inside its BW). */
+static void check_recompute(spec s) {
+    size_t n = (size_t)s.m * s.B * s.T;
+    int *tok = calloc(n, sizeof *tok), *tgt = calloc(n, sizeof *tgt);
+    make_tokens(&s, tok, tgt);
+    for (int split = 0; split < 2; split++) {
+        layout_run lr[3];
+        double peak[3];
+        for (int k = 0; k < 3; k++) {
+            spec sk = s;
+            sk.rc = (zb_recompute)k; /* none, selective, full */
+            layout_step(&lr[k], &sk, tok, tgt, split);
+            peak[k] = layout_peak(&lr[k], &sk);
+        }
+        for (int k = 1; k < 3; k++) {
+            ck_assert_msg(lr[k].loss == lr[0].loss, "recompute %d split %d: "
+                          "loss %.9g vs %.9g", k, split, lr[k].loss, lr[0].loss);
+            for (int r = 0; r < layout_ranks(&s); r++) {
+                size_t n0, nk;
+                float *g0 = zb_stage_grads(lr[0].st[r], &n0);
+                float *gk = zb_stage_grads(lr[k].st[r], &nk);
+                ck_assert_uint_eq(n0, nk);
+                ck_assert_msg(memcmp(g0, gk, n0 * sizeof *g0) == 0,
+                              "recompute %d split %d rank %d: gradients differ",
+                              k, split, r);
+                ck_assert(zb_stage_grad_sumsq(lr[k].st[r]) > 0 ||
+                          s.tp > 1);
+            }
+        }
+        ck_assert_msg(peak[1] < peak[0], "selective %g vs none %g", peak[1],
+                      peak[0]);
+        if (split) /* all B before any W: every rebuilt part is held */
+            ck_assert_msg(peak[2] <= peak[1], "full %g vs selective %g",
+                          peak[2], peak[1]);
+        else
+            ck_assert_msg(peak[2] < peak[1], "full %g vs selective %g",
+                          peak[2], peak[1]);
+        for (int k = 0; k < 3; k++) {
+            spec sk = s;
+            sk.rc = (zb_recompute)k;
+            layout_free(&lr[k], &sk);
+        }
+    }
+    free(tok);
+    free(tgt);
+}
+
+START_TEST(test_recompute_pp1) { check_recompute(base_spec(3)); }
+END_TEST
+
+START_TEST(test_recompute_v_two_ranks) {
+    spec s = base_spec(4);
+    s.pp = 2;
+    s.v = 2;
+    s.pl = ZB_PLACE_V;
+    for (int i = 0; i < 4; i++) s.split[i] = 1;
+    check_recompute(s);
+}
+END_TEST
+
+START_TEST(test_recompute_interleaved_empty) {
+    spec s = base_spec(4);
+    s.pp = 2;
+    s.v = 2;
+    s.split[0] = 2; /* rank 0: vstages 0 (2 layers), 2 (none); rank 1: 1, 3 */
+    s.split[1] = 1;
+    s.split[2] = 0;
+    s.split[3] = 1;
+    check_recompute(s);
+}
+END_TEST
+
+START_TEST(test_recompute_tp2) {
+    spec s = base_spec(2);
+    s.NH = 4;
+    s.C = 16;
+    s.F = 24;
+    s.tp = 2; /* V = 13: vocabulary padding on rank 1 */
+    check_recompute(s);
 }
 END_TEST
 
@@ -844,6 +993,10 @@ static Suite *stage_suite(void) {
     tcase_add_test(tc, test_tp2_equals_tp1);
     tcase_add_test(tc, test_tp4_untied_vocab_padding);
     tcase_add_test(tc, test_padded_logits_stride);
+    tcase_add_test(tc, test_recompute_pp1);
+    tcase_add_test(tc, test_recompute_v_two_ranks);
+    tcase_add_test(tc, test_recompute_interleaved_empty);
+    tcase_add_test(tc, test_recompute_tp2);
     tcase_add_test(tc, test_slot_bound_and_order);
     tcase_add_test(tc, test_bad_shapes);
     tcase_add_test(tc, test_adamw_by_hand);
