@@ -509,9 +509,7 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     zb_ckpt_use ck = {pr_dir(a), a->ckpt_every > 0, a->resume, a->overwrite_ckpt};
     zb_status st = writer ? zb_run_check_outputs(a->plan_path, &plan, &outs, err) : ZB_OK;
     if (st == ZB_OK)
-        st = zb_run_preflight(writer ? a->report : NULL, writer ? a->trace : NULL,
-                              writer ? a->svg : NULL, writer ? &ck : NULL,
-                              here, threads, &lock_fd, err);
+        st = zb_run_preflight(writer ? &ck : NULL, here, threads, &lock_fd, err);
     zb_metrics metrics;   /* checked with the other outputs above */
     if (st == ZB_OK && writer && a->metrics)
         st = zb_metrics_open(&metrics, a->metrics, a->mfmt, a->resume, err);

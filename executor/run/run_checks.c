@@ -37,18 +37,14 @@ static bool lock_holder(void) {
     return true;
 }
 
-zb_status zb_run_preflight(const char *report, const char *trace, const char *svg,
-                           const zb_ckpt_use *ck, int world, int threads,
+zb_status zb_run_preflight(const zb_ckpt_use *ck, int world, int threads,
                            int *lock_fd, zb_err *err) {
-    static const char *const names[] = {"--report", "--trace", "--svg"};
-    const char *const paths[] = {report, trace, svg};
     *lock_fd = -1;
     if (threads > ZB_MAX_THREADS_PER_RANK || (long long)threads * world > ZB_MAX_THREADS_TOTAL)
         return zb_fail(err, ZB_EINPUT, "--threads %d is too many: at most %d per "
                        "rank and %d in all (%d ranks here)", threads,
                        ZB_MAX_THREADS_PER_RANK, ZB_MAX_THREADS_TOTAL, world);
     ZB_TRY(zb_memlimit_prepare(world, threads, err));
-    ZB_TRY(zb_preflight_outputs(names, paths, 3, err));
     if (ck && ck->dir && (ck->writes || ck->resume) && lock_holder())
         ZB_TRY(zb_preflight_checkpoints(ck->dir, ck->writes,
                                         !ck->resume && !ck->overwrite, lock_fd, err));

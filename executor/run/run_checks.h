@@ -29,16 +29,14 @@ typedef struct {
 } zb_ckpt_use;
 
 /* Before the first step: threads per rank within the limits above, room
- * under a memory limit (memlimit.h), the output paths (NULL: not asked
- * for), and when ck is not NULL the checkpoint folder (preflight.h:
- * locked into *lock_fd, exclusively when the run writes checkpoints,
- * shared when it only resumes; a fresh run refuses a folder holding a
+ * under a memory limit (memlimit.h), and when ck is not NULL the
+ * checkpoint folder (preflight.h: locked into *lock_fd, exclusively when
+ * the run writes checkpoints, shared when it only resumes; a fresh run refuses a folder holding a
  * checkpoint unless ck->overwrite), under a launcher by the process of
  * rank 0 only (the launcher's OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK,
- * SLURM_PROCID or RANK). Bad options and paths are ZB_EINPUT naming the
- * option. */
-zb_status zb_run_preflight(const char *report, const char *trace, const char *svg,
-                           const zb_ckpt_use *ck, int world, int threads,
+ * SLURM_PROCID or RANK). Bad options and folders are ZB_EINPUT naming
+ * the option. The output files are zb_run_check_outputs's. */
+zb_status zb_run_preflight(const zb_ckpt_use *ck, int world, int threads,
                            int *lock_fd, zb_err *err);
 
 /* The files zbrun writes at the end (NULL: not asked for). */

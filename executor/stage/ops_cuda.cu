@@ -51,6 +51,9 @@ struct cu_ops {
     int wgrad_rows, wgrad_cols;
     bool attn_gemm;           /* attention as GEMMs + softmax kernels */
     float *wgrad_scratch;     /* zb_cuda_wgrad_scratch_floats(rows, cols) */
+    void *embed_scratch;      /* the embedding backward's sort, for
+                                 wgrad_rows positions */
+    size_t embed_scratch_bytes;
     size_t upload_bytes;
     char *staged;             /* pinned [ZB_UPLOAD_RING, upload_bytes] */
     cudaEvent_t staged_done[ZB_UPLOAD_RING];
@@ -355,8 +358,13 @@ static zb_status o_embed_add_pos(void *ctx, float *out, const float *wpe,
 static zb_status o_embed_tokens_bwd(void *ctx, float *dwtel, const float *dout,
                                     const int *tokens, int v0, int nv, int N,
                                     int C, zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (N > o->wgrad_rows)
+        return zb_fail(err, ZB_ERUNTIME, "embedding backward of %d positions: "
+                       "the CUDA ops were sized for %d", N, o->wgrad_rows);
     ZB_KERNEL(zb_cuda_embed_tokens_backward(dwtel, dout, tokens, v0, nv, N, C,
-                                            X(ctx)->stream));
+                                            o->embed_scratch,
+                                            o->embed_scratch_bytes, o->stream));
     return ZB_OK;
 }
 static zb_status o_embed_pos_bwd(void *ctx, float *dwpe, const float *dout,
@@ -483,6 +491,7 @@ static void o_destroy(void *ctx) {
     if (o->workspace) cudaFree(o->workspace);
     if (o->sum_scratch) cudaFree(o->sum_scratch);
     if (o->wgrad_scratch) cudaFree(o->wgrad_scratch);
+    if (o->embed_scratch) cudaFree(o->embed_scratch);
     if (o->blas) cublasDestroy(o->blas);
     if (o->stream) cudaStreamDestroy(o->stream);
     free(o);
@@ -524,6 +533,8 @@ static zb_status device_init(cu_ops *o, zb_err *err) {
                        zb_cuda_wgrad_scratch_floats(o->wgrad_rows,
                                                     o->wgrad_cols) *
                            sizeof(float)));
+    ZB_CUDA(zb_cuda_embed_scratch_bytes(o->wgrad_rows, &o->embed_scratch_bytes));
+    ZB_CUDA(cudaMalloc(&o->embed_scratch, o->embed_scratch_bytes));
     return events_init(o, err);
 }
 

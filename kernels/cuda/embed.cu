@@ -2,12 +2,15 @@
  * kernels/embed.h's shard functions.
  *   tokens [N = B*T]; wtel, dwtel [nv, C] rows [v0, v0 + nv) of the token
  *   table; wpe, dwpe [maxT, C]; out, dout [B, T, C]
- * Backward without atomics: a token can repeat, so each (row, channel) of
- * dwtel has one owner thread walking all positions in order (threads split
- * the shard's rows into ranges); dwpe gets one thread per (t, c) summing
- * over the batch. Deterministic; dwtel sums in the CPU's order.
+ * Backward without float atomics: a token can repeat, so the positions are
+ * sorted by row (CUB's stable radix sort) and each (row, channel) of dwtel
+ * has one owner summing its positions in order; dwpe gets one thread per
+ * (t, c) summing over the batch. Deterministic; dwtel sums in the CPU's
+ * order, so it equals the CPU's bit for bit.
  */
 #include "kernels/cuda/kernels_cuda.h"
+
+#include <cub/device/device_radix_sort.cuh>
 
 #define ZB_EMBED_THREADS 256
 
@@ -29,34 +32,34 @@ __global__ static void embed_add_pos(float *out, const float *wpe, int BT,
     out[i] += wpe[(size_t)(bt % T) * C + c];
 }
 
-/* dwtel: thread (x, y) of block (bx, by) owns channel bx*32 + x of the
- * local rows of range by*ZB_EMBED_VR + y (of ZB_EMBED_VRANGES ranges); it
- * walks all positions in order (token ids staged in shared memory) and
- * adds only those whose local row is in its range. */
-#define ZB_EMBED_VRANGES 64   /* row ranges: parallelism over rows */
-#define ZB_EMBED_VR 8         /* ranges per block (blockDim.y) */
-#define ZB_EMBED_TOK_TILE 1024
+/* dwtel, spread over the chip without float atomics: the positions are
+ * sorted by local row (a stable radix sort, so positions stay in order
+ * within a row), then one block per run of equal rows (a segment) sums
+ * that row's positions in order into dwtel. Each (row, channel) has one
+ * owner adding dwtel + dout[n1] + dout[n2] + ... in increasing n, the
+ * CPU's order: bit-identical to kernels/embed.c. Positions outside the
+ * shard get the key nv and sort last; their segment is skipped. */
+__global__ static void embed_sort_keys(int *key, int *pos, const int *tokens,
+                                       int v0, int nv, int N) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N) return;
+    int k = tokens[i] - v0;
+    key[i] = k >= 0 && k < nv ? k : nv;
+    pos[i] = i;
+}
 
-__global__ static void embed_tokens_backward(float *dwtel, const float *dout,
-                                             const int *tokens, int v0,
-                                             int nv, int N, int C) {
-    __shared__ int tok[ZB_EMBED_TOK_TILE];
-    int c = blockIdx.x * 32 + threadIdx.x;
-    int range = blockIdx.y * ZB_EMBED_VR + threadIdx.y;
-    int per = (nv + ZB_EMBED_VRANGES - 1) / ZB_EMBED_VRANGES;
-    int r0 = range * per, r1 = min(nv, r0 + per);
-    int tid = threadIdx.y * 32 + threadIdx.x, nthr = 32 * ZB_EMBED_VR;
-    for (int b0 = 0; b0 < N; b0 += ZB_EMBED_TOK_TILE) {
-        int nb = min(ZB_EMBED_TOK_TILE, N - b0);
-        for (int i = tid; i < nb; i += nthr) tok[i] = tokens[b0 + i] - v0;
-        __syncthreads();
-        if (c < C)
-            for (int i = 0; i < nb; i++) {
-                int k = tok[i];
-                if (k >= r0 && k < r1)
-                    dwtel[(size_t)k * C + c] += dout[(size_t)(b0 + i) * C + c];
-            }
-        __syncthreads();
+/* Block i starts a segment when key[i] differs from key[i-1]. */
+__global__ static void embed_segment_sum(float *dwtel, const float *dout,
+                                         const int *key, const int *pos,
+                                         int nv, int N, int C) {
+    int i = blockIdx.x, k = key[i];
+    if (k >= nv || (i > 0 && key[i - 1] == k)) return;
+    float *dte = dwtel + (size_t)k * C; /* [C] */
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float acc = dte[c];
+        for (int j = i; j < N && key[j] == k; j++)
+            acc += dout[(size_t)pos[j] * C + c];
+        dte[c] = acc;
     }
 }
 
@@ -95,16 +98,67 @@ extern "C" cudaError_t zb_cuda_embed_add_pos(float *out, const float *wpe,
     return cudaSuccess;
 }
 
-extern "C" cudaError_t zb_cuda_embed_tokens_backward(float *dwtel,
-                                                     const float *dout,
-                                                     const int *tokens, int v0,
-                                                     int nv, int N, int C,
-                                                     cudaStream_t stream) {
+/* Radix-sort bits for keys in [0, nv]. */
+static int key_bits(int nv) {
+    int b = 1;
+    while (b < 31 && (1 << b) <= nv) b++;
+    return b;
+}
+
+/* The scratch of one backward of up to N positions: keys and positions
+ * twice (sort input and output) and CUB's temporary storage, each part
+ * 256-byte aligned. */
+struct embed_scratch {
+    int *key, *pos, *key_out, *pos_out;
+    void *cub;
+    size_t cub_bytes;
+};
+
+static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+static cudaError_t cub_bytes(int N, int bits, size_t *bytes) {
+    *bytes = 0;
+    return cub::DeviceRadixSort::SortPairs(nullptr, *bytes, (int *)nullptr,
+                                           (int *)nullptr, (int *)nullptr,
+                                           (int *)nullptr, N, 0, bits);
+}
+
+extern "C" cudaError_t zb_cuda_embed_scratch_bytes(int N, size_t *bytes) {
+    size_t cb;
+    *bytes = 0;
+    CUDA_CHECK(cub_bytes(N, 32, &cb)); /* 32 bits: the most any shard sorts */
+    *bytes = 4 * align256((size_t)N * sizeof(int)) + align256(cb);
+    return cudaSuccess;
+}
+
+static embed_scratch carve(void *scratch, int N, size_t bytes) {
+    size_t a = align256((size_t)N * sizeof(int));
+    char *p = (char *)scratch;
+    embed_scratch s = {(int *)p, (int *)(p + a), (int *)(p + 2 * a),
+                       (int *)(p + 3 * a), p + 4 * a, bytes - 4 * a};
+    return s;
+}
+
+extern "C" cudaError_t zb_cuda_embed_tokens_backward(
+    float *dwtel, const float *dout, const int *tokens, int v0, int nv, int N,
+    int C, void *scratch, size_t scratch_bytes, cudaStream_t stream) {
     if ((size_t)N * C == 0 || nv <= 0) return cudaSuccess;
-    dim3 grid((C + 31) / 32, ZB_EMBED_VRANGES / ZB_EMBED_VR);
-    dim3 block(32, ZB_EMBED_VR);
-    embed_tokens_backward<<<grid, block, 0, stream>>>(dwtel, dout, tokens, v0,
-                                                      nv, N, C);
+    size_t need;
+    CUDA_CHECK(zb_cuda_embed_scratch_bytes(N, &need));
+    CUDA_CHECK(scratch_bytes < need ? cudaErrorInvalidValue : cudaSuccess);
+    embed_scratch s = carve(scratch, N, scratch_bytes);
+    int bits = key_bits(nv);
+    size_t cb;
+    CUDA_CHECK(cub_bytes(N, bits, &cb));
+    CUDA_CHECK(cb > s.cub_bytes ? cudaErrorInvalidValue : cudaSuccess);
+    embed_sort_keys<<<blocks_for((size_t)N), ZB_EMBED_THREADS, 0, stream>>>(
+        s.key, s.pos, tokens, v0, nv, N);
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.cub, cb, s.key, s.key_out,
+                                               s.pos, s.pos_out, N, 0, bits,
+                                               stream));
+    embed_segment_sum<<<N, 128, 0, stream>>>(dwtel, dout, s.key_out, s.pos_out,
+                                             nv, N, C);
     CUDA_CHECK(cudaGetLastError());
     return cudaSuccess;
 }

@@ -104,9 +104,14 @@ cudaError_t zb_cuda_embed_tokens(float *out, const int *tokens,
                                  int C, cudaStream_t stream);
 cudaError_t zb_cuda_embed_add_pos(float *out, const float *wpe, int B, int T,
                                   int C, cudaStream_t stream);
+/* dwtel: scratch of zb_cuda_embed_scratch_bytes(N) bytes (the sort's);
+ * cudaErrorInvalidValue if scratch_bytes is smaller */
+cudaError_t zb_cuda_embed_scratch_bytes(int N, size_t *bytes);
 cudaError_t zb_cuda_embed_tokens_backward(float *dwtel, const float *dout,
                                           const int *tokens, int v0, int nv,
-                                          int N, int C, cudaStream_t stream);
+                                          int N, int C, void *scratch,
+                                          size_t scratch_bytes,
+                                          cudaStream_t stream);
 cudaError_t zb_cuda_embed_pos_backward(float *dwpe, const float *dout, int B,
                                        int T, int C, cudaStream_t stream);
 /* ---- matmul.cu: around the GEMM (twins of kernels/matmul.c) ----

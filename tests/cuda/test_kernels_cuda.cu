@@ -236,6 +236,12 @@ static void test_embed(int B, int T, int C, int V, int v0, int nv) {
     auto dwtel = rand_vec((size_t)nv * C, 1.0f), dwpe = rand_vec((size_t)maxT * C, 1.0f);
     std::vector<int> tok(N);
     for (int i = 0; i < N; i++) tok[i] = (i * i + 3) % V; /* repeats */
+    for (int i = 0; i < N; i += 3) tok[i] = V / 2;        /* one hot row */
+    size_t sb;
+    EXPECT_CUDA(zb_cuda_embed_scratch_bytes(N, &sb));
+    void *d_scratch = NULL;
+    EXPECT_CUDA(cudaMalloc(&d_scratch, sb));
+    device_allocs.push_back(d_scratch);
     float *d_wtel = to_device(wtel), *d_wpe = to_device(wpe), *d_dy = to_device(dy);
     float *d_dwtel = to_device(dwtel), *d_dwpe = to_device(dwpe);
     int *d_tok = to_device(tok);
@@ -249,7 +255,14 @@ static void test_embed(int B, int T, int C, int V, int v0, int nv) {
     EXPECT_CUDA(zb_cuda_embed_tokens(d_y, d_tok, d_wtel, v0, nv, N, C, 0));
     EXPECT_CUDA(zb_cuda_embed_add_pos(d_y, d_wpe, B, T, C, 0));
     EXPECT_CUDA(zb_cuda_embed_tokens_backward(d_dwtel, d_dy, d_tok, v0, nv, N,
-                                              C, 0));
+                                              C, d_scratch, sb, 0));
+    /* a scratch one byte short is refused, and nothing is written */
+    if (zb_cuda_embed_tokens_backward(d_dwtel, d_dy, d_tok, v0, nv, N, C,
+                                      d_scratch, sb - 1, 0) !=
+        cudaErrorInvalidValue) {
+        fprintf(stderr, "embed backward accepted a short scratch\n");
+        failures++;
+    }
     EXPECT_CUDA(zb_cuda_embed_pos_backward(d_dwpe, d_dy, B, T, C, 0));
     compare("embed shard out", y, d_y, 0, 0);
     compare("embed dwtel += (CPU order)", dwtel, d_dwtel, 0, 0);
