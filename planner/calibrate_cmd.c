@@ -107,6 +107,10 @@ static void print_result(const zb_calib_result *r, int threads) {
         printf("triad: %.2f GB/s", r->triad_Bps / 1e9);
     printf("\nmemory_bandwidth_gbps %.2f (the rate over the model's 80%% "
            "streaming efficiency)\n", r->mem_bw_Bps / 1e9);
+    if (r->omp_region_s > 0)
+        printf("omp_region_us %.1f: one OpenMP parallel region on %d threads "
+               "(median; it grows with the machine's load)\n",
+               r->omp_region_s * 1e6, r->region_threads);
 }
 
 static void write_device(zb_yw *w, const zb_device *d) {
@@ -120,6 +124,7 @@ static void write_device(zb_yw *w, const zb_device *d) {
     if (d->gemm_eff > 0) zb_yw_kdouble(w, "gemm_efficiency", d->gemm_eff);
     if (d->gemm_tile > 0) zb_yw_kdouble(w, "gemm_tile", d->gemm_tile);
     if (d->attn_eff > 0) zb_yw_kdouble(w, "attention_efficiency", d->attn_eff);
+    if (d->omp_region_s > 0) zb_yw_kdouble(w, "omp_region_us", d->omp_region_s * 1e6);
     zb_yw_map_end(w);
 }
 

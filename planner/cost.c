@@ -7,6 +7,7 @@
  * All results are per microbatch and per device (one TP rank).
  */
 #include "planner/cost.h"
+#include "planner/cost_regions.h"
 
 #include <sched.h>
 #include <strings.h>
@@ -32,6 +33,11 @@
  * bandwidth (nccl-tests all_reduce_perf on DGX A100: about 230 of the
  * 300 GB/s NVLink per direction at large sizes). */
 #define COLL_BW_EFF 0.78
+/* cpu: one OpenMP parallel region of a rank with more than one thread
+ * (waking the team, the closing barrier), when the device has no measured
+ * omp_region_us: 14-20 us measured on a shared 2-core machine
+ * (docs/cost-model.md 2.5). */
+#define OMP_REGION_S 15e-6
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
@@ -91,6 +97,7 @@ double zb_cost_cpu_rank_share(zb_model *m, int world, int cores) {
     /* whole threads per rank (zbrun: cores / world); more ranks than
      * cores: each gets its time share */
     double share = world <= cores ? (double)(cores / world) : (double)cores / world;
+    d->threads = world <= cores ? cores / world : 1;
     d->peak_bf16_flops *= share;
     d->peak_fp32_flops *= share;
     d->mem_bw_Bps *= share;
@@ -315,6 +322,30 @@ static void head_cost(const shape *x, zb_pass_cost *c) {
     c->params = Vl * h + 2 * h;
 }
 
+/* ---- cpu: OpenMP regions ---------------------------------------------- */
+
+static void add_regions(zb_pass_cost *c, zb_regions r, double each_s) {
+    c->f_s += r.f * each_s;
+    c->b_s += r.b * each_s;
+    c->w_s += r.w * each_s;
+}
+
+/* A rank of zbrun's CPU backend with more than one thread pays each
+ * OpenMP parallel region of its passes (cost_regions.h) on top of the
+ * work, which the peak already splits over the threads. One thread runs
+ * no team: nothing to add. */
+static void add_cpu_regions(const zb_model *m, int tp, int b, zb_cost_table *out) {
+    const zb_device *d = &m->cluster.device;
+    const zb_arch *A = &m->arch;
+    if (d->threads <= 1) return;
+    double each = d->omp_region_s > 0 ? d->omp_region_s : OMP_REGION_S;
+    add_regions(&out->layer, zb_cpu_regions_block(b, A->seq_len, A->hidden,
+                A->ffn_hidden, A->heads, tp), each);
+    add_regions(&out->embed, zb_cpu_regions_embed(b, A->seq_len, A->hidden), each);
+    add_regions(&out->head, zb_cpu_regions_head(b, A->seq_len, A->hidden,
+                A->vocab, tp), each);
+}
+
 /* ---- public ---------------------------------------------------------- */
 
 static zb_status check_args(const zb_model *m, int tp, int b, zb_err *err) {
@@ -386,6 +417,7 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
     out->layer.params = block_params(&x);
     embed_cost(&x, &out->embed);
     head_cost(&x, &out->head);
+    if (x.cpu) add_cpu_regions(m, tp, micro_batch, out);
     out->vocab_params = x.Vl * x.h;
     out->p2p_bytes = x.b * x.s * x.h * x.e / (x.sp ? x.t : 1);
     out->p2p_intra_s = zb_p2p_s(out->p2p_bytes, C->intra_bw_Bps, C->intra_lat_s) +
