@@ -51,6 +51,7 @@ typedef struct {
     double peak;       /* FLOP/s of GEMMs at the training precision */
     double gemm_scale; /* device GEMM efficiency / GEMM_EFF_MAX (1: default) */
     double tile;       /* output tile edge of the device's GEMM kernels */
+    double sms;        /* the device's SMs (0: no partial-wave loss) */
     double attn_eff;   /* the device's measured attention efficiency, 0 */
     double bw;         /* bytes/s of elementwise work: bandwidth * BW_EFF */
     bool fused;        /* fused (flash) attention */
@@ -121,8 +122,20 @@ double zb_allreduce_s(double bytes, int n, double bw_Bps, double lat_s) {
     return 2.0 * (n - 1) / n * bytes / bw_Bps + 2.0 * (n - 1) * lat_s;
 }
 
+/* Wave quantisation in expectation: a GEMM's (M/T)(N/T) output tiles run
+ * in waves of one tile per SM, and the last wave is on average half
+ * empty, so W waves take W + 1/2 waves' time (NVIDIA, Matrix
+ * Multiplication Background User's Guide, "wave quantization"). The mean,
+ * like the tile padding's, keeps the time monotone in the sizes. */
+static double wave_eff(const shape *x, double M, double N) {
+    if (!(x->sms > 0)) return 1;
+    double waves = (M / x->tile) * (N / x->tile) / x->sms;
+    return waves / (waves + 0.5);
+}
+
 static double gemm_s(const shape *x, double M, double N, double K) {
-    double eff = zb_gemm_efficiency_tile(M, N, K, x->peak, x->tile) * x->gemm_scale;
+    double eff = zb_gemm_efficiency_tile(M, N, K, x->peak, x->tile) * x->gemm_scale *
+                 wave_eff(x, M, N);
     return 2 * M * N * K / (x->peak * (eff < 1 ? eff : 1));
 }
 
@@ -389,6 +402,7 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
     x.gemm_scale = C->device.gemm_eff > 0 ? C->device.gemm_eff / GEMM_EFF_MAX : 1;
     x.tile = C->device.gemm_tile > 0 ? C->device.gemm_tile : GEMM_TILE_MN;
     x.attn_eff = C->device.attn_eff;
+    x.sms = C->device.sm_count;
     /* a device without a bandwidth: 200 FLOP/byte at its peak */
     x.bw = BW_EFF * (C->device.mem_bw_Bps > 0 ? C->device.mem_bw_Bps
                                                : x.peak / 200);

@@ -26,9 +26,10 @@
 # Printed with 1F1B forced, no target (the schedule is not given).
 #
 # Prints predicted vs published and the mean and max |error| of each table;
-# exits 1 when a table misses its target (Narayanan 1F1B: mean <= 5%, max <=
-# 10%; Korthikanti: mean <= 3%, max <= 6%; the interleaved variant of
-# Narayanan has none: the table's runs did not say they interleaved).
+# exits 1 when a table misses its target (Narayanan 1F1B: mean <= 3%, max <=
+# 6%; Korthikanti: mean <= 3%, max <= 6%; the interleaved variant of
+# Narayanan has none: N21 5.1 says the runs interleaved, not with how
+# many chunks).
 set -euo pipefail
 failed=
 BIN=${BIN:-bin}
@@ -197,7 +198,7 @@ done
 }
 
 echo "== 1F1B forced (micro-batch searched)"
-VALIDATE_FLAGS="--schedule 1f1b" run_table "Narayanan 2021 T1, 1f1b" 5 10
+VALIDATE_FLAGS="--schedule 1f1b" run_table "Narayanan 2021 T1, 1f1b" 3 6
 echo
 echo "== schedule searched among 1F1B and interleaved (micro-batch searched)"
 VALIDATE_FLAGS="" run_table "Narayanan 2021 T1, 1f1b|interleaved" - -
