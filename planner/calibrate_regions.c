@@ -6,9 +6,10 @@
  * loops). The benchmark does the same: rounds of REGIONS regions, each
  * splitting a small loop over the team, with as much serial work between
  * two regions. The same rounds on one thread give the work's time w per
- * region and as much again for the serial stretch; with `threads` threads a
- * region ideally takes w / threads, so the cost per region is
- * round / REGIONS - w - w / threads. The median of the rounds: on a shared
+ * region and as much again for the serial stretch (the fastest round: the
+ * work's own time, as the cost model's other rates); with `threads`
+ * threads a region ideally takes w / threads, so the cost per region is
+ * round / REGIONS - w - w / threads, of the median round: on a shared
  * machine the cost is what waking a sleeping thread takes at the load of
  * the moment, and the median is what a training step meets. zbrun runs
  * its OpenMP teams with OMP_WAIT_POLICY=passive unless the user chose a
@@ -61,11 +62,11 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static double median_round(float *x, int threads, int reps, double *t) {
-    round_s(x, threads); /* warm-up: start the team */
+/* The rounds' times, sorted (after one warm-up round that starts the team). */
+static void rounds(float *x, int threads, int reps, double *t) {
+    round_s(x, threads);
     for (int k = 0; k < reps; k++) t[k] = round_s(x, threads);
     qsort(t, (size_t)reps, sizeof *t, cmp_double);
-    return t[reps / 2];
 }
 
 zb_status zb_calib_omp_region_s(int threads, int reps, double *out,
@@ -79,8 +80,10 @@ zb_status zb_calib_omp_region_s(int threads, int reps, double *out,
         free(t);
         return ZB_ENOMEM;
     }
-    double w = median_round(x, 1, reps, t) / (2.0 * REGIONS);
-    double par = median_round(x, threads, reps, t) / REGIONS;
+    rounds(x, 1, reps, t);
+    double w = t[0] / (2.0 * REGIONS);          /* the work: fastest round */
+    rounds(x, threads, reps, t);
+    double par = t[reps / 2] / REGIONS;         /* a region: median round */
     double o = par - w - w / threads;
     *out = o > 0 ? o : 0;
     free(x);
