@@ -36,8 +36,7 @@
 /* cpu: one OpenMP parallel region of a rank with more than one thread
  * (waking the team, the closing barrier), when the device has no measured
  * omp_region_us: zbplan calibrate measured 16-33 us on a shared 2-core
- * machine
- * (docs/cost-model.md 2.5). */
+ * machine (docs/cost-model.md 2.5). */
 #define OMP_REGION_S 15e-6
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
