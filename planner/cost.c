@@ -335,28 +335,89 @@ static void head_cost(const shape *x, zb_pass_cost *c) {
     c->params = Vl * h + 2 * h;
 }
 
-/* ---- cpu: OpenMP regions ---------------------------------------------- */
+/* ---- cpu: threads per rank -------------------------------------------- */
 
-static void add_regions(zb_pass_cost *c, zb_regions r, double each_s) {
+/* r scaled by each_s, added to c's pass times. */
+static void add_passes(zb_pass_cost *c, zb_regions r, double each_s) {
     c->f_s += r.f * each_s;
     c->b_s += r.b * each_s;
     c->w_s += r.w * each_s;
 }
 
-/* A rank of zbrun's CPU backend with more than one thread pays each
- * OpenMP parallel region of its passes (cost_regions.h) on top of the
- * work, which the peak already splits over the threads. One thread runs
- * no team: nothing to add. */
-static void add_cpu_regions(const zb_model *m, int tp, int b, zb_cost_table *out) {
-    const zb_device *d = &m->cluster.device;
-    const zb_arch *A = &m->arch;
+/* Time of a block's kernels that run on one thread (cost_regions.h says
+ * which), as priced at the rank's whole share. The W GEMMs' output rows
+ * are the executor's dW rows, the layer's output features. */
+static zb_regions block_serial_s(const shape *x) {
+    double g[4][3], bs = x->b * x->s, h = x->h, e = x->e, Fl = x->f / x->t;
+    zb_regions r = {0, 0, 0};
+    block_gemms(x, g);
+    for (int i = 0; i < 4; i++) {
+        double M = g[i][0], N = g[i][1], K = g[i][2];
+        if (!zb_cpu_gemm_region(M, N, K)) r.f += gemm_s(x, M, N, K);
+        if (!zb_cpu_gemm_region(M, K, N)) r.b += gemm_s(x, M, K, N);
+        if (!zb_cpu_gemm_region(N, K, M)) r.w += gemm_s(x, K, N, M);
+        if (!zb_cpu_colsum_region(bs, N)) r.w += elem_s(x, e * bs * N);
+    }
+    double attn = 4 * x->b * x->s * x->s * h / x->t;
+    if (!zb_cpu_loop_region(attn / 4)) { /* with its softmax over the scores */
+        double sm = x->fused ? 0 : bs * (4 * e + 1) * x->a * x->s / x->t;
+        r.f += attn_s(x, attn) + elem_s(x, sm);
+        r.b += attn_s(x, 2 * attn) + elem_s(x, 2 * sm);
+    }
+    /* LayerNorms, residual adds, GELU: B moves twice F's bytes */
+    double ln = 2 * 2 * e * h * bs, res = 2 * (3 * e + 1) * h * bs, gelu = 2 * e * Fl * bs;
+    double fwd = (zb_cpu_loop_region(bs * h) ? 0 : ln) +
+                 (zb_cpu_residual_region(bs * h) ? 0 : res) +
+                 (zb_cpu_loop_region(bs * Fl) ? 0 : gelu);
+    r.f += elem_s(x, fwd);
+    r.b += elem_s(x, 2 * fwd);
+    if (!zb_cpu_loop_region(bs * h)) r.w += elem_s(x, ln);
+    return r;
+}
+
+/* The same for the LM head (LN, logits GEMM, cross-entropy) and the
+ * embedding (gather, position add; their gradients). */
+static zb_regions head_serial_s(const shape *x) {
+    double bs = x->b * x->s, h = x->h, e = x->e, Vl = x->Vl;
+    bool nc = zb_cpu_loop_region(bs * h), nv = zb_cpu_loop_region(bs * Vl);
+    zb_regions r = {0, 0, 0};
+    if (!zb_cpu_gemm_region(bs, Vl, h)) r.f += gemm_s(x, bs, Vl, h);
+    if (!zb_cpu_gemm_region(bs, h, Vl)) r.b += gemm_s(x, bs, h, Vl);
+    if (!zb_cpu_gemm_region(Vl, h, bs)) r.w += gemm_s(x, Vl, h, bs);
+    r.f += elem_s(x, (nc ? 0 : 2 * e * bs * h) + (nv ? 0 : 12 * bs * Vl));
+    r.b += elem_s(x, (nc ? 0 : 4 * e * bs * h) + (nv ? 0 : 8 * bs * Vl));
+    r.w += elem_s(x, nc ? 0 : 2 * e * bs * h);
+    return r;
+}
+
+static zb_regions embed_serial_s(const shape *x) {
+    double bsh = x->b * x->s * x->h;
+    if (zb_cpu_loop_region(bsh)) return (zb_regions){0, 0, 0};
+    return (zb_regions){elem_s(x, 5 * x->e * bsh), 0, elem_s(x, 2 * (x->e + 8) * bsh)};
+}
+
+static zb_regions diff(zb_regions a, zb_regions b) {
+    return (zb_regions){a.f - b.f, a.b - b.b, a.w - b.w};
+}
+
+/* A rank of zbrun's CPU backend with T > 1 threads: its peak and
+ * bandwidth are T cores' (zb_cost_cpu_rank_share), but the kernels that
+ * run on one thread take one core's time instead, and every OpenMP
+ * parallel region costs omp_region_s on top of the work
+ * (docs/cost-model.md 2.5). One thread: nothing to add. */
+static void add_cpu_threads(const shape *x, const zb_device *d, zb_cost_table *out) {
     if (d->threads <= 1) return;
+    int b = (int)x->b, s = (int)x->s, h = (int)x->h, t = (int)x->t;
     double each = d->omp_region_s > 0 ? d->omp_region_s : OMP_REGION_S;
-    add_regions(&out->layer, zb_cpu_regions_block(b, A->seq_len, A->hidden,
-                A->ffn_hidden, A->heads, tp), each);
-    add_regions(&out->embed, zb_cpu_regions_embed(b, A->seq_len, A->hidden), each);
-    add_regions(&out->head, zb_cpu_regions_head(b, A->seq_len, A->hidden,
-                A->vocab, tp), each);
+    shape one = *x;  /* one core of the rank's share */
+    one.peak /= d->threads;
+    one.bw /= d->threads;
+    add_passes(&out->layer, diff(block_serial_s(&one), block_serial_s(x)), 1);
+    add_passes(&out->head, diff(head_serial_s(&one), head_serial_s(x)), 1);
+    add_passes(&out->embed, diff(embed_serial_s(&one), embed_serial_s(x)), 1);
+    add_passes(&out->layer, zb_cpu_regions_block(b, s, h, (int)x->f, (int)x->a, t), each);
+    add_passes(&out->head, zb_cpu_regions_head(b, s, h, (int)x->V, t), each);
+    add_passes(&out->embed, zb_cpu_regions_embed(b, s, h), each);
 }
 
 /* ---- public ---------------------------------------------------------- */
@@ -431,7 +492,7 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
     out->layer.params = block_params(&x);
     embed_cost(&x, &out->embed);
     head_cost(&x, &out->head);
-    if (x.cpu) add_cpu_regions(m, tp, micro_batch, out);
+    if (x.cpu) add_cpu_threads(&x, &C->device, out);
     out->vocab_params = x.Vl * x.h;
     out->p2p_bytes = x.b * x.s * x.h * x.e / (x.sp ? x.t : 1);
     out->p2p_intra_s = zb_p2p_s(out->p2p_bytes, C->intra_bw_Bps, C->intra_lat_s) +

@@ -21,6 +21,11 @@ static double colsum(double rows, double cols) {
     return cols > COLSUM_COLS ? worth(rows * cols) : 0;
 }
 
+bool zb_cpu_gemm_region(double M, double N, double K) { return gemm(M, N, K) > 0; }
+bool zb_cpu_loop_region(double work) { return worth(work) > 0; }
+bool zb_cpu_colsum_region(double rows, double cols) { return colsum(rows, cols) > 0; }
+bool zb_cpu_residual_region(double elems) { return elems >= RESIDUAL_MIN; }
+
 zb_regions zb_cpu_regions_block(int b, int s, int h, int f, int a, int t) {
     double N = (double)b * s, C = h, Cl = (double)h / t, Fl = (double)f / t;
     double nc = worth(N * C), attn = worth((double)b * s * s * Cl);

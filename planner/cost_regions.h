@@ -16,9 +16,20 @@
 #ifndef ZB_COST_REGIONS_H
 #define ZB_COST_REGIONS_H
 
+#include <stdbool.h>
+
 typedef struct {
     double f, b, w; /* parallel regions of the pass F, B, W */
 } zb_regions;
+
+/* Whether a kernel runs as a region (the kernels' own thresholds):
+ * zb_sgemm_blocked's C[M x N] with inner dimension K; a loop of `work`
+ * inner operations; a bias sum over [rows x cols]; the residual add of
+ * `elems` elements. */
+bool zb_cpu_gemm_region(double M, double N, double K);
+bool zb_cpu_loop_region(double work);
+bool zb_cpu_colsum_region(double rows, double cols);
+bool zb_cpu_residual_region(double elems);
 
 /* One transformer block. */
 zb_regions zb_cpu_regions_block(int b, int s, int h, int f, int a, int t);
