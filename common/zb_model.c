@@ -25,14 +25,14 @@
 
 /* Peak dense throughput and memory per device; sources in docs/model-format.md. */
 static const zb_device k_devices[] = {
-    {"a100-40gb", 312e12, 19.5e12, 40.0 * GIB, 1555e9, 0, 0, 0},
-    {"a100-80gb", 312e12, 19.5e12, 80.0 * GIB, 2039e9, 0, 0, 0},
-    {"h100-sxm", 989e12, 67e12, 80.0 * GIB, 3350e9, 0, 0, 0},
-    {"h200", 989e12, 67e12, 141e9, 4800e9, 0, 0, 0},
-    {"b200", 2250e12, 80e12, 180e9, 8000e9, 0, 0, 0},
+    {"a100-40gb", 312e12, 19.5e12, 40.0 * GIB, 1555e9, 0, 0, 0, 0, 0, 108},
+    {"a100-80gb", 312e12, 19.5e12, 80.0 * GIB, 2039e9, 0, 0, 0, 0, 0, 108},
+    {"h100-sxm", 989e12, 67e12, 80.0 * GIB, 3350e9, 0, 0, 0, 0, 0, 132},
+    {"h200", 989e12, 67e12, 141e9, 4800e9, 0, 0, 0, 0, 0, 132},
+    {"b200", 2250e12, 80e12, 180e9, 8000e9, 0, 0, 0, 0, 0, 148},
     /* An estimate for one multi-core x86 socket running our C kernels, not a
      * datasheet number: measure it with `zbplan calibrate`. */
-    {"cpu", 0.1e12, 0.1e12, 16.0 * GIB, 20e9, 0, 0, 0},
+    {"cpu", 0.1e12, 0.1e12, 16.0 * GIB, 20e9, 0, 0, 0, 0, 0, 0},
 };
 #define N_DEVICES ((int)(sizeof k_devices / sizeof k_devices[0]))
 
@@ -77,7 +77,8 @@ static const char *const k_link_keys[] = {"bandwidth_gbps", "latency_us",
 static const char *const k_device_keys[] = {"name", "peak_bf16_tflops", "peak_fp32_tflops",
                                             "memory_gib", "memory_bandwidth_gbps",
                                             "gemm_efficiency", "gemm_tile",
-                                            "attention_efficiency", NULL};
+                                            "attention_efficiency", "omp_region_us",
+                                            "sm_count", NULL};
 
 /* Everything optional gets its documented default. */
 static void set_defaults(zb_model *m) {
@@ -402,7 +403,8 @@ static zb_status parse_training(const zb_ydoc *doc, const zb_ynode *root,
 static zb_status parse_device_map(const zb_ydoc *doc, const zb_ynode *n, zb_device *d,
                                   zb_err *err) {
     ZB_TRY(zb_ymap_check_keys(doc, n, "'cluster.device'", k_device_keys, err));
-    double bf16 = 0, fp32 = 0, gib = 0, gbps = 0, eff = 0, tile = 0, attn = 0;
+    double bf16 = 0, fp32 = 0, gib = 0, gbps = 0, eff = 0, tile = 0, attn = 0,
+           region_us = 0;
     ZB_TRY(zb_yget_str(doc, n, "name", true, d->name, sizeof d->name, err));
     ZB_TRY(get_positive(doc, n, "peak_bf16_tflops", true, &bf16, err));
     ZB_TRY(get_positive(doc, n, "peak_fp32_tflops", true, &fp32, err));
@@ -411,6 +413,10 @@ static zb_status parse_device_map(const zb_ydoc *doc, const zb_ynode *n, zb_devi
     ZB_TRY(zb_yget_double(doc, n, "gemm_efficiency", false, 0, 1, &eff, err));
     ZB_TRY(zb_yget_double(doc, n, "gemm_tile", false, 0, 4096, &tile, err));
     ZB_TRY(zb_yget_double(doc, n, "attention_efficiency", false, 0, 1, &attn, err));
+    ZB_TRY(zb_yget_double(doc, n, "omp_region_us", false, 0, 1e6, &region_us, err));
+    long long sms = 0;
+    ZB_TRY(zb_yget_int(doc, n, "sm_count", false, 0, 100000, &sms, err));
+    d->sm_count = (int)sms;
     d->peak_bf16_flops = bf16 * TFLOPS;
     d->peak_fp32_flops = fp32 * TFLOPS;
     d->mem_bytes = gib * GIB;
@@ -420,6 +426,7 @@ static zb_status parse_device_map(const zb_ydoc *doc, const zb_ynode *n, zb_devi
     d->gemm_eff = eff;
     d->gemm_tile = tile;
     d->attn_eff = attn;
+    d->omp_region_s = region_us / US_PER_S;
     return ZB_OK;
 }
 
@@ -632,6 +639,9 @@ static void write_cluster(zb_yw *w, const zb_cluster *c) {
         zb_yw_kdouble(w, "gemm_tile", c->device.gemm_tile);
     if (c->device.attn_eff > 0)
         zb_yw_kdouble(w, "attention_efficiency", c->device.attn_eff);
+    if (c->device.omp_region_s > 0)
+        zb_yw_kdouble(w, "omp_region_us", c->device.omp_region_s * US_PER_S);
+    if (c->device.sm_count > 0) zb_yw_kint(w, "sm_count", c->device.sm_count);
     zb_yw_map_end(w);
     write_link(w, "intra_node", c->intra_bw_Bps, c->intra_lat_s, c->intra_p2p_s);
     write_link(w, "inter_node", c->inter_bw_Bps, c->inter_lat_s, c->inter_p2p_s);

@@ -17,7 +17,7 @@
  *   cluster:  {nodes, devices_per_node, device (name from the table, or a
  *              mapping {name, peak_bf16_tflops, peak_fp32_tflops, memory_gib,
  *              memory_bandwidth_gbps, gemm_efficiency, gemm_tile,
- *              attention_efficiency}),
+ *              attention_efficiency, omp_region_us, sm_count}),
  *              intra_node: {bandwidth_gbps, latency_us, p2p_overhead_us},
  *              inter_node: {bandwidth_gbps, latency_us, p2p_overhead_us}}
  * Units in the file are human ones (GB/s, us, TFLOP/s, GiB); the struct holds
@@ -90,6 +90,14 @@ typedef struct {
                                cost model's default (128, GPU tensor cores) */
     double attn_eff;        /* fraction of peak of the attention core; 0 =
                                the cost model's default */
+    double omp_region_s;    /* cpu: cost of one OpenMP parallel region of a
+                               rank with more than one thread, seconds; 0 =
+                               the cost model's default */
+    int threads;            /* cpu: threads per rank the plan runs with
+                               (zb_cost_cpu_rank_share sets it; not in the
+                               model file); 0 = 1 */
+    int sm_count;           /* GPU: streaming multiprocessors (a GEMM's
+                               partial last wave); 0 = not modelled */
 } zb_device;
 
 typedef struct {

@@ -256,6 +256,10 @@ zb_status zb_calibrate(const zb_calib_opts *o, const zb_model *m,
     free(b);
     free(c);
     if (st != ZB_OK) return st;
+    int cores = zb_cost_cpu_cores();
+    out->region_threads = o->threads > 2 ? o->threads : 2;
+    if (out->region_threads > cores) out->region_threads = cores;
+    ZB_TRY(zb_calib_omp_region_s(out->region_threads, o->reps, &out->omp_region_s, err));
     out->mem_bw_Bps = (out->elem_Bps > 0 ? out->elem_Bps : out->triad_Bps) / STREAM_EFF;
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     out->mem_bytes = pages > 0 && psz > 0 ? (double)pages * (double)psz : 16.0 * (1 << 30);
@@ -272,5 +276,6 @@ zb_device zb_calib_device(const zb_calib_result *r, const char *name) {
     d.gemm_eff = r->gemm_eff;
     d.gemm_tile = r->gemm_tile;
     d.attn_eff = r->attn_eff;
+    d.omp_region_s = r->omp_region_s;
     return d;
 }

@@ -60,6 +60,10 @@ typedef struct {
     double attn_bwd_over_fwd; /* measured backward / forward time (the model
                                  charges 2) */
     double elem_bwd_over_fwd; /* the same for LayerNorm + GELU (model: 2) */
+    double omp_region_s; /* one OpenMP parallel region of region_threads
+                            threads (calibrate_regions.c); 0 on one core */
+    int region_threads;  /* threads it was measured with: --threads, at
+                            least 2, at most this machine's cores */
     int n_shapes;
     zb_calib_shape shapes[ZB_CALIB_MAX_SHAPES];
     char blas_core[64]; /* openblas_get_corename() */
@@ -72,9 +76,22 @@ void zb_calib_opts_default(zb_calib_opts *o);
 zb_status zb_calibrate(const zb_calib_opts *o, const zb_model *m,
                        zb_calib_result *out, zb_err *err);
 
+/* Median cost of one OpenMP parallel region on `threads` threads (> 1)
+ * beyond its share of the work, from reps rounds (calibrate_regions.c),
+ * in seconds into *out; threads < 2: 0. */
+zb_status zb_calib_omp_region_s(int threads, int reps, double *out,
+                                zb_err *err);
+
+/* zbrun's OpenMP wait policy (passive unless OMP_WAIT_POLICY is set):
+ * libgomp reads it only when loaded, so this sets it and re-executes the
+ * program with argv (the whole command line); returns only when nothing
+ * was to be done or the re-execution failed. */
+void zb_calib_openmp_as_zbrun(char **argv);
+
 /* The device mapping for a model file's cluster.device, named `name`:
  * {name, peak_bf16_tflops (= fp32: the CPU backend computes in fp32),
- * peak_fp32_tflops, memory_gib, memory_bandwidth_gbps, gemm_efficiency}. */
+ * peak_fp32_tflops, memory_gib, memory_bandwidth_gbps, gemm_efficiency,
+ * gemm_tile, attention_efficiency, omp_region_us}. */
 zb_device zb_calib_device(const zb_calib_result *r, const char *name);
 
 #endif

@@ -20,7 +20,10 @@ static const char usage[] =
     "the model (fitting gemm_efficiency and gemm_tile), zb's LayerNorm and\n"
     "GELU kernels (memory_bandwidth_gbps) and its attention kernel\n"
     "(attention_efficiency) on the model's shapes; without --model, a\n"
-    "streaming triad gives memory_bandwidth_gbps instead.\n"
+    "streaming triad gives memory_bandwidth_gbps instead. The cost of one\n"
+    "OpenMP parallel region (omp_region_us) on --threads threads, at least 2,\n"
+    "at most the cores, with OMP_WAIT_POLICY as zbrun runs it (passive\n"
+    "unless set).\n"
     "  --model MODEL.yaml  write a copy of the model whose cluster.device is\n"
     "                      the measured one (plan it with zbplan; default:\n"
     "                      write the device mapping alone)\n"
@@ -107,6 +110,10 @@ static void print_result(const zb_calib_result *r, int threads) {
         printf("triad: %.2f GB/s", r->triad_Bps / 1e9);
     printf("\nmemory_bandwidth_gbps %.2f (the rate over the model's 80%% "
            "streaming efficiency)\n", r->mem_bw_Bps / 1e9);
+    if (r->omp_region_s > 0)
+        printf("omp_region_us %.1f: one OpenMP parallel region on %d threads "
+               "(median; it grows with the machine's load)\n",
+               r->omp_region_s * 1e6, r->region_threads);
 }
 
 static void write_device(zb_yw *w, const zb_device *d) {
@@ -120,6 +127,7 @@ static void write_device(zb_yw *w, const zb_device *d) {
     if (d->gemm_eff > 0) zb_yw_kdouble(w, "gemm_efficiency", d->gemm_eff);
     if (d->gemm_tile > 0) zb_yw_kdouble(w, "gemm_tile", d->gemm_tile);
     if (d->attn_eff > 0) zb_yw_kdouble(w, "attention_efficiency", d->attn_eff);
+    if (d->omp_region_s > 0) zb_yw_kdouble(w, "omp_region_us", d->omp_region_s * 1e6);
     zb_yw_map_end(w);
 }
 

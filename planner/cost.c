@@ -7,6 +7,7 @@
  * All results are per microbatch and per device (one TP rank).
  */
 #include "planner/cost.h"
+#include "planner/cost_regions.h"
 
 #include <sched.h>
 #include <strings.h>
@@ -32,6 +33,11 @@
  * bandwidth (nccl-tests all_reduce_perf on DGX A100: about 230 of the
  * 300 GB/s NVLink per direction at large sizes). */
 #define COLL_BW_EFF 0.78
+/* cpu: one OpenMP parallel region of a rank with more than one thread
+ * (waking the team, the closing barrier), when the device has no measured
+ * omp_region_us: zbplan calibrate measured 16-33 us on a shared 2-core
+ * machine (docs/cost-model.md 2.5). */
+#define OMP_REGION_S 15e-6
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
@@ -45,6 +51,7 @@ typedef struct {
     double peak;       /* FLOP/s of GEMMs at the training precision */
     double gemm_scale; /* device GEMM efficiency / GEMM_EFF_MAX (1: default) */
     double tile;       /* output tile edge of the device's GEMM kernels */
+    double sms;        /* the device's SMs (0: no partial-wave loss) */
     double attn_eff;   /* the device's measured attention efficiency, 0 */
     double bw;         /* bytes/s of elementwise work: bandwidth * BW_EFF */
     bool fused;        /* fused (flash) attention */
@@ -91,6 +98,7 @@ double zb_cost_cpu_rank_share(zb_model *m, int world, int cores) {
     /* whole threads per rank (zbrun: cores / world); more ranks than
      * cores: each gets its time share */
     double share = world <= cores ? (double)(cores / world) : (double)cores / world;
+    d->threads = world <= cores ? cores / world : 1;
     d->peak_bf16_flops *= share;
     d->peak_fp32_flops *= share;
     d->mem_bw_Bps *= share;
@@ -114,8 +122,20 @@ double zb_allreduce_s(double bytes, int n, double bw_Bps, double lat_s) {
     return 2.0 * (n - 1) / n * bytes / bw_Bps + 2.0 * (n - 1) * lat_s;
 }
 
+/* Wave quantisation in expectation: a GEMM's (M/T)(N/T) output tiles run
+ * in waves of one tile per SM, and the last wave is on average half
+ * empty, so W waves take W + 1/2 waves' time (NVIDIA, Matrix
+ * Multiplication Background User's Guide, "wave quantization"). The mean,
+ * like the tile padding's, keeps the time monotone in the sizes. */
+static double wave_eff(const shape *x, double M, double N) {
+    if (!(x->sms > 0)) return 1;
+    double waves = (M / x->tile) * (N / x->tile) / x->sms;
+    return waves / (waves + 0.5);
+}
+
 static double gemm_s(const shape *x, double M, double N, double K) {
-    double eff = zb_gemm_efficiency_tile(M, N, K, x->peak, x->tile) * x->gemm_scale;
+    double eff = zb_gemm_efficiency_tile(M, N, K, x->peak, x->tile) * x->gemm_scale *
+                 wave_eff(x, M, N);
     return 2 * M * N * K / (x->peak * (eff < 1 ? eff : 1));
 }
 
@@ -319,6 +339,91 @@ static void head_cost(const shape *x, zb_pass_cost *c) {
     c->params = Vl * h + 2 * h;
 }
 
+/* ---- cpu: threads per rank -------------------------------------------- */
+
+/* r scaled by each_s, added to c's pass times. */
+static void add_passes(zb_pass_cost *c, zb_regions r, double each_s) {
+    c->f_s += r.f * each_s;
+    c->b_s += r.b * each_s;
+    c->w_s += r.w * each_s;
+}
+
+/* Time of a block's kernels that run on one thread (cost_regions.h says
+ * which), as priced at the rank's whole share. The W GEMMs' output rows
+ * are the executor's dW rows, the layer's output features. */
+static zb_regions block_serial_s(const shape *x) {
+    double g[4][3], bs = x->b * x->s, h = x->h, e = x->e, Fl = x->f / x->t;
+    zb_regions r = {0, 0, 0};
+    block_gemms(x, g);
+    for (int i = 0; i < 4; i++) {
+        double M = g[i][0], N = g[i][1], K = g[i][2];
+        if (!zb_cpu_gemm_region(M, N, K)) r.f += gemm_s(x, M, N, K);
+        if (!zb_cpu_gemm_region(M, K, N)) r.b += gemm_s(x, M, K, N);
+        if (!zb_cpu_gemm_region(N, K, M)) r.w += gemm_s(x, K, N, M);
+        if (!zb_cpu_colsum_region(bs, N)) r.w += elem_s(x, e * bs * N);
+    }
+    double attn = 4 * x->b * x->s * x->s * h / x->t;
+    if (!zb_cpu_loop_region(attn / 4)) { /* with its softmax over the scores */
+        double sm = x->fused ? 0 : bs * (4 * e + 1) * x->a * x->s / x->t;
+        r.f += attn_s(x, attn) + elem_s(x, sm);
+        r.b += attn_s(x, 2 * attn) + elem_s(x, 2 * sm);
+    }
+    /* LayerNorms, residual adds, GELU: B moves twice F's bytes */
+    double ln = 2 * 2 * e * h * bs, res = 2 * (3 * e + 1) * h * bs, gelu = 2 * e * Fl * bs;
+    double fwd = (zb_cpu_loop_region(bs * h) ? 0 : ln) +
+                 (zb_cpu_residual_region(bs * h) ? 0 : res) +
+                 (zb_cpu_loop_region(bs * Fl) ? 0 : gelu);
+    r.f += elem_s(x, fwd);
+    r.b += elem_s(x, 2 * fwd);
+    if (!zb_cpu_loop_region(bs * h)) r.w += elem_s(x, ln);
+    return r;
+}
+
+/* The same for the LM head (LN, logits GEMM, cross-entropy) and the
+ * embedding (gather, position add; their gradients). */
+static zb_regions head_serial_s(const shape *x) {
+    double bs = x->b * x->s, h = x->h, e = x->e, Vl = x->Vl;
+    bool nc = zb_cpu_loop_region(bs * h), nv = zb_cpu_loop_region(bs * Vl);
+    zb_regions r = {0, 0, 0};
+    if (!zb_cpu_gemm_region(bs, Vl, h)) r.f += gemm_s(x, bs, Vl, h);
+    if (!zb_cpu_gemm_region(bs, h, Vl)) r.b += gemm_s(x, bs, h, Vl);
+    if (!zb_cpu_gemm_region(Vl, h, bs)) r.w += gemm_s(x, Vl, h, bs);
+    r.f += elem_s(x, (nc ? 0 : 2 * e * bs * h) + (nv ? 0 : 12 * bs * Vl));
+    r.b += elem_s(x, (nc ? 0 : 4 * e * bs * h) + (nv ? 0 : 8 * bs * Vl));
+    r.w += elem_s(x, nc ? 0 : 2 * e * bs * h);
+    return r;
+}
+
+static zb_regions embed_serial_s(const shape *x) {
+    double bsh = x->b * x->s * x->h;
+    if (zb_cpu_loop_region(bsh)) return (zb_regions){0, 0, 0};
+    return (zb_regions){elem_s(x, 5 * x->e * bsh), 0, elem_s(x, 2 * (x->e + 8) * bsh)};
+}
+
+static zb_regions diff(zb_regions a, zb_regions b) {
+    return (zb_regions){a.f - b.f, a.b - b.b, a.w - b.w};
+}
+
+/* A rank of zbrun's CPU backend with T > 1 threads: its peak and
+ * bandwidth are T cores' (zb_cost_cpu_rank_share), but the kernels that
+ * run on one thread take one core's time instead, and every OpenMP
+ * parallel region costs omp_region_s on top of the work
+ * (docs/cost-model.md 2.5). One thread: nothing to add. */
+static void add_cpu_threads(const shape *x, const zb_device *d, zb_cost_table *out) {
+    if (d->threads <= 1) return;
+    int b = (int)x->b, s = (int)x->s, h = (int)x->h, t = (int)x->t;
+    double each = d->omp_region_s > 0 ? d->omp_region_s : OMP_REGION_S;
+    shape one = *x;  /* one core of the rank's share */
+    one.peak /= d->threads;
+    one.bw /= d->threads;
+    add_passes(&out->layer, diff(block_serial_s(&one), block_serial_s(x)), 1);
+    add_passes(&out->head, diff(head_serial_s(&one), head_serial_s(x)), 1);
+    add_passes(&out->embed, diff(embed_serial_s(&one), embed_serial_s(x)), 1);
+    add_passes(&out->layer, zb_cpu_regions_block(b, s, h, (int)x->f, (int)x->a, t), each);
+    add_passes(&out->head, zb_cpu_regions_head(b, s, h, (int)x->V, t), each);
+    add_passes(&out->embed, zb_cpu_regions_embed(b, s, h), each);
+}
+
 /* ---- public ---------------------------------------------------------- */
 
 static zb_status check_args(const zb_model *m, int tp, int b, zb_err *err) {
@@ -362,6 +467,7 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
     x.gemm_scale = C->device.gemm_eff > 0 ? C->device.gemm_eff / GEMM_EFF_MAX : 1;
     x.tile = C->device.gemm_tile > 0 ? C->device.gemm_tile : GEMM_TILE_MN;
     x.attn_eff = C->device.attn_eff;
+    x.sms = C->device.sm_count;
     /* a device without a bandwidth: 200 FLOP/byte at its peak */
     x.bw = BW_EFF * (C->device.mem_bw_Bps > 0 ? C->device.mem_bw_Bps
                                                : x.peak / 200);
@@ -390,6 +496,7 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
     out->layer.params = block_params(&x);
     embed_cost(&x, &out->embed);
     head_cost(&x, &out->head);
+    if (x.cpu) add_cpu_threads(&x, &C->device, out);
     out->vocab_params = x.Vl * x.h;
     out->p2p_bytes = x.b * x.s * x.h * x.e / (x.sp ? x.t : 1);
     out->p2p_intra_s = zb_p2p_s(out->p2p_bytes, C->intra_bw_Bps, C->intra_lat_s) +

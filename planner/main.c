@@ -19,6 +19,7 @@
 #include "common/zb_plan.h"
 #include "common/zb_suggest.h"
 #include "common/zb_yaml.h"
+#include "planner/calibrate.h"
 #include "planner/calibrate_cmd.h"
 #include "planner/cli.h"
 #include "planner/explain.h"
@@ -386,8 +387,10 @@ int main(int argc, char **argv) {
     }
     if (argc > 1 && strcmp(argv[1], "sim") == 0)
         return zb_sim_cmd(argc - 1, argv + 1);
-    if (argc > 1 && strcmp(argv[1], "calibrate") == 0)
+    if (argc > 1 && strcmp(argv[1], "calibrate") == 0) {
+        zb_calib_openmp_as_zbrun(argv);  /* its OpenMP regions as zbrun's */
         return zb_calibrate_cmd(argc - 1, argv + 1);
+    }
     args a;
     zb_err err = {{0}};
     bool printed = false;
