@@ -230,14 +230,14 @@ $(BIN)/zbreport: $(BUILD)/compare/main.o $(call obj,$(COMPARE_SRC)) $(LIB_COMMON
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIBS_ALL)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(CHECK_LIBS) $(EXT_LIBS)
+	$(call say,CC,$@)$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(CHECK_LIBS) $(EXT_LIBS)
 # Programs that tests/e2e/zbrun_mpi.sh runs under mpirun.
 $(BUILD)/mpi/%: tests/mpi/%.c $(LIBS_ALL)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
+	$(call say,CC,$@)$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
 $(BUILD)/bench/%: tests/bench/%.c $(LIBS_ALL)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
+	$(call say,CC,$@)$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
 
 # Unit tests run from the repository root (they read models/, tests/bad/).
 unit: $(TESTS)
@@ -304,7 +304,7 @@ $(BUILD)/cuda/%: $(BUILD)/cuda/%.o $(LIBS_ALL)
 NCCL_PROCS  := $(BUILD)/cuda/nccl_procs
 $(NCCL_PROCS): tests/cuda/nccl_procs.c $(LIBS_ALL)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
+	$(call say,CC,$@)$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(LDFLAGS) $(LIBS_ALL) $(EXT_LIBS)
 .PHONY: nccl-procs
 ifneq ($(HAVE_CUDA),)
 cuda: all $(CU_TESTS) $(NCCL_PROCS)

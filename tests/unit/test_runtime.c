@@ -36,6 +36,7 @@
 #include "executor/stage/stage_params.h"
 #include "planner/partition.h"
 #include "planner/schedules.h"
+#include "tests/unit/layout_check.h"
 
 #define STEPS 5
 #define GB 8
@@ -122,64 +123,8 @@ static double rel(double a, double b) {
     return fabs(a - b) / fmax(fabs(b), 1e-30);
 }
 
-/* Largest |x| of every full tensor of the reference, by tensor index. */
-static void ref_scales(const zb_ptable *rt, double *scale) {
-    for (int j = 0; j < rt->n; j++) {
-        const zb_ptensor *t = &rt->t[j];
-        size_t n = (size_t)t->rows * t->cols;
-        scale[j] = 0;
-        for (size_t i = 0; i < n; i++)
-            scale[j] = fmax(scale[j], fabs(ref_res.params[0][t->off + i]));
-    }
-}
-
-/* Map one rank's parameters onto the reference; mark covered elements. */
-static void compare_rank(const zb_plan *p, const zb_run_result *res, int r,
-                         const zb_ptable *rt, const double *scale,
-                         unsigned char *covered, const char *what) {
-    int pr, dr, tr;
-    zb_err err;
-    zb_ptable pt;
-    zb_plan_coords(p, r, &pr, &dr, &tr);
-    ck_assert_msg(zb_ptable_build(&pt, p, pr, tr, &err) == ZB_OK, "%s", err.msg);
-    ck_assert_uint_eq(pt.floats, res->n_params[r]);
-    for (int j = 0; j < pt.n; j++) {
-        const zb_ptensor *t = &pt.t[j];
-        int rj = zb_ptable_find(rt, t->layer, t->id, false);
-        ck_assert_msg(rj >= 0, "%s: rank %d tensor %s not in the reference", what, r, t->name);
-        const zb_ptensor *u = &rt->t[rj];
-        ck_assert_int_eq(t->full_rows, u->rows);
-        ck_assert_int_eq(t->full_cols, u->cols);
-        size_t n = (size_t)t->rows * t->cols;
-        for (size_t i = 0; i < n; i++) {
-            size_t fi = zb_ptable_full_index(&pt, t, i);
-            if (fi == ZB_PTABLE_PAD) continue; /* vocabulary padding */
-            double got = res->params[r][t->off + i];
-            double want = ref_res.params[0][u->off + fi];
-            covered[u->off + fi] = 1;
-            ck_assert_msg(fabs(got - want) <= 1e-5 * scale[rj],
-                          "%s: rank %d %s[%zu] = %.9g, single rank %.9g", what,
-                          r, t->name, fi, got, want);
-        }
-    }
-    zb_ptable_free(&pt);
-}
-
 static void compare_params(const zb_plan *p, const zb_run_result *res, const char *what) {
-    zb_err err;
-    zb_ptable rt;
-    ck_assert_msg(zb_ptable_build(&rt, &ref_plan, 0, 0, &err) == ZB_OK, "%s", err.msg);
-    ck_assert_uint_eq(rt.floats, ref_res.n_params[0]);
-    double *scale = calloc((size_t)rt.n, sizeof *scale);
-    unsigned char *covered = calloc(rt.floats, 1);
-    ck_assert(scale && covered);
-    ref_scales(&rt, scale);
-    for (int r = 0; r < res->world; r++) compare_rank(p, res, r, &rt, scale, covered, what);
-    for (size_t i = 0; i < rt.floats; i++)
-        ck_assert_msg(covered[i], "%s: parameter %zu of the full model is on no rank", what, i);
-    free(covered);
-    free(scale);
-    zb_ptable_free(&rt);
+    zb_lc_check_params(&ref_plan, &ref_res, p, res, 1e-5, what);
 }
 
 /* Run a layout and compare it with the reference. Returns false when the

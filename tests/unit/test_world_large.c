@@ -19,6 +19,7 @@
 #include "executor/stage/stage_params.h"
 #include "planner/partition.h"
 #include "planner/schedules.h"
+#include "tests/unit/layout_check.h"
 
 #define STEPS 3
 
@@ -51,44 +52,6 @@ static void run(const zb_plan *p, zb_run_result *res) {
     ck_assert_int_eq(res->n_steps, STEPS);
 }
 
-/* Largest |x| per tensor of the single-rank parameters. */
-static double *scales(const zb_ptable *rt, const float *ref) {
-    double *sc = calloc((size_t)rt->n, sizeof *sc);
-    ck_assert_ptr_nonnull(sc);
-    for (int j = 0; j < rt->n; j++)
-        for (size_t i = 0; i < (size_t)rt->t[j].rows * rt->t[j].cols; i++)
-            sc[j] = fmax(sc[j], fabs(ref[rt->t[j].off + i]));
-    return sc;
-}
-
-/* Rank r's shards mapped onto the full tensors; marks what it covers. */
-static void compare_rank(const zb_plan *p, const zb_run_result *res, int r,
-                         const zb_ptable *rt, const float *ref,
-                         const double *sc, unsigned char *covered) {
-    int pr, dr, tr;
-    zb_err err;
-    zb_ptable pt;
-    zb_plan_coords(p, r, &pr, &dr, &tr);
-    ck_assert_msg(zb_ptable_build(&pt, p, pr, tr, &err) == ZB_OK, "%s", err.msg);
-    ck_assert_uint_eq(pt.floats, res->n_params[r]);
-    for (int j = 0; j < pt.n; j++) {
-        const zb_ptensor *t = &pt.t[j];
-        int rj = zb_ptable_find(rt, t->layer, t->id, false);
-        ck_assert_int_ge(rj, 0);
-        for (size_t i = 0; i < (size_t)t->rows * t->cols; i++) {
-            size_t fi = zb_ptable_full_index(&pt, t, i);
-            if (fi == ZB_PTABLE_PAD) continue;
-            double got = res->params[r][t->off + i];
-            double want = ref[rt->t[rj].off + fi];
-            covered[rt->t[rj].off + fi] = 1;
-            ck_assert_msg(fabs(got - want) <= 1e-5 * sc[rj], "world %d rank %d "
-                          "%s[%zu] = %.9g, single rank %.9g", res->world, r,
-                          t->name, fi, got, want);
-        }
-    }
-    zb_ptable_free(&pt);
-}
-
 static void check_layout(int dp, int tp, int pp) {
     zb_err err;
     zb_plan ref_p, p;
@@ -103,18 +66,10 @@ static void check_layout(int dp, int tp, int pp) {
         ck_assert_msg(fabs(res.loss[k] - ref.loss[k]) <= 1e-5 * fabs(ref.loss[k]),
                       "dp %d tp %d pp %d step %d: loss %.9g, single rank %.9g",
                       dp, tp, pp, k + 1, res.loss[k], ref.loss[k]);
-    zb_ptable rt;
-    ck_assert_msg(zb_ptable_build(&rt, &ref_p, 0, 0, &err) == ZB_OK, "%s", err.msg);
-    double *sc = scales(&rt, ref.params[0]);
-    unsigned char *covered = calloc(rt.floats, 1);
-    ck_assert_ptr_nonnull(covered);
-    for (int r = 0; r < res.world; r++)
-        compare_rank(&p, &res, r, &rt, ref.params[0], sc, covered);
-    for (size_t i = 0; i < rt.floats; i++)
-        ck_assert_msg(covered[i], "parameter %zu of the full model is on no rank", i);
-    free(covered);
-    free(sc);
-    zb_ptable_free(&rt);
+    char what[64];
+    snprintf(what, sizeof what, "world %d (dp %d tp %d pp %d)", res.world, dp,
+             tp, pp);
+    zb_lc_check_params(&ref_p, &ref, &p, &res, 1e-5, what);
     zb_run_result_free(&res);
     zb_run_result_free(&ref);
     zb_plan_free(&p);
