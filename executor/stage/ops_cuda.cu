@@ -407,6 +407,14 @@ static zb_status o_ce_bwd(void *ctx, float *dzl, const float *zl,
     return ZB_OK;
 }
 
+static zb_status o_ce_fused(void *ctx, double *acc, float *losses,
+                            float *dzl, const float *zl, const int *targets,
+                            float scale, int N, int V, int ld, zb_err *err) {
+    ZB_KERNEL(zb_cuda_ce_fused(acc, losses, dzl, zl, targets, scale, N, V, ld,
+                               X(ctx)->stream));
+    return ZB_OK;
+}
+
 /* ---- optimizer and norms ---- */
 
 static zb_status o_sumsq_add(void *ctx, double *acc, const float *x, size_t n,
@@ -587,6 +595,7 @@ extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
     t.ce_stats = o_ce_stats;
     t.ce_loss = o_ce_loss;
     t.ce_bwd = o_ce_bwd;
+    t.ce_fused = o_ce_fused;
     t.sumsq_add = o_sumsq_add;
     t.adamw = o_adamw;
     t.step_begin = o_step_begin;

@@ -1,7 +1,7 @@
 /* test_kernels_cuda.cu - every CUDA kernel (kernels/cuda/) against its CPU
  * twin (the C files in kernels/) on the same random inputs, including the += / =
  * contract (accumulating buffers start nonzero; written buffers start as
- * NaN garbage), the CUDA op table's attention as GEMMs around the softmax
+ * NaN garbage), the fused cross-entropy against zb_ce_fused, the CUDA op table's attention as GEMMs around the softmax
  * kernels (fp32 and bf16) against the CPU attention, and its gemm (the row-major descriptor
  * through cuBLAS) against a reference on odd shapes, in fp32 and bf16.
  * Exit 0: all pass; 1: a mismatch or any CUDA error (a missing or
@@ -208,6 +208,54 @@ static void test_crossentropy(int N, int V, int v0, int Vl, int ld) {
     EXPECT_CUDA(cudaMemcpy(&got, d_acc, sizeof got, cudaMemcpyDeviceToHost));
     bool ok = std::fabs(got - want) <= 1e-5 * (1.0 + std::fabs(want));
     printf("%-28s loss sum += %.9g (cpu %.9g)  %s\n", "ce shard loss sum", got,
+           want, ok ? "ok" : "FAIL");
+    if (!ok) failures++;
+}
+
+/* The fused cross-entropy (tp 1) against its CPU twin zb_ce_fused (which
+ * test_kernels proves equal to the pieces bit for bit): rows of stride
+ * ld >= V whose padding holds 1e30 (wins every max and softmax if read)
+ * and whose dlogits padding must stay NaN; N past the SM count makes the
+ * blocks loop over rows; the last row's target is the last column. */
+static void test_ce_fused(int N, int V, int ld) {
+    std::vector<float> zp((size_t)N * ld, 1e30f);
+    for (int n = 0; n < N; n++)
+        for (int v = 0; v < V; v++) zp[(size_t)n * ld + v] = 8.0f * frand();
+    std::vector<int> tgt(N);
+    for (int n = 0; n < N; n++) tgt[n] = (int)(((long long)n * 7919 + 3) % V);
+    tgt[N - 1] = V - 1;
+    float scale = 1.0f / N;
+    std::vector<float> loss(N), dzp((size_t)N * ld, NAN);
+    double want = 0.25 + zb_ce_fused(loss.data(), dzp.data(), zp.data(),
+                                     tgt.data(), scale, N, V, ld);
+    float *d_z = to_device(zp);
+    int *d_t = to_device(tgt);
+    std::vector<double> acc0(1, 0.25);
+    double *d_acc = to_device(acc0);
+    float *d_loss = nan_device(N), *d_dz = nan_device((size_t)N * ld);
+    EXPECT_CUDA(zb_cuda_ce_fused(d_acc, d_loss, d_dz, d_z, d_t, scale, N, V, ld,
+                                 0));
+    char what[64];
+    snprintf(what, sizeof what, "ce fused losses N=%d V=%d", N, V);
+    compare(what, loss, d_loss, 1e-5, 1e-5);
+    std::vector<float> got((size_t)N * ld), dzc((size_t)N * V), gotc((size_t)N * V);
+    EXPECT_CUDA(cudaMemcpy(got.data(), d_dz, got.size() * sizeof(float),
+                           cudaMemcpyDeviceToHost));
+    size_t touched = 0;
+    for (int n = 0; n < N; n++) {
+        memcpy(&dzc[(size_t)n * V], &dzp[(size_t)n * ld], V * sizeof(float));
+        memcpy(&gotc[(size_t)n * V], &got[(size_t)n * ld], V * sizeof(float));
+        for (int v = V; v < ld; v++) touched += !std::isnan(got[(size_t)n * ld + v]);
+    }
+    snprintf(what, sizeof what, "ce fused dlogits = ld=%d", ld);
+    compare_vec(what, dzc, gotc, 1e-4, 1e-9);
+    printf("%-28s %zu padded dlogits written  %s\n", "ce fused padding", touched,
+           touched ? "FAIL" : "ok");
+    if (touched) failures++;
+    double sum;
+    EXPECT_CUDA(cudaMemcpy(&sum, d_acc, sizeof sum, cudaMemcpyDeviceToHost));
+    bool ok = std::fabs(sum - want) <= 1e-5 * (1.0 + std::fabs(want));
+    printf("%-28s loss sum += %.9g (cpu %.9g)  %s\n", "ce fused loss sum", sum,
            want, ok ? "ok" : "FAIL");
     if (!ok) failures++;
 }
@@ -524,6 +572,10 @@ int main(void) {
     test_crossentropy(33, 301, 151, 150, 256); /* last TP rank of 2, padded */
     test_crossentropy(5, 50257, 0, 50257, 50304); /* GPT-2, rows of 128k */
     test_crossentropy(5, 50257, 25129, 25128, 25216);
+    test_ce_fused(1, 5, 5);
+    test_ce_fused(37, 301, 384);       /* odd V, padded stride */
+    test_ce_fused(300, 1027, 1029);    /* more rows than SMs: blocks loop */
+    test_ce_fused(9, 50257, 50304);    /* GPT-2 rows */
     test_adamw(100003);
     test_embed(3, 16, 96, 11, 0, 11);
     test_embed(3, 16, 96, 11, 6, 5);       /* second TP shard */
