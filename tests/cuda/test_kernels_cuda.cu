@@ -484,6 +484,46 @@ static void test_ops_gemm(const zb_ops &ops, bool bf16, int M, int N, int K,
     if (!rounded) failures++;
 }
 
+/* A linear layer with bias and GELU (the stage's fc: out = inp @ w^T +
+ * bias, gelu_out = GELU(out), ldc = N) through the op table: with N a
+ * multiple of 8 the cuBLASLt GELU_AUX_BIAS epilogue (zb_gemm_lt_plan),
+ * else the fallback (bias rows, GEMM, GELU kernel). Both outputs against
+ * the CPU reference and zb_gelu_forward: in fp32 within 2e-5 + 1e-5 |x|, which
+ * cuBLASLt's GELU must meet (the tanh form; the erf form differs by up to
+ * 4e-4 and would fail). ZB_CUDA_GEMM_LOG=1 (set in main) prints which
+ * path each shape took when the ops end. */
+static void test_ops_gemm_gelu(const zb_ops &ops, bool bf16, int M, int N,
+                               int K) {
+    zb_gemm g = {};
+    g.M = M; g.N = N; g.K = K; g.tb = true;
+    g.lda = K; g.ldb = K; g.ldc = N; g.batch = 1;
+    g.alpha = 1.0f; g.beta = 0.0f;
+    auto A = rand_vec((size_t)M * K, 1.0f), B = rand_vec((size_t)N * K, 1.0f);
+    auto bv = rand_vec(N, 1.0f);
+    std::vector<float> C((size_t)M * N), Gl((size_t)M * N);
+    g.bias = bv.data();
+    ref_gemm(g, A.data(), B.data(), C.data());
+    zb_gelu_forward(Gl.data(), C.data(), C.size());
+    zb_gemm d = g;
+    d.A = to_device(A); d.B = to_device(B); d.bias = to_device(bv);
+    d.C = nan_device(C.size());
+    d.gelu_out = nan_device(C.size());
+    zb_err err = {};
+    if (ops.gemm(ops.ctx, &d, &err) != ZB_OK) {
+        fprintf(stderr, "ops gemm (bias, GELU): %s\n", err.msg);
+        exit(1);
+    }
+    double tol = bf16 ? 4.0 * std::sqrt((double)K) / 256 : 2e-5;
+    char what[96];
+    snprintf(what, sizeof what, "gemm %s %dx%dx%d bias pre-GELU",
+             bf16 ? "bf16" : "fp32", M, N, K);
+    double rtol = bf16 ? 0 : 1e-5;
+    compare(what, C, d.C, rtol, tol);
+    snprintf(what, sizeof what, "gemm %s %dx%dx%d GELU out", bf16 ? "bf16" : "fp32",
+             M, N, K);
+    compare(what, Gl, d.gelu_out, rtol, tol);
+}
+
 static void test_ops_gemms(bool bf16) {
     zb_ops_cuda_cfg cfg = {};
     cfg.device = 0;
@@ -506,6 +546,10 @@ static void test_ops_gemms(bool bf16) {
                               false, 0.5f);
         test_ops_gemm(ops, false, 17, 33, 65, true, false, 3, false, 1.0f);
         test_ops_gemm(ops, false, 33, 17, 3, false, true, 1, true, 0.0f);
+        test_ops_gemm(ops, false, 64, 96, 48, false, true, 1, true, 0.0f);
+        test_ops_gemm_gelu(ops, false, 64, 96, 16);  /* epilogue */
+        test_ops_gemm_gelu(ops, false, 37, 200, 33); /* epilogue, odd M, K */
+        test_ops_gemm_gelu(ops, false, 37, 13, 33);  /* fallback: ld 13 */
         /* 8192 rows: 32 slabs of the full-grid sum (reduce.cuh) */
         auto dy = rand_vec(8192 * 96, 1.0f), db = rand_vec(96, 1.0f);
         float *d_dy = to_device(dy), *d_db = to_device(db);
@@ -523,6 +567,7 @@ static void test_ops_gemms(bool bf16) {
         test_ops_gemm(ops, true, 64, 96, 256, false, true, 1, false, 0.0f);
         test_ops_gemm(ops, true, 64, 256, 96, false, false, 1, false, 1.0f);
         test_ops_gemm(ops, true, 96, 256, 64, true, false, 2, false, 1.0f);
+        test_ops_gemm_gelu(ops, true, 64, 256, 96);
     }
     EXPECT_CUDA(cudaDeviceSynchronize());
     ops.destroy(ops.ctx);
@@ -564,6 +609,7 @@ static void test_stage_ops(int N, int C) {
 int main(void) {
     int present = zb_test_cuda_present();
     if (present != 0) return present;
+    setenv("ZB_CUDA_GEMM_LOG", "1", 0); /* the GEMM paths, printed at the end */
     test_layernorm(37, 200);
     test_layernorm(256, 768);
     test_layernorm(8192, 96); /* 32 slabs in W */
