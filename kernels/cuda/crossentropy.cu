@@ -13,10 +13,11 @@
  * one kernel: pass 1 the row max, pass 2 the sum of exp(z - max) in double
  * and the target logit, hence the loss, pass 3 dlogits. Only pass 1 reads
  * the row from HBM; passes 2 and 3 find it in L2 because few rows are in
- * flight: the grid has at most one block (1024 threads) per SM, each block
- * looping over rows n = blockIdx.x, + gridDim.x, ... A GPT-2 row of 50304
- * floats is 197 KiB; 132 SMs (H100/H200 SXM) x 197 KiB = 25.9 MiB of the
- * 50 MiB L2 (A100: 108 x 197 KiB = 20.7 MiB of 40 MiB). HBM then moves
+ * flight: the grid has no more blocks (of 1024 threads) than the device
+ * has SMs, each block looping over rows n = blockIdx.x, + gridDim.x, ...
+ * A GPT-2 row of 50304 floats is 197 KiB; 132 SMs (H100/H200 SXM) x 197
+ * KiB = 25.3 MiB of the 50 MiB L2 (A100: 108 x 197 KiB = 20.7 MiB of
+ * 40 MiB). HBM then moves
  * one read and one write of [N, V] where the pieces move three reads and
  * one write. Every row is reduced by one block in a fixed order (strided
  * per-thread sums, then the warps in order), whatever block runs it, so
@@ -182,7 +183,7 @@ extern "C" cudaError_t zb_cuda_ce_fused(double *acc, float *losses,
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount,
                                       dev));
-    int grid = sms > 0 && sms < N ? sms : N; /* at most one block per SM */
+    int grid = sms > 0 && sms < N ? sms : N; /* no more blocks than SMs */
     ce_fused<<<grid, ZB_CE_FUSED_THREADS, 0, stream>>>(losses, dzl, zl,
                                                        targets, scale, N, V,
                                                        ld);
