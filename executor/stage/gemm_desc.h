@@ -17,6 +17,8 @@
  * flag, m = N, n = M, k = K. zb_gemm_colmajor does exactly that and
  * nothing else; it is pure (no CUDA), tested on the CPU against
  * cblas_sgemm(CblasColMajor, ...) in tests/unit/test_gemm_desc.c.
+ * zb_gemm_lt_plan (below) maps the bias/GELU epilogue onto cuBLASLt's,
+ * also pure, tested in tests/unit/test_gemm_lt.c.
  */
 #ifndef ZB_STAGE_GEMM_DESC_H
 #define ZB_STAGE_GEMM_DESC_H
