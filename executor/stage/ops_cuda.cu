@@ -332,7 +332,8 @@ static lt_shape *lt_entry(cu_ops *o, const lt_key *k, bool *fresh) {
 }
 
 /* Run p (an epilogue plan) through cuBLASLt; *ran false: no algorithm,
- * the caller takes the other path. */
+ * or cublasLtMatmul refused the call (NOT_SUPPORTED: it enqueued
+ * nothing), and the caller takes the other path. */
 static zb_status lt_gemm(cu_ops *o, const zb_gemm_lt *p, bool *ran,
                          zb_err *err) {
     lt_key k = lt_key_of(o, p);
@@ -369,11 +370,18 @@ static zb_status lt_gemm(cu_ops *o, const zb_gemm_lt *p, bool *ran,
         cublasStatus_t st = cublasLtMatmul(
             o->lt, c.op, &m->alpha, m->A, c.a, m->B, c.b, &beta, p->D, c.d,
             p->D, c.d, &algo, o->workspace, ZB_CUBLAS_WORKSPACE, o->stream);
-        if (st != CUBLAS_STATUS_SUCCESS)
+        if (st == CUBLAS_STATUS_NOT_SUPPORTED) { /* refused, nothing ran */
+            found = false;
+            if (e) {
+                e->found = false;
+                e->why = "cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED";
+            }
+        } else if (st != CUBLAS_STATUS_SUCCESS) {
             s = zb_fail(err, ZB_ERUNTIME, "cublasLtMatmul %dx%dx%d (%s): %s "
                         "(%s:%d)", m->m, m->n, m->k,
                         p->epi == ZB_LT_GELU_AUX_BIAS ? "GELU_AUX_BIAS" : "BIAS",
                         zb_cublas_status_name(st), __FILE__, __LINE__);
+        }
     }
     lt_call_free(&c);
     *ran = s == ZB_OK && found;
