@@ -88,7 +88,7 @@ NVCC     ?= $(shell command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcudart.so $(CUDA_HOME)/lib/libcudart.so))
 CUDA_LIBDIR := $(if $(CUDA_LIBDIR),$(dir $(CUDA_LIBDIR)),)
-CUBLAS_OK := $(and $(wildcard $(CUDA_HOME)/include/cublas_v2.h),$(wildcard $(CUDA_LIBDIR)libcublas.so))
+CUBLAS_OK := $(and $(wildcard $(CUDA_HOME)/include/cublas_v2.h),$(wildcard $(CUDA_LIBDIR)libcublas.so),$(wildcard $(CUDA_LIBDIR)libcublasLt.so))
 nccl_so_in = $(firstword $(wildcard $(foreach l,lib64 lib lib/$(TRIPLET),$(1)/$(l)/libnccl.so) \
                $(foreach l,lib64 lib lib/$(TRIPLET),$(1)/$(l)/libnccl.so.2)))
 nccl_root  = $(firstword $(foreach d,$(1),$(if $(and $(wildcard $(d)/include/nccl.h),$(call nccl_so_in,$(d))),$(d))))
@@ -110,7 +110,7 @@ HAVE_CUDA := $(if $(filter 0 no off,$(CUDA)),,$(and $(wildcard $(NVCC)),$(CUDA_L
 ifneq ($(HAVE_CUDA),)
 CFLAGS    += -DZB_HAVE_CUDA -I$(CUDA_HOME)/include -I$(dir $(NCCL_H))
 CUDA_LIBS := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) $(NCCL_SO) \
-             -Wl,-rpath,$(dir $(NCCL_SO)) -lcublas -lcudart -lstdc++
+             -Wl,-rpath,$(dir $(NCCL_SO)) -lcublasLt -lcublas -lcudart -lstdc++
 endif
 CU_SRC   := $(wildcard kernels/cuda/*.cu $(addsuffix /*.cu,$(EXEC_ROOMS)))
 CU_HDR   := $(wildcard kernels/cuda/*.h kernels/cuda/*.cuh kernels/*.h executor/*.h \

@@ -98,3 +98,30 @@ void zb_ce_shard_backward(float *dzl, const float *zl, const double *M,
         if (k >= 0 && k < Vl) dz[k] -= scale;
     }
 }
+
+/* Pieces 1-4 with v0 = 0 row by row: m is the row max (a float, what
+ * (float)M[n] gives back), the sum of exp(z - m) in double, the target's
+ * logit, the loss as zb_ce_shard_loss forms it, then dzl as
+ * zb_ce_shard_backward writes it. */
+static float ce_fused_row(float *dz, const float *z, int target, float scale,
+                          int V) {
+    float m = row_max(z, V);
+    double s = row_sumexp(z, V, m);
+    double zt = target >= 0 && target < V ? (double)z[target] : 0.0;
+    float loss = (float)(log(s) + (double)m - zt);
+    float inv = (float)(1.0 / s);
+    for (int v = 0; v < V; v++) dz[v] = scale * (expf(z[v] - m) * inv);
+    if (target >= 0 && target < V) dz[target] -= scale;
+    return loss;
+}
+
+double zb_ce_fused(float *losses, float *dzl, const float *zl,
+                   const int *targets, float scale, int N, int V, int ld) {
+#pragma omp parallel for schedule(static) if (ZB_OMP_WORTH((size_t)N * V))
+    for (int n = 0; n < N; n++)
+        losses[n] = ce_fused_row(dzl + (size_t)n * ld, zl + (size_t)n * ld,
+                                 targets[n], scale, V);
+    double total = 0.0; /* serial: the same value for any thread count */
+    for (int n = 0; n < N; n++) total += losses[n];
+    return total;
+}

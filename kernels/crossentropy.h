@@ -13,7 +13,13 @@
  *   3. zb_ce_shard_loss: losses from (M, S, Zt), the same on every rank;
  *   4. zb_ce_shard_backward: this shard's dlogits.
  * With one shard (v0 = 0, Vl = V) these equal the unsharded functions
- * bitwise; no rank ever holds [N, V]. */
+ * bitwise; no rank ever holds [N, V].
+ *
+ * zb_ce_fused: one shard holding the whole vocabulary (tp 1) in one pass
+ * per row: the pieces 1-4 with v0 = 0, the same operations in the same
+ * order, so losses, dzl and the returned sum equal the pieces' bit for
+ * bit. Rows of zl and dzl have stride ld >= V (columns past V are padding:
+ * never read or written). */
 #ifndef ZB_KERNELS_CROSSENTROPY_H
 #define ZB_KERNELS_CROSSENTROPY_H
 
@@ -36,5 +42,9 @@ double zb_ce_shard_loss(float *losses, const double *M, const double *S,
 void zb_ce_shard_backward(float *dzl, const float *zl, const double *M,
                           const double *S, const int *targets, int v0,
                           float scale, int N, int Vl);
+/* losses[n] and dzl[n, :V] = scale (softmax - onehot) of zl (row stride
+ * ld); returns the sum of the losses (serial, in row order). */
+double zb_ce_fused(float *losses, float *dzl, const float *zl,
+                   const int *targets, float scale, int N, int V, int ld);
 
 #endif

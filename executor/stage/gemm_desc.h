@@ -17,6 +17,8 @@
  * flag, m = N, n = M, k = K. zb_gemm_colmajor does exactly that and
  * nothing else; it is pure (no CUDA), tested on the CPU against
  * cblas_sgemm(CblasColMajor, ...) in tests/unit/test_gemm_desc.c.
+ * zb_gemm_lt_plan (below) maps the bias/GELU epilogue onto cuBLASLt's,
+ * also pure, tested in tests/unit/test_gemm_lt.c.
  */
 #ifndef ZB_STAGE_GEMM_DESC_H
 #define ZB_STAGE_GEMM_DESC_H
@@ -63,6 +65,40 @@ typedef struct {
 
 /* The column-major call computing g's product (not its epilogue). */
 void zb_gemm_colmajor(const zb_gemm *g, zb_gemm_cm *out);
+
+/* The bias/GELU epilogue in the GEMM itself (cuBLASLt's
+ * CUBLASLT_EPILOGUE_BIAS / CUBLASLT_EPILOGUE_GELU_AUX_BIAS), or why not.
+ * After zb_gemm_colmajor's swap D = C^T is column-major [m = N, n = M]
+ * with ld ldc, and C[i, j] = D(j, i): the row-major bias over output
+ * columns, bias[j] added to C[i, j] for every row i, is the bias over D's
+ * rows, one value per row of D broadcast over its columns, exactly
+ * cuBLASLt's bias vector (length = rows of D = m, packed). With GELU,
+ * D = GELU(alpha op(A) op(B) + bias) goes to gelu_out and the epilogue's
+ * aux output, the pre-activation, to C (both with ld N = m). */
+typedef enum {
+    ZB_LT_NONE = 0,      /* no epilogue in the GEMM: `why` says why */
+    ZB_LT_BIAS,          /* D = C, bias per row of D */
+    ZB_LT_GELU_AUX_BIAS, /* D = gelu_out, aux = C (pre-GELU), ld aux_ld */
+} zb_lt_epilogue;
+
+typedef struct {
+    zb_lt_epilogue epi;
+    const char *why;     /* ZB_LT_NONE: static text; else NULL */
+    zb_gemm_cm cm;       /* the product; with epi, beta 0 and batch 1 */
+    const float *bias;   /* [cm.m] */
+    float *D;            /* epilogue output, ld cm.ldc */
+    float *aux;          /* GELU_AUX_BIAS: pre-GELU output, ld aux_ld */
+    long long aux_ld;
+} zb_gemm_lt;
+
+/* Minimum alignment (bytes) of the bias and aux pointers for the
+ * epilogue; smaller falls back. */
+#define ZB_LT_PTR_ALIGN 16
+
+/* Map a well-formed g (zb_gemm_check) to the epilogue call, or to
+ * ZB_LT_NONE (no bias; batch > 1; K = 0; an empty product; a bias or aux
+ * pointer below ZB_LT_PTR_ALIGN; GELU's aux ld not a multiple of 8). */
+void zb_gemm_lt_plan(const zb_gemm *g, zb_gemm_lt *out);
 
 /* NULL when g is well formed (sizes >= 0, batch >= 1, leading dimensions
  * large enough, beta 0 with a bias), else what is wrong (static text). */

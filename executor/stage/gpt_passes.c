@@ -252,13 +252,19 @@ static zb_status layer_backward_w(zb_stage *st, const layer_params *g,
 /* ---- head: final LayerNorm, LM head, vocabulary-parallel loss ---- */
 
 /* Cross-entropy of logits [N, Vv] (rows v0.. of the vocabulary): loss sum
- * into acc[0], dlogits of these rows. The TP transport only sums, so the
- * row maxima travel as a [tp, N] table (each rank fills its own row, zeros
+ * into acc[0], dlogits of these rows. tp 1: one fused op (the same results
+ * as the pieces). Else the TP transport only sums, so the row maxima
+ * travel as a [tp, N] table (each rank fills its own row, zeros
  * elsewhere) and every rank takes the max. */
 static zb_status vocab_parallel_ce(zb_stage *st, const float *logits,
                                    float *dlogits, float loss_scale,
                                    zb_err *err) {
     int N = st->N, tp = st->tp;
+    if (tp == 1) {
+        OP(ce_fused, &st->acc[0], st->losses, dlogits, logits, st->targets,
+           loss_scale, N, st->Vv, st->Vp);
+        return ZB_OK;
+    }
     double *tab = st->ce, *M = st->ce, *S = st->ce + (size_t)tp * N,
            *Zt = S + N;
     ZB_TRY(st->ops.memset0(st->ops.ctx, tab, (size_t)tp * N * sizeof *tab,

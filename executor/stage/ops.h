@@ -137,6 +137,14 @@ typedef struct {
                         const double *M, const double *S, const int *targets,
                         int v0, float scale, int N, int Vl, int ld,
                         zb_err *err);
+    /* tp 1 (one rank holds all V rows, v0 = 0): the pieces above in one
+     * op, the same contract: losses[N] (=), *acc += their sum in order,
+     * dzl[:, :V] = scale (softmax - onehot) (=; stride ld, padding left).
+     * cpu: bit for bit the pieces' results (zb_ce_fused); cuda: one
+     * kernel reading each row from HBM once. */
+    zb_status (*ce_fused)(void *ctx, double *acc, float *losses, float *dzl,
+                          const float *zl, const int *targets, float scale,
+                          int N, int V, int ld, zb_err *err);
 
     /* ---- optimizer and norms ---- */
     /* *acc += sum x[i]^2 in double */

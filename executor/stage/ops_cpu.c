@@ -195,6 +195,13 @@ static zb_status c_ce_bwd(void *ctx, float *dzl, const float *zl,
     return ZB_OK;
 }
 
+static zb_status c_ce_fused(void *ctx, double *acc, float *losses,
+                            float *dzl, const float *zl, const int *targets,
+                            float scale, int N, int V, int ld, zb_err *err) {
+    *acc += zb_ce_fused(losses, dzl, zl, targets, scale, N, V, ld);
+    return ZB_OK;
+}
+
 static zb_status c_sumsq_add(void *ctx, double *acc, const float *x, size_t n,
                              zb_err *err) {
     *acc += zb_sumsq(x, n);
@@ -243,6 +250,7 @@ void zb_ops_cpu(zb_ops *o) {
         .embed_pos_bwd = c_embed_pos_bwd,
         .ce_max = c_ce_max, .ce_max_combine = c_ce_max_combine,
         .ce_stats = c_ce_stats, .ce_loss = c_ce_loss, .ce_bwd = c_ce_bwd,
+        .ce_fused = c_ce_fused,
         .sumsq_add = c_sumsq_add, .adamw = c_adamw,
         .step_begin = c_nothing, .pass_begin = c_pass_mark,
         .pass_end = c_pass_mark, .pass_times = c_pass_times,

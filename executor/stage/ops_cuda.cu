@@ -8,7 +8,11 @@
  *
  * GEMMs: the row-major descriptor becomes one column-major cuBLAS call by
  * zb_gemm_colmajor (gemm_desc.h, tested on the CPU); one cublasSetStream
- * and one workspace per handle, set at creation. Precision fp32: plain
+ * and one workspace per handle, set at creation. A GEMM with a bias (and
+ * GELU) runs as one cublasLtMatmul with the bias (GELU_AUX_BIAS) epilogue
+ * where zb_gemm_lt_plan and cuBLASLt's heuristic allow, else as the bias
+ * rows, a beta = 1 GEMM and a GELU kernel; ZB_CUDA_GEMM_LOG=1 prints
+ * which path every biased shape took when the ops end. Precision fp32: plain
  * fp32 GEMMs (CUBLAS_COMPUTE_32F, no TF32), so results match the CPU to
  * rounding; bf16: the same fp32 buffers multiplied on the tensor cores
  * with operands rounded to bf16 and fp32 accumulation
@@ -29,6 +33,9 @@ extern "C" {
 }
 #include "executor/host/cuda_util.h"
 
+#include <cublasLt.h>
+#include <stdint.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,13 +47,37 @@ extern "C" {
 /* Logit rows start at multiples of 128 floats (512 bytes): V = 50257 would
  * leave rows unaligned for cuBLAS and the vector loads of the kernels. */
 #define ZB_LOGITS_ALIGN 128
+#define ZB_LT_SHAPES 64 /* GEMM shapes whose cuBLASLt choice is kept */
+
+/* One GEMM shape with a bias epilogue (zb_gemm_lt_plan) and the alignment
+ * class of its pointers: the algorithm cuBLASLt's heuristic chose for it
+ * (or that it found none: the fallback), and how often each path ran. */
+typedef struct {
+    int epi, transa, transb, m, n, k, lda, ldb, ldc;
+    long long aux_ld;
+    unsigned align[6]; /* A, B, D, bias, aux (0 when none), compute */
+} lt_key;
+typedef struct {
+    lt_key key;
+    bool found;                 /* an algorithm: the epilogue path */
+    const char *why;            /* fallback reason */
+    cublasLtMatmulAlgo_t algo;
+    long long calls;
+} lt_shape;
 
 struct cu_ops {
     int device;
     bool bf16, debug_sync;
     cudaStream_t stream;
     cublasHandle_t blas;
-    void *workspace;          /* ZB_CUBLAS_WORKSPACE bytes */
+    cublasLtHandle_t lt;      /* the bias/GELU epilogues */
+    void *workspace;          /* ZB_CUBLAS_WORKSPACE bytes, shared by blas
+                                 and lt: both run on `stream`, one GEMM
+                                 after the other */
+    bool gemm_log;            /* ZB_CUDA_GEMM_LOG=1: the paths at exit */
+    lt_shape lt_shapes[ZB_LT_SHAPES];
+    int n_lt_shapes;
+    long long lt_uncached;    /* epilogue GEMMs past the table */
     double *sum_scratch;      /* zb_cuda_sum_scratch_doubles() */
     int wgrad_rows, wgrad_cols;
     bool attn_gemm;           /* attention as GEMMs + softmax kernels */
@@ -144,12 +175,269 @@ static zb_status o_memset0(void *ctx, void *p, size_t bytes, zb_err *err) {
 
 static cublasOperation_t op_of(int t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
+/* ---- the bias/GELU epilogue in cuBLASLt ----
+ * zb_gemm_lt_plan (gemm_desc.h, tested on the CPU) maps the descriptor to
+ * CUBLASLT_EPILOGUE_BIAS (D = alpha op(A) op(B) + bias, D = C) or
+ * CUBLASLT_EPILOGUE_GELU_AUX_BIAS (D = gelu_out = GELU(that), the aux
+ * output = C = the pre-activation) and checks the rules of cublasLt.h
+ * (CUDA 13.0): bias length = rows of D, packed; aux ld divisible by 8 and
+ * >= rows of D; no batched epilogue. Types: A, B, C, D, bias and aux fp32
+ * (bias and aux take D's type by default), scale type fp32, compute
+ * CUBLAS_COMPUTE_32F (fp32) or CUBLAS_COMPUTE_32F_FAST_16BF (bf16), the
+ * combinations of cublasGemmEx's path. cuBLASLt's heuristic assumes
+ * 256-byte aligned buffers unless told (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_
+ * {A,B,C,D}_BYTES, default 256), and reads the bias and aux pointers'
+ * values for their alignment, so every call tells it each pointer's
+ * alignment, and the chosen algorithm is kept per shape and alignment.
+ * When the plan says no, or the heuristic finds no algorithm, the GEMM
+ * takes the cublasGemmEx path (bias rows, beta 1, a GELU kernel). */
+
+static unsigned align_of(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    unsigned k = 1;
+    while (k < 256 && a % (2 * k) == 0) k *= 2;
+    return p ? k : 0;
+}
+
+static lt_key lt_key_of(const cu_ops *o, const zb_gemm_lt *p) {
+    lt_key k;
+    memset(&k, 0, sizeof k); /* padding too: keys compare with memcmp */
+    k.epi = p->epi;
+    k.transa = p->cm.transa;
+    k.transb = p->cm.transb;
+    k.m = p->cm.m;
+    k.n = p->cm.n;
+    k.k = p->cm.k;
+    k.lda = p->cm.lda;
+    k.ldb = p->cm.ldb;
+    k.ldc = p->cm.ldc;
+    k.aux_ld = p->aux_ld;
+    k.align[0] = align_of(p->cm.A);
+    k.align[1] = align_of(p->cm.B);
+    k.align[2] = align_of(p->D);
+    k.align[3] = align_of(p->bias);
+    k.align[4] = align_of(p->aux);
+    k.align[5] = o->bf16;
+    return k;
+}
+
+/* The descriptors of one cublasLtMatmul call. */
+typedef struct {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t a, b, d;
+    cublasLtMatmulPreference_t pref;
+} lt_call;
+
+static void lt_call_free(lt_call *c) {
+    if (c->pref) cublasLtMatmulPreferenceDestroy(c->pref);
+    if (c->d) cublasLtMatrixLayoutDestroy(c->d);
+    if (c->b) cublasLtMatrixLayoutDestroy(c->b);
+    if (c->a) cublasLtMatrixLayoutDestroy(c->a);
+    if (c->op) cublasLtMatmulDescDestroy(c->op);
+}
+
+#define LT_SET(desc, attr, val)                                                \
+    ZB_CUBLAS(cublasLtMatmulDescSetAttribute(desc, attr, &(val), sizeof(val)))
+
+/* op, layouts (column-major; A stored [k, m] when transposed, else
+ * [m, k]; B likewise; D [m, n]) and the epilogue's attributes */
+static zb_status lt_describe(const cu_ops *o, const zb_gemm_lt *p, lt_call *c,
+                             zb_err *err) {
+    const zb_gemm_cm *m = &p->cm;
+    cublasComputeType_t ct =
+        o->bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
+    ZB_CUBLAS(cublasLtMatmulDescCreate(&c->op, ct, CUDA_R_32F));
+    cublasOperation_t ta = op_of(m->transa), tb = op_of(m->transb);
+    LT_SET(c->op, CUBLASLT_MATMUL_DESC_TRANSA, ta);
+    LT_SET(c->op, CUBLASLT_MATMUL_DESC_TRANSB, tb);
+    cublasLtEpilogue_t epi = p->epi == ZB_LT_GELU_AUX_BIAS
+                                 ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                 : CUBLASLT_EPILOGUE_BIAS;
+    LT_SET(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
+    const void *bias = p->bias;
+    LT_SET(c->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+    if (p->epi == ZB_LT_GELU_AUX_BIAS) {
+        void *aux = p->aux;
+        int64_t ld = p->aux_ld;
+        LT_SET(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
+        LT_SET(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, ld);
+    }
+    ZB_CUBLAS(cublasLtMatrixLayoutCreate(&c->a, CUDA_R_32F,
+                                         m->transa ? m->k : m->m,
+                                         m->transa ? m->m : m->k, m->lda));
+    ZB_CUBLAS(cublasLtMatrixLayoutCreate(&c->b, CUDA_R_32F,
+                                         m->transb ? m->n : m->k,
+                                         m->transb ? m->k : m->n, m->ldb));
+    ZB_CUBLAS(cublasLtMatrixLayoutCreate(&c->d, CUDA_R_32F, m->m, m->n,
+                                         m->ldc));
+    return ZB_OK;
+}
+
+#define LT_PREF(attr, val)                                                     \
+    ZB_CUBLAS(cublasLtMatmulPreferenceSetAttribute(c->pref, attr, &(val),      \
+                                                   sizeof(val)))
+
+/* The heuristic's best algorithm for this call and its pointers'
+ * alignment; *found false when it has none (*why says so): no algorithm,
+ * or the heuristic refusing the combination (NOT_SUPPORTED,
+ * INVALID_VALUE: e.g. an epilogue this compute type lacks). Any other
+ * failure fails the GEMM. */
+static zb_status lt_heuristic(cu_ops *o, lt_call *c, const lt_key *k,
+                              cublasLtMatmulAlgo_t *algo, bool *found,
+                              const char **why, zb_err *err) {
+    ZB_CUBLAS(cublasLtMatmulPreferenceCreate(&c->pref));
+    uint64_t ws = ZB_CUBLAS_WORKSPACE;
+    uint32_t aa = k->align[0], ab = k->align[1], ad = k->align[2];
+    LT_PREF(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, ws);
+    LT_PREF(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, aa);
+    LT_PREF(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, ab);
+    LT_PREF(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, ad);
+    LT_PREF(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, ad);
+    cublasLtMatmulHeuristicResult_t res;
+    memset(&res, 0, sizeof res);
+    int n = 0;
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+        o->lt, c->op, c->a, c->b, c->d, c->d, c->pref, 1, &res, &n);
+    *found = false;
+    *why = "heuristic: no algorithm";
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
+        *why = st == CUBLAS_STATUS_NOT_SUPPORTED
+                   ? "heuristic: CUBLAS_STATUS_NOT_SUPPORTED"
+                   : "heuristic: CUBLAS_STATUS_INVALID_VALUE";
+        return ZB_OK;
+    }
+    ZB_CUBLAS(st);
+    if (n < 1 || res.state != CUBLAS_STATUS_SUCCESS ||
+        res.workspaceSize > ZB_CUBLAS_WORKSPACE)
+        return ZB_OK;
+    *why = NULL;
+    *algo = res.algo;
+    *found = true;
+    return ZB_OK;
+}
+
+/* The kept entry of this shape, or a new one (NULL when the table is
+ * full: the heuristic then runs on every call). */
+static lt_shape *lt_entry(cu_ops *o, const lt_key *k, bool *fresh) {
+    *fresh = false;
+    for (int i = 0; i < o->n_lt_shapes; i++)
+        if (memcmp(&o->lt_shapes[i].key, k, sizeof *k) == 0)
+            return &o->lt_shapes[i];
+    if (o->n_lt_shapes == ZB_LT_SHAPES) return NULL;
+    lt_shape *e = &o->lt_shapes[o->n_lt_shapes++];
+    memset(e, 0, sizeof *e);
+    e->key = *k;
+    *fresh = true;
+    return e;
+}
+
+/* Run p (an epilogue plan) through cuBLASLt; *ran false: no algorithm,
+ * or cublasLtMatmul refused the call (NOT_SUPPORTED: it enqueued
+ * nothing), and the caller takes the other path. */
+static zb_status lt_gemm(cu_ops *o, const zb_gemm_lt *p, bool *ran,
+                         zb_err *err) {
+    lt_key k = lt_key_of(o, p);
+    bool fresh, found = false;
+    lt_shape *e = lt_entry(o, &k, &fresh);
+    *ran = false;
+    if (e && !fresh && !e->found) { /* known: no algorithm */
+        e->calls++;
+        return ZB_OK;
+    }
+    if (!e) o->lt_uncached++;
+    lt_call c;
+    memset(&c, 0, sizeof c);
+    cublasLtMatmulAlgo_t algo;
+    memset(&algo, 0, sizeof algo);
+    const char *why = NULL;
+    zb_status s = lt_describe(o, p, &c, err);
+    if (s == ZB_OK && (!e || fresh))
+        s = lt_heuristic(o, &c, &k, &algo, &found, &why, err);
+    if (s != ZB_OK && fresh) o->n_lt_shapes--; /* failed: keep nothing */
+    if (s == ZB_OK && e) {
+        if (fresh) {
+            e->found = found;
+            e->why = why;
+            if (found) e->algo = algo;
+        }
+        found = e->found;
+        algo = e->algo;
+        e->calls++;
+    }
+    if (s == ZB_OK && found) {
+        const zb_gemm_cm *m = &p->cm;
+        float beta = 0.0f;
+        cublasStatus_t st = cublasLtMatmul(
+            o->lt, c.op, &m->alpha, m->A, c.a, m->B, c.b, &beta, p->D, c.d,
+            p->D, c.d, &algo, o->workspace, ZB_CUBLAS_WORKSPACE, o->stream);
+        if (st == CUBLAS_STATUS_NOT_SUPPORTED) { /* refused, nothing ran */
+            found = false;
+            if (e) {
+                e->found = false;
+                e->why = "cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED";
+            }
+        } else if (st != CUBLAS_STATUS_SUCCESS) {
+            s = zb_fail(err, ZB_ERUNTIME, "cublasLtMatmul %dx%dx%d (%s): %s "
+                        "(%s:%d)", m->m, m->n, m->k,
+                        p->epi == ZB_LT_GELU_AUX_BIAS ? "GELU_AUX_BIAS" : "BIAS",
+                        zb_cublas_status_name(st), __FILE__, __LINE__);
+        }
+    }
+    lt_call_free(&c);
+    *ran = s == ZB_OK && found;
+    return s;
+}
+
+/* Fallback plans (no epilogue possible) are kept in the table too, so
+ * that ZB_CUDA_GEMM_LOG shows every biased shape's path. */
+static void lt_count_fallback(cu_ops *o, const zb_gemm_lt *p) {
+    lt_key k = lt_key_of(o, p);
+    bool fresh;
+    lt_shape *e = lt_entry(o, &k, &fresh);
+    if (!e) {
+        o->lt_uncached++;
+        return;
+    }
+    if (fresh) e->why = p->why;
+    e->calls++;
+}
+
+/* ZB_CUDA_GEMM_LOG=1: one line per biased GEMM shape, printed once when
+ * the ops end (what the first GPU run has to show). */
+static void lt_report(const cu_ops *o) {
+    if (!o->gemm_log) return;
+    for (int i = 0; i < o->n_lt_shapes; i++) {
+        const lt_shape *e = &o->lt_shapes[i];
+        const lt_key *k = &e->key;
+        fprintf(stderr, "zb cuda gemm: m %d n %d k %d ld %d/%d/%d align %u/%u/"
+                "%u bias %u: %s%s, %lld calls\n", k->m, k->n, k->k, k->lda,
+                k->ldb, k->ldc, k->align[0], k->align[1], k->align[2],
+                k->align[3],
+                e->found ? (k->epi == ZB_LT_GELU_AUX_BIAS
+                                ? "cublasLt GELU_AUX_BIAS"
+                                : "cublasLt BIAS")
+                         : "fallback: ",
+                e->found || !e->why ? "" : e->why, e->calls);
+    }
+    if (o->lt_uncached)
+        fprintf(stderr, "zb cuda gemm: %lld biased GEMMs past the %d kept "
+                "shapes\n", o->lt_uncached, ZB_LT_SHAPES);
+}
+
 static zb_status o_gemm(void *ctx, const zb_gemm *g, zb_err *err) {
     cu_ops *o = X(ctx);
     const char *bad = zb_gemm_check(g);
     if (bad) return zb_fail(err, ZB_ERUNTIME, "gemm %dx%dx%d: %s", g->M, g->N,
                             g->K, bad);
     if (g->M == 0 || g->N == 0) return ZB_OK;
+    if (g->bias) {
+        zb_gemm_lt p;
+        zb_gemm_lt_plan(g, &p);
+        bool ran = false;
+        if (p.epi != ZB_LT_NONE) ZB_TRY(lt_gemm(o, &p, &ran, err));
+        else lt_count_fallback(o, &p);
+        if (ran) return ZB_OK;
+    }
     zb_gemm_cm c;
     zb_gemm_colmajor(g, &c);
     if (g->bias) {
@@ -407,6 +695,14 @@ static zb_status o_ce_bwd(void *ctx, float *dzl, const float *zl,
     return ZB_OK;
 }
 
+static zb_status o_ce_fused(void *ctx, double *acc, float *losses,
+                            float *dzl, const float *zl, const int *targets,
+                            float scale, int N, int V, int ld, zb_err *err) {
+    ZB_KERNEL(zb_cuda_ce_fused(acc, losses, dzl, zl, targets, scale, N, V, ld,
+                               X(ctx)->stream));
+    return ZB_OK;
+}
+
 /* ---- optimizer and norms ---- */
 
 static zb_status o_sumsq_add(void *ctx, double *acc, const float *x, size_t n,
@@ -492,6 +788,8 @@ static void o_destroy(void *ctx) {
     if (o->sum_scratch) cudaFree(o->sum_scratch);
     if (o->wgrad_scratch) cudaFree(o->wgrad_scratch);
     if (o->embed_scratch) cudaFree(o->embed_scratch);
+    lt_report(o);
+    if (o->lt) cublasLtDestroy(o->lt);
     if (o->blas) cublasDestroy(o->blas);
     if (o->stream) cudaStreamDestroy(o->stream);
     free(o);
@@ -527,6 +825,7 @@ static zb_status device_init(cu_ops *o, zb_err *err) {
     ZB_CUBLAS(cublasSetWorkspace(o->blas, o->workspace, ZB_CUBLAS_WORKSPACE));
     /* plain fp32: no TF32, so the GPU matches the CPU to fp32 rounding */
     ZB_CUBLAS(cublasSetMathMode(o->blas, CUBLAS_DEFAULT_MATH));
+    ZB_CUBLAS(cublasLtCreate(&o->lt));
     ZB_CUDA(cudaMalloc((void **)&o->sum_scratch,
                        zb_cuda_sum_scratch_doubles() * sizeof(double)));
     ZB_CUDA(cudaMalloc((void **)&o->wgrad_scratch,
@@ -551,6 +850,8 @@ extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
     o->wgrad_cols = cfg->wgrad_cols > 0 ? cfg->wgrad_cols : 1;
     const char *sync = getenv("ZB_CUDA_SYNC");
     o->debug_sync = sync && sync[0] == '1';
+    const char *glog = getenv("ZB_CUDA_GEMM_LOG");
+    o->gemm_log = glog && glog[0] == '1';
     zb_status s = device_init(o, err);
     if (s != ZB_OK) {
         o_destroy(o);
@@ -587,6 +888,7 @@ extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
     t.ce_stats = o_ce_stats;
     t.ce_loss = o_ce_loss;
     t.ce_bwd = o_ce_bwd;
+    t.ce_fused = o_ce_fused;
     t.sumsq_add = o_sumsq_add;
     t.adamw = o_adamw;
     t.step_begin = o_step_begin;

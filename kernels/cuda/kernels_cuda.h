@@ -90,6 +90,13 @@ cudaError_t zb_cuda_ce_backward(float *dzl, const float *zl, const double *M,
                                 const double *S, const int *targets, int v0,
                                 float scale, int N, int Vl, int ld,
                                 cudaStream_t stream);
+/* tp 1 (kernels/crossentropy.h's zb_ce_fused): losses [N] (=), *acc +=
+ * their sum in row order, dzl [N, V] = scale (softmax - onehot) (=), zl
+ * and dzl with row stride ld >= V (padding never read or written); each
+ * row read from HBM once (crossentropy.cu says how) */
+cudaError_t zb_cuda_ce_fused(double *acc, float *losses, float *dzl,
+                             const float *zl, const int *targets, float scale,
+                             int N, int V, int ld, cudaStream_t stream);
 /* params, grads, m, v [n] */
 cudaError_t zb_cuda_adamw_update(float *params, const float *grads, float *m,
                                  float *v, size_t n, float lr, float beta1,

@@ -1,7 +1,7 @@
 /* test_kernels_cuda.cu - every CUDA kernel (kernels/cuda/) against its CPU
  * twin (the C files in kernels/) on the same random inputs, including the += / =
  * contract (accumulating buffers start nonzero; written buffers start as
- * NaN garbage), the CUDA op table's attention as GEMMs around the softmax
+ * NaN garbage), the fused cross-entropy against zb_ce_fused, the CUDA op table's attention as GEMMs around the softmax
  * kernels (fp32 and bf16) against the CPU attention, and its gemm (the row-major descriptor
  * through cuBLAS) against a reference on odd shapes, in fp32 and bf16.
  * Exit 0: all pass; 1: a mismatch or any CUDA error (a missing or
@@ -208,6 +208,54 @@ static void test_crossentropy(int N, int V, int v0, int Vl, int ld) {
     EXPECT_CUDA(cudaMemcpy(&got, d_acc, sizeof got, cudaMemcpyDeviceToHost));
     bool ok = std::fabs(got - want) <= 1e-5 * (1.0 + std::fabs(want));
     printf("%-28s loss sum += %.9g (cpu %.9g)  %s\n", "ce shard loss sum", got,
+           want, ok ? "ok" : "FAIL");
+    if (!ok) failures++;
+}
+
+/* The fused cross-entropy (tp 1) against its CPU twin zb_ce_fused (which
+ * test_kernels proves equal to the pieces bit for bit): rows of stride
+ * ld >= V whose padding holds 1e30 (wins every max and softmax if read)
+ * and whose dlogits padding must stay NaN; N past the SM count makes the
+ * blocks loop over rows; the last row's target is the last column. */
+static void test_ce_fused(int N, int V, int ld) {
+    std::vector<float> zp((size_t)N * ld, 1e30f);
+    for (int n = 0; n < N; n++)
+        for (int v = 0; v < V; v++) zp[(size_t)n * ld + v] = 8.0f * frand();
+    std::vector<int> tgt(N);
+    for (int n = 0; n < N; n++) tgt[n] = (int)(((long long)n * 7919 + 3) % V);
+    tgt[N - 1] = V - 1;
+    float scale = 1.0f / N;
+    std::vector<float> loss(N), dzp((size_t)N * ld, NAN);
+    double want = 0.25 + zb_ce_fused(loss.data(), dzp.data(), zp.data(),
+                                     tgt.data(), scale, N, V, ld);
+    float *d_z = to_device(zp);
+    int *d_t = to_device(tgt);
+    std::vector<double> acc0(1, 0.25);
+    double *d_acc = to_device(acc0);
+    float *d_loss = nan_device(N), *d_dz = nan_device((size_t)N * ld);
+    EXPECT_CUDA(zb_cuda_ce_fused(d_acc, d_loss, d_dz, d_z, d_t, scale, N, V, ld,
+                                 0));
+    char what[64];
+    snprintf(what, sizeof what, "ce fused losses N=%d V=%d", N, V);
+    compare(what, loss, d_loss, 1e-5, 1e-5);
+    std::vector<float> got((size_t)N * ld), dzc((size_t)N * V), gotc((size_t)N * V);
+    EXPECT_CUDA(cudaMemcpy(got.data(), d_dz, got.size() * sizeof(float),
+                           cudaMemcpyDeviceToHost));
+    size_t touched = 0;
+    for (int n = 0; n < N; n++) {
+        memcpy(&dzc[(size_t)n * V], &dzp[(size_t)n * ld], V * sizeof(float));
+        memcpy(&gotc[(size_t)n * V], &got[(size_t)n * ld], V * sizeof(float));
+        for (int v = V; v < ld; v++) touched += !std::isnan(got[(size_t)n * ld + v]);
+    }
+    snprintf(what, sizeof what, "ce fused dlogits = ld=%d", ld);
+    compare_vec(what, dzc, gotc, 1e-4, 1e-9);
+    printf("%-28s %zu padded dlogits written  %s\n", "ce fused padding", touched,
+           touched ? "FAIL" : "ok");
+    if (touched) failures++;
+    double sum;
+    EXPECT_CUDA(cudaMemcpy(&sum, d_acc, sizeof sum, cudaMemcpyDeviceToHost));
+    bool ok = std::fabs(sum - want) <= 1e-5 * (1.0 + std::fabs(want));
+    printf("%-28s loss sum += %.9g (cpu %.9g)  %s\n", "ce fused loss sum", sum,
            want, ok ? "ok" : "FAIL");
     if (!ok) failures++;
 }
@@ -436,6 +484,46 @@ static void test_ops_gemm(const zb_ops &ops, bool bf16, int M, int N, int K,
     if (!rounded) failures++;
 }
 
+/* A linear layer with bias and GELU (the stage's fc: out = inp @ w^T +
+ * bias, gelu_out = GELU(out), ldc = N) through the op table: with N a
+ * multiple of 8 the cuBLASLt GELU_AUX_BIAS epilogue (zb_gemm_lt_plan),
+ * else the fallback (bias rows, GEMM, GELU kernel). Both outputs against
+ * the CPU reference and zb_gelu_forward: in fp32 within 2e-5 + 1e-5 |x|, which
+ * cuBLASLt's GELU must meet (the tanh form; the erf form differs by up to
+ * 4e-4 and would fail). ZB_CUDA_GEMM_LOG=1 (set in main) prints which
+ * path each shape took when the ops end. */
+static void test_ops_gemm_gelu(const zb_ops &ops, bool bf16, int M, int N,
+                               int K) {
+    zb_gemm g = {};
+    g.M = M; g.N = N; g.K = K; g.tb = true;
+    g.lda = K; g.ldb = K; g.ldc = N; g.batch = 1;
+    g.alpha = 1.0f; g.beta = 0.0f;
+    auto A = rand_vec((size_t)M * K, 1.0f), B = rand_vec((size_t)N * K, 1.0f);
+    auto bv = rand_vec(N, 1.0f);
+    std::vector<float> C((size_t)M * N), Gl((size_t)M * N);
+    g.bias = bv.data();
+    ref_gemm(g, A.data(), B.data(), C.data());
+    zb_gelu_forward(Gl.data(), C.data(), C.size());
+    zb_gemm d = g;
+    d.A = to_device(A); d.B = to_device(B); d.bias = to_device(bv);
+    d.C = nan_device(C.size());
+    d.gelu_out = nan_device(C.size());
+    zb_err err = {};
+    if (ops.gemm(ops.ctx, &d, &err) != ZB_OK) {
+        fprintf(stderr, "ops gemm (bias, GELU): %s\n", err.msg);
+        exit(1);
+    }
+    double tol = bf16 ? 4.0 * std::sqrt((double)K) / 256 : 2e-5;
+    char what[96];
+    snprintf(what, sizeof what, "gemm %s %dx%dx%d bias pre-GELU",
+             bf16 ? "bf16" : "fp32", M, N, K);
+    double rtol = bf16 ? 0 : 1e-5;
+    compare(what, C, d.C, rtol, tol);
+    snprintf(what, sizeof what, "gemm %s %dx%dx%d GELU out", bf16 ? "bf16" : "fp32",
+             M, N, K);
+    compare(what, Gl, d.gelu_out, rtol, tol);
+}
+
 static void test_ops_gemms(bool bf16) {
     zb_ops_cuda_cfg cfg = {};
     cfg.device = 0;
@@ -458,6 +546,10 @@ static void test_ops_gemms(bool bf16) {
                               false, 0.5f);
         test_ops_gemm(ops, false, 17, 33, 65, true, false, 3, false, 1.0f);
         test_ops_gemm(ops, false, 33, 17, 3, false, true, 1, true, 0.0f);
+        test_ops_gemm(ops, false, 64, 96, 48, false, true, 1, true, 0.0f);
+        test_ops_gemm_gelu(ops, false, 64, 96, 16);  /* epilogue */
+        test_ops_gemm_gelu(ops, false, 37, 200, 33); /* epilogue, odd M, K */
+        test_ops_gemm_gelu(ops, false, 37, 13, 33);  /* fallback: ld 13 */
         /* 8192 rows: 32 slabs of the full-grid sum (reduce.cuh) */
         auto dy = rand_vec(8192 * 96, 1.0f), db = rand_vec(96, 1.0f);
         float *d_dy = to_device(dy), *d_db = to_device(db);
@@ -475,6 +567,7 @@ static void test_ops_gemms(bool bf16) {
         test_ops_gemm(ops, true, 64, 96, 256, false, true, 1, false, 0.0f);
         test_ops_gemm(ops, true, 64, 256, 96, false, false, 1, false, 1.0f);
         test_ops_gemm(ops, true, 96, 256, 64, true, false, 2, false, 1.0f);
+        test_ops_gemm_gelu(ops, true, 64, 256, 96);
     }
     EXPECT_CUDA(cudaDeviceSynchronize());
     ops.destroy(ops.ctx);
@@ -516,6 +609,7 @@ static void test_stage_ops(int N, int C) {
 int main(void) {
     int present = zb_test_cuda_present();
     if (present != 0) return present;
+    setenv("ZB_CUDA_GEMM_LOG", "1", 0); /* the GEMM paths, printed at the end */
     test_layernorm(37, 200);
     test_layernorm(256, 768);
     test_layernorm(8192, 96); /* 32 slabs in W */
@@ -524,6 +618,10 @@ int main(void) {
     test_crossentropy(33, 301, 151, 150, 256); /* last TP rank of 2, padded */
     test_crossentropy(5, 50257, 0, 50257, 50304); /* GPT-2, rows of 128k */
     test_crossentropy(5, 50257, 25129, 25128, 25216);
+    test_ce_fused(1, 5, 5);
+    test_ce_fused(37, 301, 384);       /* odd V, padded stride */
+    test_ce_fused(300, 1027, 1029);    /* more rows than SMs: blocks loop */
+    test_ce_fused(9, 50257, 50304);    /* GPT-2 rows */
     test_adamw(100003);
     test_embed(3, 16, 96, 11, 0, 11);
     test_embed(3, 16, 96, 11, 6, 5);       /* second TP shard */

@@ -14,6 +14,9 @@
  *  - bf16 (tensor-core GEMMs, fp32 elsewhere): 20 steps of pp 1 on the
  *    CUDA stage, every loss within 2% relative of the fp32 CUDA run's, and
  *    the loss falls.
+ * The tp 1 layouts run the fused cross-entropy (ce_fused), tp 2 the
+ * vocabulary-parallel pieces; the qkv and fc GEMMs (bias; bias + GELU)
+ * take cuBLASLt's epilogues where zb_gemm_lt_plan allows.
  * AdamW eps is 1e-3, as in tests/unit/test_runtime.c (why: see there).
  * Exit 0 all passed, 1 a failure or any CUDA error other than "no device"
  * (a driver mismatch fails), 77 no CUDA device (skipped).

@@ -29,6 +29,7 @@
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
 #include "kernels/parallel.h"
+#include "executor/stage/ops.h"
 
 /* ------------------------------------------------------------------ */
 /* helpers                                                            */
@@ -824,6 +825,47 @@ static void ce_shard_case(int N, int V, int k, float scale) {
     free(t1), free(t2), free(zl), free(dzl), free(ls);
 }
 
+/* The CPU op table's fused cross-entropy (tp 1) against the pieces in the
+ * stage's order (ce_max, ce_max_combine, ce_stats, ce_loss, ce_bwd) on
+ * rows of stride ld: losses, dlogits and the loss sum bit for bit, the
+ * padding of dlogits untouched. */
+static void ce_fused_case(int N, int V, int ld, float scale) {
+    zb_ops o;
+    zb_ops_cpu(&o);
+    zb_err err = {0};
+    float *z = frandbuf((size_t)N * ld, 6.0f), *l1 = fbuf(N), *l2 = fbuf(N);
+    float *d1 = fbuf((size_t)N * ld), *d2 = fbuf((size_t)N * ld);
+    int *tgt = calloc((size_t)N, sizeof(int));
+    double *st = calloc(3 * (size_t)N, sizeof(double));
+    ck_assert(tgt && st);
+    for (int n = 0; n < N; n++) tgt[n] = (n * 11 + 5) % V;
+    tgt[N - 1] = V - 1;
+    for (size_t i = 0; i < (size_t)N * ld; i++) d1[i] = d2[i] = -7.0f;
+    double a1 = 0.5, a2 = 0.5, *M = st, *S = st + N, *Zt = st + 2 * N;
+    ck_assert_int_eq(o.ce_max(o.ctx, M, z, N, V, ld, &err), ZB_OK);
+    ck_assert_int_eq(o.ce_max_combine(o.ctx, M, 1, N, &err), ZB_OK);
+    ck_assert_int_eq(o.ce_stats(o.ctx, S, Zt, z, M, tgt, 0, N, V, ld, &err), ZB_OK);
+    ck_assert_int_eq(o.ce_loss(o.ctx, &a1, l1, M, S, Zt, N, &err), ZB_OK);
+    ck_assert_int_eq(o.ce_bwd(o.ctx, d1, z, M, S, tgt, 0, scale, N, V, ld, &err), ZB_OK);
+    ck_assert_int_eq(o.ce_fused(o.ctx, &a2, l2, d2, z, tgt, scale, N, V, ld, &err), ZB_OK);
+    ck_assert(a1 == a2 && (V == 1 || a1 != 0.5)); /* V 1: loss 0 */
+    ck_assert_mem_eq(l1, l2, (size_t)N * sizeof(float));
+    ck_assert_mem_eq(d1, d2, (size_t)N * ld * sizeof(float));
+    for (int n = 0; n < N; n++)
+        for (int v = V; v < ld; v++) ck_assert(d2[(size_t)n * ld + v] == -7.0f);
+    free(z), free(l1), free(l2), free(d1), free(d2), free(tgt), free(st);
+}
+
+START_TEST(test_crossentropy_fused) {
+    seed(71);
+    ce_fused_case(1, 1, 1, 1.0f);
+    ce_fused_case(7, 13, 13, 0.3f);
+    ce_fused_case(7, 13, 16, 0.3f);        /* padded stride */
+    ce_fused_case(33, 301, 384, 1.0f / 33); /* odd V, stride of 128 */
+    ce_fused_case(64, 2051, 2051, 0.125f);  /* rows split over threads */
+}
+END_TEST
+
 START_TEST(test_crossentropy_sharded) {
     seed(67);
     ce_shard_case(6, 13, 1, 0.3f);
@@ -1074,6 +1116,7 @@ static Suite *kernels_suite(void) {
     tcase_add_test(tc, test_crossentropy);
     tcase_add_test(tc, test_crossentropy_uniform);
     tcase_add_test(tc, test_crossentropy_sharded);
+    tcase_add_test(tc, test_crossentropy_fused);
     tcase_add_test(tc, test_embed_sharded);
     tcase_add_test(tc, test_adamw_one_step);
     tcase_add_test(tc, test_adamw_constant_gradient);
