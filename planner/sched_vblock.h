@@ -31,6 +31,13 @@ zb_status zb_vblock_order(int p, int m, const int (*t)[4], const char *name,
 zb_status zb_vsqueeze(const zb_schedule *in, zb_schedule *out, bool b_first,
                       zb_err *err);
 
+/* Block t's order reordered in the unit model (sched_vreorder.c): passes
+ * pulled into earlier free slots within the largest rank's unit peak, the
+ * warm-up with the W placed, the cool-down with and without them, then W
+ * per chunk into the free slots. out is initialised by the call. */
+zb_status zb_vreorder(int p, int m, const int (*t)[4], const char *name,
+                      zb_schedule *out, zb_err *err);
+
 /* The V-Min and V-Half blocks (rank r: offsets +1/-1 and +2/-1 slots per
  * rank, with a gap between forward and backward that keeps the slots of
  * the 4 passes distinct modulo 6). t must hold [p][4]. */
