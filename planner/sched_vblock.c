@@ -113,6 +113,7 @@ typedef struct {
     zb_schedule *best;
     double span, end;
     int found;
+    bool reorder;
 } best_state;
 
 /* Score s (consumed): kept in B if the best so far within the limit. */
@@ -141,8 +142,10 @@ static zb_status consider(best_state *B, zb_schedule s, zb_err *err) {
  * (zb_vreorder). */
 static zb_status try_block(best_state *B, const int (*t)[4], zb_err *err) {
     zb_schedule s, q;
-    ZB_TRY(zb_vreorder(B->p, B->m, t, "zb-auto-v", &q, err));
-    ZB_TRY(consider(B, q, err));
+    if (B->reorder) {
+        ZB_TRY(zb_vreorder(B->p, B->m, t, "zb-auto-v", &q, err));
+        ZB_TRY(consider(B, q, err));
+    }
     ZB_TRY(zb_vblock_order(B->p, B->m, t, "zb-auto-v", &s, err));
     zb_status st = ZB_OK;
     for (int b_first = 0; b_first < 2 && st == ZB_OK; b_first++) {
@@ -158,8 +161,8 @@ static zb_status try_block(best_state *B, const int (*t)[4], zb_err *err) {
 }
 
 zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
-                         long budget, zb_schedule *out, int *found,
-                         zb_err *err) {
+                         long budget, bool reorder, zb_schedule *out,
+                         int *found, zb_err *err) {
     *found = 0;
     int (*t)[4] = zb_calloc((size_t)p, sizeof *t, err);
     zb_sim_ws *ws = zb_sim_ws_new();
@@ -168,13 +171,14 @@ zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
         zb_sim_ws_free(ws);
         return zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
     }
-    best_state B = {p, m, c, mem_limit, ws, out, 0, 0, 0};
-    long per = 6L * p * m, used = 0;
+    best_state B = {p, m, c, mem_limit, ws, out, 0, 0, 0, reorder};
+    long per_block = (reorder ? 4 : 3) * 6L * p * m;
+    long used = 0;
     zb_vblock_vmin(p, t);
     zb_status st = try_block(&B, (const int (*)[4])t, err);
     zb_vblock_vhalf(p, t);
     if (st == ZB_OK) st = try_block(&B, (const int (*)[4])t, err);
-    used = 8 * per;
+    used = 2 * per_block;
     for (int f1 = 1; f1 < PERIOD && st == ZB_OK && used < budget; f1++)
         for (int b1 = 1; b1 < PERIOD && st == ZB_OK && used < budget; b1++)
             for (int b0 = 1; b0 < PERIOD && st == ZB_OK && used < budget; b0++) {
@@ -185,7 +189,7 @@ zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
                         for (int k0 = 1; k0 < (p > 1 ? p : 2) && st == ZB_OK && used < budget; k0++) {
                             if (!block_slots(p, pat, d0, d1, k0, t)) continue;
                             st = try_block(&B, (const int (*)[4])t, err);
-                            used += 4 * per;
+                            used += per_block;
                             if (d0 == d1) break; /* k0 changes nothing */
                         }
             }

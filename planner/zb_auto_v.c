@@ -17,11 +17,13 @@
  */
 #include "planner/zb_auto.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "planner/sched_vblock.h"
 #include "planner/schedules.h"
 #include "planner/zb_auto_greedy.h"
+#include "planner/zb_auto_vlocal.h"
 #include "planner/zb_auto_vrounds.h"
 
 typedef struct {
@@ -50,6 +52,20 @@ static const v_policy policies[] = {
 /* Passes the building-block search may schedule in all (each block costs
  * 6pm): every block up to about p 4, m 32; a few hundred at p 16, m 64. */
 #define VBLOCK_BUDGET 3000000L
+
+/* Passes the local search over W placement may simulate (zb_auto_vlocal.h),
+ * at tight limits only: about 0.1 s. */
+#define VLOCAL_BUDGET 2000000L
+
+/* Below ZB-V's memory (p times a rank's two chunk activations, on some
+ * rank) the building blocks are also reordered and the winner's W
+ * placement searched: the regime of the authors' V-Half, V-Min and
+ * v_auto_schedule. */
+static bool tight(int p, const zb_costs *c, double mem_limit) {
+    for (int r = 0; r < p; r++)
+        if (mem_limit < p * (c->m_b[r] + c->m_b[2 * p - 1 - r])) return true;
+    return false;
+}
 
 zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
                     zb_schedule *out, zb_err *err) {
@@ -83,13 +99,15 @@ zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
      * the uniform-offset blocks, sched_vblock.h) */
     int found = 0;
     if (st == ZB_OK)
-        st = zb_vblock_best(p, m, c, mem_limit, VBLOCK_BUDGET, &seeds[nseeds],
-                            &found, err);
+        st = zb_vblock_best(p, m, c, mem_limit, VBLOCK_BUDGET, tight(p, c, mem_limit),
+                            &seeds[nseeds], &found, err);
     nseeds += found;
     if (st != ZB_ENOMEM)
         st = zb_greedy_search("zb-auto-v", p, m, 2, ZB_PLACE_V, c, mem_limit,
                               pol, zb_greedy_policy_count(6L * p * m, N_POL, MIN_POL),
                               seeds, nseeds, out, err);
+    if (st == ZB_OK && tight(p, c, mem_limit))
+        st = zb_vlocal(out, c, mem_limit, VLOCAL_BUDGET, err);
     for (int i = 0; i < nseeds; i++) zb_schedule_free(&seeds[i]);
     free(caps);
     return st;
