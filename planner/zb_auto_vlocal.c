@@ -23,7 +23,7 @@ static int better(vl_state *V, const zb_schedule *s) {
     const double *re = zb_sim_ws_rank_end(V->ws);
     for (int r = 0; r < s->p; r++) sum += re[r];
     if (span < V->span || (span == V->span && (end < V->end ||
-                                               (end == V->end && sum < V->sum)))) {
+                                               (end == V->end && sum <= V->sum)))) {
         V->span = span, V->end = end, V->sum = sum;
         return 1;
     }
@@ -45,7 +45,8 @@ zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
     int r0 = better(&V, s), kept = 1;
     while (r0 >= 0 && kept && V.used < V.budget) {
         kept = 0;
-        for (int r = 0; r < s->p && r0 >= 0 && V.used < V.budget; r++)
+        for (int q = 0; q < s->p && r0 >= 0 && V.used < V.budget; q++) {
+            int r = s->p - 1 - q;
             for (int i = 0; i + 1 < s->len[r] && V.used < V.budget; i++) {
                 zb_action *a = &s->acts[r][i], t = a[0];
                 if (!swappable(&a[0], &a[1])) continue;
@@ -55,6 +56,7 @@ zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
                 if (r0) kept = 1;
                 else a[1] = a[0], a[0] = t;
             }
+        }
     }
     zb_sim_ws_free(V.ws);
     return r0 < 0 ? zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory") : ZB_OK;
