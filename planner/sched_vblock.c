@@ -113,7 +113,7 @@ typedef struct {
     zb_schedule *best;
     double span, end;
     int found;
-    bool reorder;
+    int reorder;
 } best_state;
 
 /* Score s (consumed): kept in B if the best so far within the limit. */
@@ -138,11 +138,12 @@ static zb_status consider(best_state *B, zb_schedule s, zb_err *err) {
     return ZB_OK;
 }
 
-/* The block's order as laid out, squeezed (zb_vsqueeze) and reordered
- * (zb_vreorder). */
-static zb_status try_block(best_state *B, const int (*t)[4], zb_err *err) {
+/* The block's order as laid out, squeezed (zb_vsqueeze) and, when
+ * B->reorder >= level, reordered (zb_vreorder). */
+static zb_status try_block(best_state *B, const int (*t)[4], int level,
+                           zb_err *err) {
     zb_schedule s, q;
-    if (B->reorder) {
+    if (B->reorder >= level) {
         ZB_TRY(zb_vreorder(B->p, B->m, t, "zb-auto-v", &q, err));
         ZB_TRY(consider(B, q, err));
     }
@@ -161,7 +162,7 @@ static zb_status try_block(best_state *B, const int (*t)[4], zb_err *err) {
 }
 
 zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
-                         long budget, bool reorder, zb_schedule *out,
+                         long budget, int reorder, zb_schedule *out,
                          int *found, zb_err *err) {
     *found = 0;
     int (*t)[4] = zb_calloc((size_t)p, sizeof *t, err);
@@ -172,12 +173,12 @@ zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
         return zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
     }
     best_state B = {p, m, c, mem_limit, ws, out, 0, 0, 0, reorder};
-    long per_block = (reorder ? 4 : 3) * 6L * p * m;
+    long per_block = (reorder >= 2 ? 4 : 3) * 6L * p * m;
     long used = 0;
     zb_vblock_vmin(p, t);
-    zb_status st = try_block(&B, (const int (*)[4])t, err);
+    zb_status st = try_block(&B, (const int (*)[4])t, 1, err);
     zb_vblock_vhalf(p, t);
-    if (st == ZB_OK) st = try_block(&B, (const int (*)[4])t, err);
+    if (st == ZB_OK) st = try_block(&B, (const int (*)[4])t, 1, err);
     used = 2 * per_block;
     for (int f1 = 1; f1 < PERIOD && st == ZB_OK && used < budget; f1++)
         for (int b1 = 1; b1 < PERIOD && st == ZB_OK && used < budget; b1++)
@@ -188,7 +189,7 @@ zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
                     for (int d1 = 1; d1 <= d0 && st == ZB_OK && used < budget; d1++)
                         for (int k0 = 1; k0 < (p > 1 ? p : 2) && st == ZB_OK && used < budget; k0++) {
                             if (!block_slots(p, pat, d0, d1, k0, t)) continue;
-                            st = try_block(&B, (const int (*)[4])t, err);
+                            st = try_block(&B, (const int (*)[4])t, 2, err);
                             used += per_block;
                             if (d0 == d1) break; /* k0 changes nothing */
                         }

@@ -51,10 +51,11 @@ void zb_vblock_vhalf(int p, int (*t)[4]);
  * chunk-0 B by -1, the first k ranks with d0 and the rest with d1 <= d0),
  * and the V-Min and V-Half blocks, trying blocks until `budget` passes
  * have been scheduled. Each block's order is scored as laid out and
- * squeezed (zb_vsqueeze), with `reorder` also reordered (zb_vreorder).
+ * squeezed (zb_vsqueeze), and reordered (zb_vreorder) too: V-Min's and
+ * V-Half's when reorder >= 1, every block's when reorder >= 2.
  * *found is 0 when none fits (out untouched). */
 zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
-                         long budget, bool reorder, zb_schedule *out,
+                         long budget, int reorder, zb_schedule *out,
                          int *found, zb_err *err);
 
 #endif

@@ -3,6 +3,9 @@
 
 #include <math.h>
 
+/* Sweeps without a strict improvement before the search stops. */
+#define PATIENCE 4
+
 typedef struct {
     const zb_costs *c;
     zb_sim_ws *ws;
@@ -10,8 +13,8 @@ typedef struct {
     long used, budget;
 } vl_state;
 
-/* 1 if s scores better than the best so far (which it then becomes), 0 if
- * not, -1 when out of memory. */
+/* 2 if s scores better than the best so far (which it then becomes), 1 if
+ * equal, 0 if worse or invalid, -1 when out of memory. */
 static int better(vl_state *V, const zb_schedule *s) {
     double span, peak;
     zb_err e2;
@@ -22,10 +25,11 @@ static int better(vl_state *V, const zb_schedule *s) {
     double end = zb_sim_ws_last_end(V->ws), sum = 0;
     const double *re = zb_sim_ws_rank_end(V->ws);
     for (int r = 0; r < s->p; r++) sum += re[r];
-    if (span < V->span || (span == V->span && (end < V->end ||
-                                               (end == V->end && sum <= V->sum)))) {
+    int eq = span == V->span && end == V->end && sum == V->sum;
+    if (eq || span < V->span || (span == V->span && (end < V->end ||
+                                                     (end == V->end && sum < V->sum)))) {
         V->span = span, V->end = end, V->sum = sum;
-        return 1;
+        return eq ? 1 : 2;
     }
     return 0;
 }
@@ -42,9 +46,9 @@ zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
                     long budget, zb_err *err) {
     vl_state V = {c, zb_sim_ws_new(), mem_limit, INFINITY, INFINITY, INFINITY, 0, budget};
     if (!V.ws) return zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
-    int r0 = better(&V, s), kept = 1;
-    while (r0 >= 0 && kept && V.used < V.budget) {
-        kept = 0;
+    int r0 = better(&V, s), idle = 0;
+    while (r0 >= 0 && idle < PATIENCE && V.used < V.budget) {
+        idle++;
         for (int q = 0; q < s->p && r0 >= 0 && V.used < V.budget; q++) {
             int r = s->p - 1 - q;
             for (int i = 0; i + 1 < s->len[r] && V.used < V.budget; i++) {
@@ -53,8 +57,8 @@ zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
                 a[0] = a[1], a[1] = t;
                 r0 = better(&V, s);
                 if (r0 < 0) break;
-                if (r0) kept = 1;
-                else a[1] = a[0], a[0] = t;
+                if (r0 == 2) idle = 0;
+                if (r0 == 0) a[1] = a[0], a[0] = t;
             }
         }
     }
