@@ -113,6 +113,7 @@ typedef struct {
     zb_schedule *best;
     double span, end;
     int found;
+    int reorder;
 } best_state;
 
 /* Score s (consumed): kept in B if the best so far within the limit. */
@@ -137,9 +138,15 @@ static zb_status consider(best_state *B, zb_schedule s, zb_err *err) {
     return ZB_OK;
 }
 
-/* The block's order as laid out and squeezed (zb_vsqueeze). */
-static zb_status try_block(best_state *B, const int (*t)[4], zb_err *err) {
+/* The block's order as laid out, squeezed (zb_vsqueeze) and, when
+ * B->reorder >= level, reordered (zb_vreorder). */
+static zb_status try_block(best_state *B, const int (*t)[4], int level,
+                           zb_err *err) {
     zb_schedule s, q;
+    if (B->reorder >= level) {
+        ZB_TRY(zb_vreorder(B->p, B->m, t, "zb-auto-v", &q, err));
+        ZB_TRY(consider(B, q, err));
+    }
     ZB_TRY(zb_vblock_order(B->p, B->m, t, "zb-auto-v", &s, err));
     zb_status st = ZB_OK;
     for (int b_first = 0; b_first < 2 && st == ZB_OK; b_first++) {
@@ -155,8 +162,8 @@ static zb_status try_block(best_state *B, const int (*t)[4], zb_err *err) {
 }
 
 zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
-                         long budget, zb_schedule *out, int *found,
-                         zb_err *err) {
+                         long budget, int reorder, zb_schedule *out,
+                         int *found, zb_err *err) {
     *found = 0;
     int (*t)[4] = zb_calloc((size_t)p, sizeof *t, err);
     zb_sim_ws *ws = zb_sim_ws_new();
@@ -165,13 +172,14 @@ zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
         zb_sim_ws_free(ws);
         return zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
     }
-    best_state B = {p, m, c, mem_limit, ws, out, 0, 0, 0};
-    long per = 6L * p * m, used = 0;
+    best_state B = {p, m, c, mem_limit, ws, out, 0, 0, 0, reorder};
+    long per_block = (reorder >= 2 ? 4 : 3) * 6L * p * m;
+    long used = 0;
     zb_vblock_vmin(p, t);
-    zb_status st = try_block(&B, (const int (*)[4])t, err);
+    zb_status st = try_block(&B, (const int (*)[4])t, 1, err);
     zb_vblock_vhalf(p, t);
-    if (st == ZB_OK) st = try_block(&B, (const int (*)[4])t, err);
-    used = 6 * per;
+    if (st == ZB_OK) st = try_block(&B, (const int (*)[4])t, 1, err);
+    used = 2 * per_block;
     for (int f1 = 1; f1 < PERIOD && st == ZB_OK && used < budget; f1++)
         for (int b1 = 1; b1 < PERIOD && st == ZB_OK && used < budget; b1++)
             for (int b0 = 1; b0 < PERIOD && st == ZB_OK && used < budget; b0++) {
@@ -181,8 +189,8 @@ zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
                     for (int d1 = 1; d1 <= d0 && st == ZB_OK && used < budget; d1++)
                         for (int k0 = 1; k0 < (p > 1 ? p : 2) && st == ZB_OK && used < budget; k0++) {
                             if (!block_slots(p, pat, d0, d1, k0, t)) continue;
-                            st = try_block(&B, (const int (*)[4])t, err);
-                            used += 3 * per;
+                            st = try_block(&B, (const int (*)[4])t, 2, err);
+                            used += per_block;
                             if (d0 == d1) break; /* k0 changes nothing */
                         }
             }
@@ -192,6 +200,7 @@ zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
     return st;
 }
 
+/* The named schedules: the block reordered (zb_vreorder). */
 static zb_status from_block(const char *name, void (*fill)(int, int (*)[4]),
                             int p, int m, zb_schedule *out, zb_err *err) {
     memset(out, 0, sizeof *out);
@@ -199,28 +208,8 @@ static zb_status from_block(const char *name, void (*fill)(int, int (*)[4]),
     int (*t)[4] = zb_calloc((size_t)p, sizeof *t, err);
     if (!t) return ZB_ENOMEM;
     fill(p, t);
-    zb_schedule laid, plain;
-    zb_status st = zb_vblock_order(p, m, (const int (*)[4])t, name, &laid, err);
+    zb_status st = zb_vreorder(p, m, (const int (*)[4])t, name, out, err);
     free(t);
-    if (st == ZB_OK) st = zb_vsqueeze(&laid, &plain, false, err);
-    if (st == ZB_OK) st = zb_vsqueeze(&laid, out, true, err);
-    zb_schedule_free(&laid);
-    /* B first, unless it holds more (unit model, nothing freed before W) */
-    double pk_plain = 0, pk_bfirst = 0;
-    zb_costs c;
-    if (st == ZB_OK) st = zb_costs_uniform(&c, 2 * p, 1, 1, 1, 0, 1, 1, err);
-    if (st == ZB_OK) {
-        st = zb_simulate_fast(&plain, &c, NULL, NULL, &pk_plain, err);
-        if (st == ZB_OK) st = zb_simulate_fast(out, &c, NULL, NULL, &pk_bfirst, err);
-        zb_costs_free(&c);
-    }
-    if (st == ZB_OK && pk_bfirst > pk_plain) {
-        zb_schedule_free(out);
-        *out = plain;
-        return ZB_OK;
-    }
-    zb_schedule_free(&plain);
-    if (st != ZB_OK) zb_schedule_free(out);
     return st;
 }
 

@@ -31,6 +31,13 @@ zb_status zb_vblock_order(int p, int m, const int (*t)[4], const char *name,
 zb_status zb_vsqueeze(const zb_schedule *in, zb_schedule *out, bool b_first,
                       zb_err *err);
 
+/* Block t's order reordered in the unit model (sched_vreorder.c): passes
+ * pulled into earlier free slots within the largest rank's unit peak, the
+ * warm-up with the W placed, the cool-down with and without them, then W
+ * per chunk into the free slots. out is initialised by the call. */
+zb_status zb_vreorder(int p, int m, const int (*t)[4], const char *name,
+                      zb_schedule *out, zb_err *err);
+
 /* The V-Min and V-Half blocks (rank r: offsets +1/-1 and +2/-1 slots per
  * rank, with a gap between forward and backward that keeps the slots of
  * the 4 passes distinct modulo 6). t must hold [p][4]. */
@@ -43,9 +50,12 @@ void zb_vblock_vhalf(int p, int (*t)[4]);
  * each later rank moves F and chunk-1 B by d0 slots and the chunk-1 F and
  * chunk-0 B by -1, the first k ranks with d0 and the rest with d1 <= d0),
  * and the V-Min and V-Half blocks, trying blocks until `budget` passes
- * have been scheduled. *found is 0 when none fits (out untouched). */
+ * have been scheduled. Each block's order is scored as laid out and
+ * squeezed (zb_vsqueeze), and reordered (zb_vreorder) too: V-Min's and
+ * V-Half's when reorder >= 1, every block's when reorder >= 2.
+ * *found is 0 when none fits (out untouched). */
 zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
-                         long budget, zb_schedule *out, int *found,
-                         zb_err *err);
+                         long budget, int reorder, zb_schedule *out,
+                         int *found, zb_err *err);
 
 #endif

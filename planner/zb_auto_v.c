@@ -13,15 +13,20 @@
  * 700 instances (p 2..8, m p..4p, seven cost shapes, limits 2..3p chunk
  * activations) out of 60 combinations; the best of all 60 is on average
  * 0.03 % better, at most 2.2 %. The hand-made ZB-V order competes too, so
- * where it fits the limit zb-auto-v is never worse than it.
+ * where it fits the limit zb-auto-v is never worse than it. Below ZB-V's
+ * memory the building blocks are also reordered (V-Min's and V-Half's are
+ * then the authors' V-Min and V-Half orders) and, on instances of at most
+ * 16384 passes, the winner is improved by a local search (zb_auto_vlocal.h).
  */
 #include "planner/zb_auto.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "planner/sched_vblock.h"
 #include "planner/schedules.h"
 #include "planner/zb_auto_greedy.h"
+#include "planner/zb_auto_vlocal.h"
 #include "planner/zb_auto_vrounds.h"
 
 typedef struct {
@@ -51,6 +56,23 @@ static const v_policy policies[] = {
  * 6pm): every block up to about p 4, m 32; a few hundred at p 16, m 64. */
 #define VBLOCK_BUDGET 3000000L
 
+/* Passes the local search (zb_auto_vlocal.h) may simulate: about 0.1-0.3 s. */
+#define VLOCAL_BUDGET 2000000L
+
+/* The largest instance (6pm passes) whose every building block is
+ * reordered and whose winner is searched locally (p 16, m 170); above it
+ * only V-Min and V-Half are reordered, so large plans stay fast. */
+#define VLOCAL_MAX_PASSES 16384L
+
+/* Below ZB-V's memory (p times a rank's two chunk activations, on some
+ * rank): the regime of the authors' V-Half, V-Min and v_auto_schedule,
+ * where the blocks are reordered and the winner searched locally. */
+static bool tight(int p, const zb_costs *c, double mem_limit) {
+    for (int r = 0; r < p; r++)
+        if (mem_limit < p * (c->m_b[r] + c->m_b[2 * p - 1 - r])) return true;
+    return false;
+}
+
 zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
                     zb_schedule *out, zb_err *err) {
     if (p < 1 || m < 1)
@@ -76,6 +98,8 @@ zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
     int nr = 0;
     zb_status st = zb_greedy_check(p, m, 2, ZB_PLACE_V, c, mem_limit,
                                    "zb-auto-v", err);
+    int tight_ = st == ZB_OK && tight(p, c, mem_limit); /* c checked */
+    bool local = tight_ && 6L * p * m <= VLOCAL_MAX_PASSES;
     if (st == ZB_OK)
         st = zb_vrounds_seeds(p, m, c, mem_limit, seeds + nseeds, &nr, err);
     nseeds += nr;
@@ -83,13 +107,14 @@ zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
      * the uniform-offset blocks, sched_vblock.h) */
     int found = 0;
     if (st == ZB_OK)
-        st = zb_vblock_best(p, m, c, mem_limit, VBLOCK_BUDGET, &seeds[nseeds],
-                            &found, err);
+        st = zb_vblock_best(p, m, c, mem_limit, VBLOCK_BUDGET, local ? 2 : tight_,
+                            &seeds[nseeds], &found, err);
     nseeds += found;
     if (st != ZB_ENOMEM)
         st = zb_greedy_search("zb-auto-v", p, m, 2, ZB_PLACE_V, c, mem_limit,
                               pol, zb_greedy_policy_count(6L * p * m, N_POL, MIN_POL),
                               seeds, nseeds, out, err);
+    if (st == ZB_OK && local) st = zb_vlocal(out, c, mem_limit, VLOCAL_BUDGET, err);
     for (int i = 0; i < nseeds; i++) zb_schedule_free(&seeds[i]);
     free(caps);
     return st;

@@ -15,7 +15,9 @@ Authors' schedulers (per-chunk costs, as they take them):
   zbv-best   the best of the four (their create_schedule);
   v-auto     v_auto_schedule.schedule (building blocks, max_mem in chunk
              activations: floor(limit / M_B per chunk));
-  v-half, v-min  zbv_greedy's fixed patterns (their memory is what it is).
+  v-half, v-min  zbv_greedy's fixed patterns (their memory is what it is);
+             also checked to be the very orders `zbplan sim --schedule
+             v-half` / `v-min` export (a count is printed).
 Instances: seeded, P 3..16, M P..8P, per-rank F in [0.5, 2], B in [F, 3F],
 W in [0.3F, 2F], comm in [0, 0.3F] (x1000, integers), M_B 1000 per rank,
 M_W a fraction in [0.1, 0.9] of it. Memory limits per rank: the zb peak of
@@ -137,6 +139,18 @@ def score(inst, order, tmp):
     return res
 
 
+def same_order(inst, cfg, order, tmp):
+    """1 if `zbplan sim --schedule v-CFG` exports exactly their order."""
+    path = os.path.join(tmp, "ours.csv")
+    r = subprocess.run([ZBPLAN, "sim", "--schedule", "v-" + cfg, "--stages", str(inst["p"]),
+                        "--microbatches", str(inst["m"]), "--export", path],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return 0
+    with open(path, newline="") as f:
+        return int(f.read() == csv_of(inst["p"], order))
+
+
 def instance(rng):
     p = rng.randint(3, 16)
     m = rng.randint(p, 8 * p)
@@ -185,6 +199,7 @@ def main():
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else 19
     rng = random.Random(seed)
     tally = {}
+    same = {"min": 0, "half": 0}
     losses = 0
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(n):
@@ -193,9 +208,11 @@ def main():
             fixed = {}
             for cfg in ("min", "half"):
                 try:
-                    fixed["v-" + cfg] = score(inst, greedy_order(mods, inst, cfg), tmp)
+                    order = greedy_order(mods, inst, cfg)
                 except (AssertionError, IndexError, KeyError):
-                    pass
+                    continue
+                fixed["v-" + cfg] = score(inst, order, tmp)
+                same[cfg] += same_order(inst, cfg, order, tmp)
             p = inst["p"]
             levels = [("v-min-peak", fixed.get("v-min", (0, None))[1]),
                       ("v-half-peak", fixed.get("v-half", (0, None))[1]),
@@ -224,6 +241,8 @@ def main():
     print("%-10s %-12s %5s %5s %6s" % ("authors", "limit", "wins", "ties", "losses"))
     for (name, lname), (w, t, l) in sorted(tally.items()):
         print("%-10s %-12s %5d %5d %6d" % (name, lname, w, t, l))
+    print("zb's v-min / v-half equal to the authors' order: %d / %d of %d" %
+          (same["min"], same["half"], n))
     print("instances %d seed %d: %d losses" % (n, seed, losses))
     return 1 if losses else 0
 
