@@ -106,8 +106,12 @@ typedef struct {
      * the slowest member, not summing); boundary_busy_s: the rank thread's
      * CPU time over all of it (with one thread per rank its compute: sums,
      * norm, AdamW, post-validation's copies). boundary_s - boundary_idle_s
-     * - boundary_busy_s is time off its core (or other threads' share). */
+     * - boundary_busy_s is time off its core (or other threads' share).
+     * verdict_wait_s: of boundary_idle_s, the part in the world all-reduce
+     * of the gradient norm and loss (the wait that optimizer
+     * post-validation fills with AdamW). */
     double *boundary_s, *boundary_idle_s, *boundary_busy_s;   /* [world] */
+    double *verdict_wait_s;                                   /* [world] */
 
     /* validation (eval.h): loss after step val_step[i] (the first step - 1:
      * before training), n_val of them */

@@ -216,6 +216,7 @@ static void write_ranks(zb_yw *w, const zb_plan *plan, const zb_run_result *res)
         zb_yw_kdouble(w, "boundary_s", res->boundary_s[g]);
         zb_yw_kdouble(w, "boundary_idle_s", res->boundary_idle_s[g]);
         zb_yw_kdouble(w, "boundary_busy_s", res->boundary_busy_s[g]);
+        zb_yw_kdouble(w, "verdict_wait_s", res->verdict_wait_s[g]);
         zb_yw_kdouble(w, "static_bytes", res->static_bytes[g]);
         zb_yw_kdouble(w, "act_peak_bytes", res->act_peak_bytes[g]);
         zb_yw_map_end(w);

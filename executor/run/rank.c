@@ -36,7 +36,7 @@ static double thread_cpu_s(void) {
  * program and the point where the next step may start, bnd_add adds an
  * interval to the step's boundary wall and busy (thread CPU) time, and
  * bnd_wait adds the off-CPU time of one blocking collective to its idle
- * time: the transports sleep while they wait for a slower member, and what
+ * time and returns it: the transports sleep while they wait for a slower member, and what
  * the collective computes (a share of the sum) is CPU time, so not idle. */
 typedef struct {
     double wall, cpu;
@@ -49,9 +49,10 @@ static void bnd_add(zb_rank *rk, zb_mark m) {
     rk->bnd_busy += thread_cpu_s() - m.cpu;
 }
 
-static void bnd_wait(zb_rank *rk, zb_mark m) {
+static double bnd_wait(zb_rank *rk, zb_mark m) {
     double off = (zb_now_s() - m.wall) - (thread_cpu_s() - m.cpu);
     rk->bnd_idle += off > 0 ? off : 0;
+    return off > 0 ? off : 0;
 }
 
 /* The step's boundary times into the per-step arrays (index k). */
@@ -60,6 +61,7 @@ static void record_boundary(zb_rank *rk, int k) {
     rk->ctx->step_bnd[0][at] = rk->bnd_wall;
     rk->ctx->step_bnd[1][at] = rk->bnd_idle;
     rk->ctx->step_bnd[2][at] = rk->bnd_busy;
+    rk->ctx->step_bnd[3][at] = rk->bnd_verdict;
 }
 
 /* ---- one step's pieces ---- */
@@ -205,7 +207,7 @@ static zb_status global_stats(zb_rank *rk, int step, double *norm,
     zb_mark m = mark_now();
     ZB_TRY(rk->tr->allreduce_f64(rk->tr, &rk->world_g, red,
                                  2 + 2 * (size_t)world, err));
-    bnd_wait(rk, m);
+    rk->bnd_verdict += bnd_wait(rk, m);
     double tokens = (double)p->model.train.global_batch * p->model.arch.seq_len;
     *loss = red[1] / tokens;
     *norm = sqrt(red[0]);
@@ -409,7 +411,7 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
     ZB_TRY(run_program(rk, err));
     zb_mark tail = mark_now();   /* the step's tail: sync, norm, AdamW */
     double t_post = tail.wall;
-    rk->bnd_wall = rk->bnd_idle = rk->bnd_busy = 0;
+    rk->bnd_wall = rk->bnd_idle = rk->bnd_busy = rk->bnd_verdict = 0;
     ZB_TRY(sync_grads(rk, err));
     double norm, loss, lr = zb_lr_at(o, step, c->total_steps);
     ZB_TRY(optimizer_step(rk, step, (float)lr, &norm, &loss, err));

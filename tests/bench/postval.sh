@@ -11,8 +11,12 @@
 # embedding-gradient all-reduce before the optimizer, and the last rank
 # waits there instead). Prints medians over the runs of each run's mean
 # step time (its first step left out) and, per rank, of its step-boundary
-# idle and busy time (report.yaml's boundary_idle_s, boundary_busy_s), and
-# the ratio ZB_POSTVAL=1 / ZB_POSTVAL=0. Numbers, not pass/fail: the
+# idle time, the part of it spent waiting for the verdict (the world
+# all-reduce of norm and loss) and its busy time (report.yaml's
+# boundary_idle_s, verdict_wait_s, boundary_busy_s), and the ratio
+# ZB_POSTVAL=1 / ZB_POSTVAL=0. Clipping is off (grad_clip: 0): with the
+# default 1.0 a stage whose own gradient norm is above it (the head's, early
+# in training) may not speculate. Numbers, not pass/fail: the
 # machine may be shared, so the load average is printed beside them.
 set -euo pipefail
 BIN=${BIN:-bin}
@@ -46,6 +50,7 @@ training:
     min_lr: 1.0e-4
     warmup_steps: 2
     schedule: cosine
+    grad_clip: 0
 cluster:
   nodes: 1
   devices_per_node: 16
@@ -65,13 +70,15 @@ def rank(rs, key, g):
     return med([r["ranks"][g][key] for r in rs]) * 1e3
 idle = [[rank(rs, "boundary_idle_s", g) for g in range(world)] for rs in runs]
 busy = [[rank(rs, "boundary_busy_s", g) for g in range(world)] for rs in runs]
+verd = [[rank(rs, "verdict_wait_s", g) for g in range(world)] for rs in runs]
 ratio = lambda a, b: f"{b / a:.2f}" if a > 0 else "-"
-print(f"  step ms         {step[0]:9.2f} {step[1]:9.2f}   {ratio(step[0], step[1])}")
+print(f"  step ms         {step[0]:9.2f} {step[1]:9.2f}   {ratio(step[0], step[1]):>5}")
 for g in range(world):
     print(f"  rank {g} idle ms  {idle[0][g]:9.2f} {idle[1][g]:9.2f}   "
-          f"{ratio(idle[0][g], idle[1][g])}   (busy {busy[0][g]:.2f} -> {busy[1][g]:.2f})")
+          f"{ratio(idle[0][g], idle[1][g]):>5}   verdict wait {verd[0][g]:6.2f} -> "
+          f"{verd[1][g]:6.2f}, busy {busy[0][g]:6.2f} -> {busy[1][g]:6.2f}")
 si = [sum(x) for x in idle]
-print(f"  idle, all ranks {si[0]:9.2f} {si[1]:9.2f}   {ratio(si[0], si[1])}")
+print(f"  idle, all ranks {si[0]:9.2f} {si[1]:9.2f}   {ratio(si[0], si[1]):>5}")
 PY
 
 echo "load: $(uptime | sed 's/.*load average: //'), $(nproc) cores; $PAIRS pairs of $STEPS-step runs"

@@ -4,7 +4,8 @@
 # with optimizer post-validation on (ZB_POSTVAL=1: the ranks take AdamW
 # before the world check's all-reduce) and off, pp 2 1f1b, one thread per
 # rank:
-#   - every rank has a boundary (> 0), busy > 0 and idle >= 0;
+#   - every rank has a boundary (> 0), busy > 0 and idle >= 0, and its
+#     verdict wait (the world all-reduce of norm and loss) is part of idle;
 #   - idle + busy <= boundary (1 us per step of clock slack): idle is the
 #     off-CPU time of the collectives and busy the CPU time of the whole
 #     boundary, so compute (AdamW, the undo copy, the sums) counted as idle
@@ -39,6 +40,7 @@ for r in ranks:
     wall, idle, busy = r["boundary_s"], r["boundary_idle_s"], r["boundary_busy_s"]
     print(f"rank {r['rank']}: boundary {wall * 1e3:.3f} ms, idle {idle * 1e3:.3f}, busy {busy * 1e3:.3f}")
     assert wall > 0 and busy > 0 and idle >= 0, r
+    assert 0 <= r["verdict_wait_s"] <= idle, r
     assert idle + busy <= wall + 1e-6, f"rank {r['rank']}: idle + busy > boundary: compute counted as idle"
 last = [r for r in ranks if r["pp_rank"] == 1][0]
 assert last["boundary_idle_s"] > 0, "the last pipeline rank never waited for rank 0"
