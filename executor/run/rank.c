@@ -36,8 +36,9 @@ static double thread_cpu_s(void) {
  * program and the point where the next step may start, bnd_add adds an
  * interval to the step's boundary wall and busy (thread CPU) time, and
  * bnd_wait adds the off-CPU time of one blocking collective to its idle
- * time and returns it: the transports sleep while they wait for a slower member, and what
- * the collective computes (a share of the sum) is CPU time, so not idle. */
+ * time and returns it: the transports sleep while they wait for a slower
+ * member, and what the collective computes (a share of the sum) is CPU
+ * time, so not idle. */
 typedef struct {
     double wall, cpu;
 } zb_mark;
