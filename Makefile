@@ -269,6 +269,7 @@ bench: all $(BENCHES)
 	@[ ! -x tests/bench/mpi.sh ] || BIN=$(BIN) tests/bench/mpi.sh
 	@BIN=$(BIN) bash tests/bench/mpi_world.sh   # 128 processes (minutes on 2 cores)
 	@BIN=$(BIN) bash tests/bench/replan.sh
+	@BIN=$(BIN) bash tests/bench/postval.sh   # optimizer post-validation: step-boundary idle
 	@BIN=$(BIN) bash tests/bench/llmc_compare.sh   # LLMC_DIR=llm.c checkout: speed beside llm.c
 	@BIN=$(CURDIR)/$(BIN) tests/bench/llmc_check.sh   # LLMC_DIR: losses beside llm.c
 

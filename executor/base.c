@@ -65,6 +65,10 @@ void zb_run_result_free(zb_run_result *res) {
     free(res->n_ops);
     free(res->recv_s);
     free(res->stall_s);
+    free(res->boundary_s);
+    free(res->boundary_idle_s);
+    free(res->boundary_busy_s);
+    free(res->verdict_wait_s);
     free(res->params);
     free(res->n_params);
     free(res->val_step);

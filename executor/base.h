@@ -97,6 +97,21 @@ typedef struct {
      * sleeps at OpenMP barriers while its workers finish (the table then
      * prints "-"). */
     double *stall_s;        /* [world] */
+    /* same basis: the step boundary, from the end of the rank's pipeline
+     * program until it may start the next step's (gradient all-reduces,
+     * the world check, AdamW, the between-steps stop check when the caller
+     * set opts->stop; not evaluations or checkpoints). boundary_s: its wall
+     * time; boundary_idle_s: the part blocked in its collectives (their
+     * wall time less the rank thread's CPU time inside them: waiting for
+     * the slowest member, not summing); boundary_busy_s: the rank thread's
+     * CPU time over all of it (with one thread per rank its compute: sums,
+     * norm, AdamW, post-validation's copies). boundary_s - boundary_idle_s
+     * - boundary_busy_s is time off its core (or other threads' share).
+     * verdict_wait_s: of boundary_idle_s, the part in the world all-reduce
+     * of the gradient norm and loss (the wait that optimizer
+     * post-validation fills with AdamW). */
+    double *boundary_s, *boundary_idle_s, *boundary_busy_s;   /* [world] */
+    double *verdict_wait_s;                                   /* [world] */
 
     /* validation (eval.h): loss after step val_step[i] (the first step - 1:
      * before training), n_val of them */

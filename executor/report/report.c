@@ -213,6 +213,10 @@ static void write_ranks(zb_yw *w, const zb_plan *plan, const zb_run_result *res)
         zb_yw_kdouble(w, "bubble", res->bubble[g]);
         zb_yw_kdouble(w, "recv_s", res->recv_s[g]);
         zb_yw_kdouble(w, "stall_s", res->stall_s[g]);
+        zb_yw_kdouble(w, "boundary_s", res->boundary_s[g]);
+        zb_yw_kdouble(w, "boundary_idle_s", res->boundary_idle_s[g]);
+        zb_yw_kdouble(w, "boundary_busy_s", res->boundary_busy_s[g]);
+        zb_yw_kdouble(w, "verdict_wait_s", res->verdict_wait_s[g]);
         zb_yw_kdouble(w, "static_bytes", res->static_bytes[g]);
         zb_yw_kdouble(w, "act_peak_bytes", res->act_peak_bytes[g]);
         zb_yw_map_end(w);
@@ -341,29 +345,45 @@ static void write_pass_table(FILE *out, const zb_plan *plan,
     zb_pass_times_free(&pt);
 }
 
+/* The step boundary (zb_run_result's boundary_*) over all ranks: idle and
+ * busy ms summed, and the idle sum's share of the ranks' step time. */
+static void write_boundary_line(FILE *out, const zb_run_result *res) {
+    double idle = 0, busy = 0;
+    for (int g = 0; g < res->world; g++) {
+        idle += res->boundary_idle_s[g];
+        busy += res->boundary_busy_s[g];
+    }
+    double all = res->world * res->step_s_mean;
+    fprintf(out, "boundary idle %.3f ms (%.1f%% of %d x the mean step), busy "
+            "%.3f ms, summed over the ranks (passes' end to the next step)\n",
+            idle * 1e3, all > 0 ? 100 * idle / all : 0, res->world, busy * 1e3);
+}
+
 void zb_report_table(FILE *out, const zb_plan *plan, const zb_run_result *res,
                      const zb_report_pred *pred) {
-    fprintf(out, "\n%-7s  %21s  %21s  %12s  %10s  %25s\n", "pp rank",
+    fprintf(out, "\n%-7s  %21s  %21s  %12s  %16s  %10s  %25s\n", "pp rank",
             "busy ms (predicted)", "bubble % (predicted)", "recv wait ms",
-            "stalled ms", "peak mem MiB (predicted*)");
+            "boundary idle ms", "stalled ms", "peak mem MiB (predicted*)");
     double stall_all = 0, busy_all = 0;
     for (int r = 0; r < plan->pp; r++) {
-        double wait = 0, stall = 0;   /* means over the rank's dp x tp ranks */
+        double wait = 0, stall = 0, idle = 0;   /* means over its dp x tp ranks */
         for (int g = 0; g < res->world; g++) {
             int pr, dr, tr;
             zb_plan_coords(plan, g, &pr, &dr, &tr);
             if (pr != r) continue;
             wait += res->recv_s[g] / (plan->dp * plan->tp);
             stall += res->stall_s[g] / (plan->dp * plan->tp);
+            idle += res->boundary_idle_s[g] / (plan->dp * plan->tp);
         }
         stall_all += stall;
         busy_all += res->pp_busy_s[r];
         char st[16] = "-";   /* meaningful with one thread per rank only */
         if (res->threads == 1) snprintf(st, sizeof st, "%.3f", stall * 1e3);
-        fprintf(out, "%7d  %9.3f (%9.3f)  %9.1f (%9.1f)  %12.3f  %10s  %11.1f (%11.1f)\n",
+        fprintf(out, "%7d  %9.3f (%9.3f)  %9.1f (%9.1f)  %12.3f  %16.3f  %10s  %11.1f (%11.1f)\n",
                 r, res->pp_busy_s[r] * 1e3, pred->busy_s[r] * 1e3,
                 100 * res->pp_bubble[r], 100 * plan->pred.bubble[r], wait * 1e3,
-                st, res->pp_mem_bytes[r] / MIB, zb_report_pred_mem(plan, r) / MIB);
+                idle * 1e3, st, res->pp_mem_bytes[r] / MIB,
+                zb_report_pred_mem(plan, r) / MIB);
     }
     fprintf(out, "* what the stage allocates; the plan's peak less its %.0f MiB "
             "workspace margin\n", zb_report_margin_bytes(plan) / MIB);
@@ -386,6 +406,7 @@ void zb_report_table(FILE *out, const zb_plan *plan, const zb_run_result *res,
         fprintf(out, ", %.1f%% for the measured pass times (the rest is waiting "
                 "outside the passes)", 100 * replayed);
     fputc('\n', out);
+    write_boundary_line(out, res);
     /* stalls stretch passes at random places: say so rather than let the
      * bubble be read as the schedule's */
     if (res->threads == 1 && busy_all > 0 && stall_all > ZB_STALL_NOTE * busy_all)

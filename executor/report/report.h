@@ -58,7 +58,8 @@ double zb_report_margin_bytes(const zb_plan *plan);
  *   pipeline_ranks: [{pp_rank, busy_s, predicted_busy_s, span_s,
  *   predicted_span_s, bubble, predicted_bubble, peak_mem_bytes,
  *   predicted_peak_mem_bytes}], ranks: [{rank, pp_rank, dp_rank, tp_rank,
- *   busy_s, span_s, bubble, recv_s, stall_s, static_bytes, act_peak_bytes}], stages:
+ *   busy_s, span_s, bubble, recv_s, stall_s, boundary_s, boundary_idle_s,
+ *   boundary_busy_s, verdict_wait_s, static_bytes, act_peak_bytes}], stages:
  *   [{vstage, pass, time_s, predicted_time_s, samples}] (pass_times.h),
  *   timeline: [{pp_rank, step, actions: [[label, start_s, end_s], ...]}]
  *   (the last kept step of the dp 0 tp 0 ranks, from its first start). */

@@ -31,6 +31,40 @@ static double thread_cpu_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* ---- the step boundary (zb_run_result's boundary_*) ----
+ * A mark is a moment on both clocks. Between the end of the pipeline
+ * program and the point where the next step may start, bnd_add adds an
+ * interval to the step's boundary wall and busy (thread CPU) time, and
+ * bnd_wait adds the off-CPU time of one blocking collective to its idle
+ * time and returns it: the transports sleep while they wait for a slower
+ * member, and what the collective computes (a share of the sum) is CPU
+ * time, so not idle. */
+typedef struct {
+    double wall, cpu;
+} zb_mark;
+
+static zb_mark mark_now(void) { return (zb_mark){zb_now_s(), thread_cpu_s()}; }
+
+static void bnd_add(zb_rank *rk, zb_mark m) {
+    rk->bnd_wall += zb_now_s() - m.wall;
+    rk->bnd_busy += thread_cpu_s() - m.cpu;
+}
+
+static double bnd_wait(zb_rank *rk, zb_mark m) {
+    double off = (zb_now_s() - m.wall) - (thread_cpu_s() - m.cpu);
+    rk->bnd_idle += off > 0 ? off : 0;
+    return off > 0 ? off : 0;
+}
+
+/* The step's boundary times into the per-step arrays (index k). */
+static void record_boundary(zb_rank *rk, int k) {
+    size_t at = (size_t)k * (size_t)rk->ctx->world + (size_t)rk->rank;
+    rk->ctx->step_bnd[0][at] = rk->bnd_wall;
+    rk->ctx->step_bnd[1][at] = rk->bnd_idle;
+    rk->ctx->step_bnd[2][at] = rk->bnd_busy;
+    rk->ctx->step_bnd[3][at] = rk->bnd_verdict;
+}
+
 /* ---- one step's pieces ---- */
 
 /* Tokens and targets of every microbatch of this DP rank for 1-based step
@@ -116,14 +150,18 @@ static zb_status run_program(zb_rank *rk, zb_err *err) {
 static zb_status sync_grads(zb_rank *rk, zb_err *err) {
     size_t n;
     float *tied = zb_stage_tied_grad(rk->st, &n);
-    double t = zb_now_s();
+    zb_mark m = mark_now();
+    double t = m.wall;
     if (tied && rk->in_emb_group)
         ZB_TRY(rk->tr->allreduce(rk->tr, &rk->emb_g, tied, n, err));
-    double t2 = zb_now_s();
+    bnd_wait(rk, m);
+    m = mark_now();
+    double t2 = m.wall;
     if (rk->dp_g.n > 1) {
         float *g = zb_stage_grads(rk->st, &n);
         ZB_TRY(rk->tr->allreduce(rk->tr, &rk->dp_g, g, n, err));
     }
+    bnd_wait(rk, m);
     if (rk->count_comm) {
         rk->emb_ar_s += t2 - t;
         rk->dp_ar_s += zb_now_s() - t2;
@@ -167,8 +205,10 @@ static zb_status global_stats(zb_rank *rk, int step, double *norm,
     const zb_plan *p = rk->ctx->plan;
     int world = rk->ctx->world;
     double *red = rk->red;
+    zb_mark m = mark_now();
     ZB_TRY(rk->tr->allreduce_f64(rk->tr, &rk->world_g, red,
                                  2 + 2 * (size_t)world, err));
+    rk->bnd_verdict += bnd_wait(rk, m);
     double tokens = (double)p->model.train.global_batch * p->model.arch.seq_len;
     *loss = red[1] / tokens;
     *norm = sqrt(red[0]);
@@ -285,7 +325,10 @@ static zb_status stop_here(zb_rank *rk, int step, bool *stop, zb_err *err) {
     if (!c->opts->stop) return ZB_OK;
     int sig = *c->opts->stop;
     rk->red[0] = sig;
+    zb_mark m = mark_now();   /* part of the step boundary */
     ZB_TRY(rk->tr->allreduce_f64(rk->tr, &rk->world_g, rk->red, 1, err));
+    bnd_wait(rk, m);
+    bnd_add(rk, m);
     if (rk->red[0] == 0) return ZB_OK;
     *stop = true;
     if (every > 0 && step % every != 0) ZB_TRY(checkpoint(rk, step, err));
@@ -367,7 +410,9 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
      * communication means when later steps exist */
     rk->count_comm = k > 0 || c->total_steps == c->first_step;
     ZB_TRY(run_program(rk, err));
-    double t_post = zb_now_s();   /* the step's tail: sync, norm, AdamW */
+    zb_mark tail = mark_now();   /* the step's tail: sync, norm, AdamW */
+    double t_post = tail.wall;
+    rk->bnd_wall = rk->bnd_idle = rk->bnd_busy = rk->bnd_verdict = 0;
     ZB_TRY(sync_grads(rk, err));
     double norm, loss, lr = zb_lr_at(o, step, c->total_steps);
     ZB_TRY(optimizer_step(rk, step, (float)lr, &norm, &loss, err));
@@ -377,6 +422,7 @@ static zb_status rank_step(zb_rank *rk, int step, zb_err *err) {
                         rk->ctx->t0);
     res->tail_start[rk->rank][slot] = t_post - c->t0;
     res->tail_end[rk->rank][slot] = zb_now_s() - c->t0;
+    bnd_add(rk, tail);
     record_times(rk, k);
     if (rk->count_comm) {
         rk->post_s += zb_now_s() - t_post;
@@ -485,6 +531,7 @@ static zb_status rank_run(zb_rank *rk, zb_err *err) {
         bool stop;
         ZB_TRY(rank_step(rk, step, err));
         if (step < c->total_steps) ZB_TRY(stop_here(rk, step, &stop, err));
+        record_boundary(rk, step - c->first_step);
         if (step < c->total_steps && stop) break;
     }
     return rank_finish(rk, err);

@@ -53,6 +53,9 @@ typedef struct {
     bool count_comm;             /* this step counts (not the warm-up) */
     int comm_steps, sends;
     double send_s, dp_ar_s, emb_ar_s, post_s;
+    /* this step's boundary (zb_run_result's boundary_*, verdict_wait_s):
+     * wall, idle, busy and verdict-wait seconds so far (rank.c) */
+    double bnd_wall, bnd_idle, bnd_busy, bnd_verdict;
 } zb_rank;
 
 struct zb_run_ctx {
@@ -79,6 +82,9 @@ struct zb_run_ctx {
     double *step_span, *step_busy;  /* [n_steps * world] per step, per rank */
     double *step_recv;           /* [n_steps * world] seconds in RECVs */
     double *step_stall;          /* [n_steps * world] see zb_run_result */
+    double *step_bnd[4];         /* [n_steps * world] the step boundary's
+                                    wall, idle, busy and verdict-wait
+                                    seconds (rank.c) */
 
     pthread_mutex_t err_mu;      /* guards the first error */
     zb_status status;

@@ -6,8 +6,8 @@
  * Each process writes its own rank's values into zeroed world-sized arrays
  * packed into one buffer, and a world all-reduce (a sum: every cell has one
  * non-zero writer, and x + 0 is x exactly) gives everyone all of them.
- * Packed, in order: step_span, step_busy, step_recv, step_stall [steps *
- * world]; static_bytes, act_peak_bytes, send_s, dp_ar_s, emb_ar_s, post_s
+ * Packed, in order: step_span, step_busy, step_recv, step_stall,
+ * step_bnd[0..3] [steps * world]; static_bytes, act_peak_bytes, send_s, dp_ar_s, emb_ar_s, post_s
  * [world]; then per rank r the timeline of the kept steps: t_start[r] and
  * t_end[r] [trace_n * n_acts[r]], x_start[r] and x_end[r] [trace_n *
  * n_ops[r]], tail_start[r] and tail_end[r] [trace_n].
@@ -31,7 +31,9 @@
 static size_t walk(zb_run_ctx *c, double *buf, int steps, bool out) {
     zb_run_result *res = c->res;
     size_t w = (size_t)c->world, me = (size_t)c->lead, at = 0;
-    double *per_step[] = {c->step_span, c->step_busy, c->step_recv, c->step_stall};
+    double *per_step[] = {c->step_span, c->step_busy, c->step_recv, c->step_stall,
+                          c->step_bnd[0], c->step_bnd[1], c->step_bnd[2],
+                          c->step_bnd[3]};
     double *per_rank[] = {res->static_bytes, res->act_peak_bytes, res->send_s,
                           res->dp_ar_s, res->emb_ar_s, res->post_s};
     for (size_t i = 0; i < sizeof per_step / sizeof *per_step; i++, at += (size_t)steps * w)

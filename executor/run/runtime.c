@@ -52,6 +52,10 @@ static zb_status alloc_result(zb_run_result *res, const zb_plan *plan,
     ZB_TRY(alloc_doubles(&res->act_peak_bytes, (size_t)w, err));
     ZB_TRY(alloc_doubles(&res->recv_s, (size_t)w, err));
     ZB_TRY(alloc_doubles(&res->stall_s, (size_t)w, err));
+    ZB_TRY(alloc_doubles(&res->boundary_s, (size_t)w, err));
+    ZB_TRY(alloc_doubles(&res->boundary_idle_s, (size_t)w, err));
+    ZB_TRY(alloc_doubles(&res->boundary_busy_s, (size_t)w, err));
+    ZB_TRY(alloc_doubles(&res->verdict_wait_s, (size_t)w, err));
     ZB_TRY(alloc_doubles(&res->pp_span_s, (size_t)pp, err));
     ZB_TRY(alloc_doubles(&res->pp_busy_s, (size_t)pp, err));
     ZB_TRY(alloc_doubles(&res->pp_bubble, (size_t)pp, err));
@@ -157,15 +161,20 @@ static void summarize(zb_run_ctx *c) {
     order_trace(res);
     if (n == 0) return;
     for (int r = 0; r < w; r++) {
-        double span = 0, busy = 0, recv = 0, stall = 0;
+        double span = 0, busy = 0, recv = 0, stall = 0, bnd[4] = {0, 0, 0, 0};
         for (int k = k0; k < n; k++) {
             span += c->step_span[(size_t)k * w + r];
             busy += c->step_busy[(size_t)k * w + r];
             recv += c->step_recv[(size_t)k * w + r];
             stall += c->step_stall[(size_t)k * w + r];
+            for (int i = 0; i < 4; i++) bnd[i] += c->step_bnd[i][(size_t)k * w + r];
         }
         res->recv_s[r] = recv / (n - k0);
         res->stall_s[r] = stall / (n - k0);
+        res->boundary_s[r] = bnd[0] / (n - k0);
+        res->boundary_idle_s[r] = bnd[1] / (n - k0);
+        res->boundary_busy_s[r] = bnd[2] / (n - k0);
+        res->verdict_wait_s[r] = bnd[3] / (n - k0);
         res->span_s[r] = span / (n - k0);
         res->busy_s[r] = busy / (n - k0);
         res->bubble[r] = span > 0 ? (span - busy) / span : 0;
@@ -415,6 +424,7 @@ static zb_status setup(zb_run_ctx *c, zb_err *err) {
     ZB_TRY(alloc_doubles(&c->step_busy, cells, err));
     ZB_TRY(alloc_doubles(&c->step_recv, cells, err));
     ZB_TRY(alloc_doubles(&c->step_stall, cells, err));
+    for (int i = 0; i < 4; i++) ZB_TRY(alloc_doubles(&c->step_bnd[i], cells, err));
     c->ranks = zb_calloc((size_t)c->world, sizeof *c->ranks, err);
     if (!c->ranks) return ZB_ENOMEM;
     if (c->opts->proc.tr) {   /* one process per rank: MPI or NCCL */
@@ -441,6 +451,7 @@ static void teardown(zb_run_ctx *c) {
     free(c->step_busy);
     free(c->step_recv);
     free(c->step_stall);
+    for (int i = 0; i < 4; i++) free(c->step_bnd[i]);
     free_transport(c);
     zb_data_free(c->data);
     zb_data_free(c->val);

@@ -132,6 +132,10 @@ START_TEST(test_procs_equal_threads) {
                               "rank %d's view of rank %d's step tail", r, q);
             ck_assert(res->post_s[q] == z->post_s[q] && res->post_s[q] > 0);
             ck_assert(res->recv_s[q] == z->recv_s[q]);
+            ck_assert(res->boundary_s[q] == z->boundary_s[q] && res->boundary_s[q] > 0);
+            ck_assert(res->boundary_idle_s[q] == z->boundary_idle_s[q]);
+            ck_assert(res->boundary_busy_s[q] == z->boundary_busy_s[q]);
+            ck_assert(res->verdict_wait_s[q] == z->verdict_wait_s[q]);
         }
         ck_assert_int_eq(res->trace_step[res->trace_n - 1], STEPS);
     }
