@@ -77,23 +77,38 @@ static int periodic(vl_state *V, zb_schedule *s, int r, int i, int *at) {
     return r0;
 }
 
-/* One sweep over rank r: at each place the periodic move, then the single
- * swap. Returns better()'s last value (-1: out of memory); *gain is set
+/* One sweep over rank r: at each place the periodic move (when at is not
+ * NULL), then the single swap. Returns better()'s last value (-1: out of memory); *gain is set
  * when a move shortened the schedule strictly. */
 static int sweep_rank(vl_state *V, zb_schedule *s, int r, int *at, int *gain) {
     int r0 = 1;
     for (int i = 0; i + 1 < s->len[r] && V->used < V->budget; i++) {
         zb_action *a = &s->acts[r][i];
         if (!swappable(&a[0], &a[1])) continue;
-        r0 = periodic(V, s, r, i, at);
-        if (r0 < 0) return r0;
-        if (r0 == 2) *gain = 1;
-        if (r0 > 0) continue;
+        if (at) {
+            r0 = periodic(V, s, r, i, at);
+            if (r0 < 0) return r0;
+            if (r0 == 2) *gain = 1;
+            if (r0 > 0) continue;
+        }
         swap_at(a);
         r0 = better(V, s);
         if (r0 < 0) return r0;
         if (r0 == 2) *gain = 1;
         if (r0 == 0) swap_at(a);
+    }
+    return r0;
+}
+
+/* Sweeps until PATIENCE sweeps without a strict gain or V->used reaches
+ * the budget; periodic moves when at is not NULL. -1: out of memory. */
+static int search(vl_state *V, zb_schedule *s, int *at) {
+    int r0 = 1, idle = 0;
+    while (r0 >= 0 && idle < PATIENCE && V->used < V->budget) {
+        int gain = 0;
+        for (int q = 0; q < s->p && r0 >= 0 && V->used < V->budget; q++)
+            r0 = sweep_rank(V, s, s->p - 1 - q, at, &gain);
+        idle = gain ? 0 : idle + 1;
     }
     return r0;
 }
@@ -110,14 +125,24 @@ zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
         free(at);
         return zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
     }
-    int r0 = better(&V, s), idle = 0;
-    while (r0 >= 0 && idle < PATIENCE && V.used < V.budget) {
-        int gain = 0;
-        for (int q = 0; q < s->p && r0 >= 0 && V.used < V.budget; q++)
-            r0 = sweep_rank(&V, s, s->p - 1 - q, at, &gain);
-        idle = gain ? 0 : idle + 1;
+    /* from the same start, single swaps alone (sa) and with periodic
+     * moves (s); the better is kept, so never longer than sa alone */
+    zb_schedule sa;
+    zb_status st = zb_schedule_copy(&sa, s, err);
+    int r0 = st == ZB_OK ? better(&V, &sa) : -1;
+    if (r0 >= 0) r0 = search(&V, &sa, NULL);
+    double a_span = V.span, a_end = V.end, a_sum = V.sum;
+    V.span = V.end = V.sum = INFINITY, V.used = 0;
+    if (r0 >= 0) r0 = better(&V, s);
+    if (r0 >= 0) r0 = search(&V, s, at);
+    if (r0 >= 0 && (a_span < V.span || (a_span == V.span && (a_end < V.end ||
+                                                   (a_end == V.end && a_sum < V.sum))))) {
+        zb_schedule t = *s;
+        *s = sa, sa = t;
     }
+    if (st == ZB_OK) zb_schedule_free(&sa);
     zb_sim_ws_free(V.ws);
     free(at);
+    if (st != ZB_OK) return st;
     return r0 < 0 ? zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory") : ZB_OK;
 }
