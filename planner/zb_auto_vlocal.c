@@ -78,8 +78,8 @@ static int periodic(vl_state *V, zb_schedule *s, int r, int i, int *at) {
 }
 
 /* One sweep over rank r: at each place the periodic move (when at is not
- * NULL), then the single swap. Returns better()'s last value (-1: out of memory); *gain is set
- * when a move shortened the schedule strictly. */
+ * NULL), then the single swap. Returns better()'s last value (-1: out of
+ * memory); *gain is set when a move shortened the schedule strictly. */
 static int sweep_rank(vl_state *V, zb_schedule *s, int r, int *at, int *gain) {
     int r0 = 1;
     for (int i = 0; i + 1 < s->len[r] && V->used < V->budget; i++) {
@@ -135,8 +135,9 @@ zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
     V.span = V.end = V.sum = INFINITY, V.used = 0;
     if (r0 >= 0) r0 = better(&V, s);
     if (r0 >= 0) r0 = search(&V, s, at);
-    if (r0 >= 0 && (a_span < V.span || (a_span == V.span && (a_end < V.end ||
-                                                   (a_end == V.end && a_sum < V.sum))))) {
+    int a_better = a_span < V.span ||
+                   (a_span == V.span && (a_end < V.end || (a_end == V.end && a_sum < V.sum)));
+    if (r0 >= 0 && a_better) {
         zb_schedule t = *s;
         *s = sa, sa = t;
     }
