@@ -56,7 +56,8 @@ static const v_policy policies[] = {
  * 6pm): every block up to about p 4, m 32; a few hundred at p 16, m 64. */
 #define VBLOCK_BUDGET 3000000L
 
-/* Passes the local search (zb_auto_vlocal.h) may simulate: about 0.1-0.3 s. */
+/* Passes each of the local searches (zb_auto_vlocal.h) may simulate:
+ * about 0.1-0.3 s each. */
 #define VLOCAL_BUDGET 2000000L
 
 /* The largest instance (6pm passes) whose every building block is
