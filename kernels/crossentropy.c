@@ -27,6 +27,15 @@ static double row_sumexp(const float *z, int V, float m) {
     return s;
 }
 
+/* dz[:V] = scale (softmax - onehot(k)) of z, from its max m and sum of
+ * exp(z - m) s; k outside [0, V): no one-hot term here. */
+static void row_dsoftmax(float *dz, const float *z, int V, float m, double s,
+                         int k, float scale) {
+    float inv = (float)(1.0 / s);
+    for (int v = 0; v < V; v++) dz[v] = scale * (expf(z[v] - m) * inv);
+    if (k >= 0 && k < V) dz[k] -= scale;
+}
+
 double zb_crossentropy_forward(float *losses, const float *logits,
                                const int *targets, int N, int V) {
 #pragma omp parallel for schedule(static) if (ZB_OMP_WORTH((size_t)N * V))
@@ -49,10 +58,7 @@ void zb_crossentropy_backward(float *dlogits, const float *logits,
         const float *z = logits + (size_t)n * V; /* [V] */
         float *dz = dlogits + (size_t)n * V;     /* [V] */
         float m = row_max(z, V);
-        double s = row_sumexp(z, V, m);
-        float inv = (float)(1.0 / s);
-        for (int v = 0; v < V; v++) dz[v] = scale * (expf(z[v] - m) * inv);
-        dz[targets[n]] -= scale;
+        row_dsoftmax(dz, z, V, m, row_sumexp(z, V, m), targets[n], scale);
     }
 }
 
@@ -92,10 +98,7 @@ void zb_ce_shard_backward(float *dzl, const float *zl, const double *M,
     for (int n = 0; n < N; n++) {
         const float *z = zl + (size_t)n * Vl; /* [Vl] */
         float *dz = dzl + (size_t)n * Vl;     /* [Vl] */
-        float m = (float)M[n], inv = (float)(1.0 / S[n]);
-        for (int v = 0; v < Vl; v++) dz[v] = scale * (expf(z[v] - m) * inv);
-        int k = targets[n] - v0;
-        if (k >= 0 && k < Vl) dz[k] -= scale;
+        row_dsoftmax(dz, z, Vl, (float)M[n], S[n], targets[n] - v0, scale);
     }
 }
 
@@ -108,11 +111,8 @@ static float ce_fused_row(float *dz, const float *z, int target, float scale,
     float m = row_max(z, V);
     double s = row_sumexp(z, V, m);
     double zt = target >= 0 && target < V ? (double)z[target] : 0.0;
-    float loss = (float)(log(s) + (double)m - zt);
-    float inv = (float)(1.0 / s);
-    for (int v = 0; v < V; v++) dz[v] = scale * (expf(z[v] - m) * inv);
-    if (target >= 0 && target < V) dz[target] -= scale;
-    return loss;
+    row_dsoftmax(dz, z, V, m, s, target, scale);
+    return (float)(log(s) + (double)m - zt);
 }
 
 double zb_ce_fused(float *losses, float *dzl, const float *zl,
