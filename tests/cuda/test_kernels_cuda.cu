@@ -360,23 +360,32 @@ static void test_attn_softmax(int nmat, int T) {
     compare("attn softmax backward", ds, d_ds, 1e-4, 1e-6);
 }
 
+/* The CUDA op table on device 0 (one pass timed, small uploads); a
+ * failure ends the test. */
+static void open_ops(bool bf16, bool attn_gemm, int wgrad_rows,
+                     int wgrad_cols, zb_ops *ops) {
+    zb_ops_cuda_cfg cfg = {};
+    cfg.device = 0;
+    cfg.bf16 = bf16;
+    cfg.attn_gemm = attn_gemm;
+    cfg.max_passes = 1;
+    cfg.upload_bytes = 64;
+    cfg.wgrad_rows = wgrad_rows;
+    cfg.wgrad_cols = wgrad_cols;
+    zb_err err = {};
+    if (zb_ops_cuda(&cfg, ops, &err) != ZB_OK) {
+        fprintf(stderr, "zb_ops_cuda: %s\n", err.msg);
+        exit(1);
+    }
+}
+
 /* The CUDA op table's attention with attn_gemm (batched GEMMs around the
  * softmax kernels) against the CPU attention: fp32 GEMMs to fp32
  * tolerance; bf16 GEMMs within bf16 rounding. */
 static void test_ops_attention(bool bf16, int B, int T, int C, int NH) {
-    zb_ops_cuda_cfg cfg = {};
-    cfg.bf16 = bf16;
-    cfg.attn_gemm = true;
-    cfg.max_passes = 1;
-    cfg.upload_bytes = 64;
-    cfg.wgrad_rows = 1;
-    cfg.wgrad_cols = 1;
     zb_ops ops;
+    open_ops(bf16, true, 1, 1, &ops);
     zb_err err = {};
-    if (zb_ops_cuda(&cfg, &ops, &err) != ZB_OK) {
-        fprintf(stderr, "zb_ops_cuda: %s\n", err.msg);
-        exit(1);
-    }
     size_t n3 = (size_t)B * T * 3 * C, n1 = (size_t)B * T * C;
     size_t na = ops.attn_saved_floats(ops.ctx, B, NH, T);
     if (na != (size_t)B * NH * T * T) {
@@ -525,19 +534,9 @@ static void test_ops_gemm_gelu(const zb_ops &ops, bool bf16, int M, int N,
 }
 
 static void test_ops_gemms(bool bf16) {
-    zb_ops_cuda_cfg cfg = {};
-    cfg.device = 0;
-    cfg.bf16 = bf16;
-    cfg.max_passes = 1;
-    cfg.upload_bytes = 64;
-    cfg.wgrad_rows = 8192;
-    cfg.wgrad_cols = 96;
     zb_ops ops;
+    open_ops(bf16, false, 8192, 96, &ops);
     zb_err err = {};
-    if (zb_ops_cuda(&cfg, &ops, &err) != ZB_OK) {
-        fprintf(stderr, "zb_ops_cuda: %s\n", err.msg);
-        exit(1);
-    }
     if (!bf16) {
         const int sz[][3] = {{1, 1, 1}, {3, 17, 33}, {33, 65, 17}, {65, 3, 1}};
         for (auto &s : sz)
