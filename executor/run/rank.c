@@ -150,21 +150,19 @@ static zb_status run_program(zb_rank *rk, zb_err *err) {
 static zb_status sync_grads(zb_rank *rk, zb_err *err) {
     size_t n;
     float *tied = zb_stage_tied_grad(rk->st, &n);
-    zb_mark m = mark_now();
-    double t = m.wall;
+    zb_mark emb = mark_now();
     if (tied && rk->in_emb_group)
         ZB_TRY(rk->tr->allreduce(rk->tr, &rk->emb_g, tied, n, err));
-    bnd_wait(rk, m);
-    m = mark_now();
-    double t2 = m.wall;
+    bnd_wait(rk, emb);
+    zb_mark dp = mark_now();
     if (rk->dp_g.n > 1) {
         float *g = zb_stage_grads(rk->st, &n);
         ZB_TRY(rk->tr->allreduce(rk->tr, &rk->dp_g, g, n, err));
     }
-    bnd_wait(rk, m);
+    bnd_wait(rk, dp);
     if (rk->count_comm) {
-        rk->emb_ar_s += t2 - t;
-        rk->dp_ar_s += zb_now_s() - t2;
+        rk->emb_ar_s += dp.wall - emb.wall;
+        rk->dp_ar_s += zb_now_s() - dp.wall;
     }
     return ZB_OK;
 }
