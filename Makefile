@@ -158,16 +158,24 @@ MODEL ?= models/tiny.yaml
 CORES := $(shell nproc 2>/dev/null || echo 2)
 RUN_PP ?= $(shell [ $(CORES) -ge 4 ] && echo 4 || echo 2)
 RUN_PLAN_FLAGS ?= --dp 1 --tp 1 --pp $(RUN_PP)
-# The CPU measured once (`zbplan calibrate`: peak per core, GEMM, attention
-# and elementwise rates on the model's shapes), cached in out/ per model and
-# reused; delete it to measure again.
+# The CPU measured once, in two parts cached in out/ per model (delete them
+# to measure again): `zbplan calibrate` (peak per core, GEMM, attention and
+# elementwise rates on the model's shapes), then the model's own F, B and W
+# passes timed by a short profiling run (`zbrun --profile`) of the
+# calibrated plan, with the threads per rank the run will have; the plan
+# is then made from the measured pass times (`zbplan --profile`).
 RUN_CALIB := out/calibrated-$(notdir $(MODEL))
+RUN_PROF := out/profile-pp$(RUN_PP)-$(notdir $(MODEL))
 $(RUN_CALIB): $(MODEL) | $(BIN)/zbplan
 	@mkdir -p out
 	$(BIN)/zbplan calibrate --model $(MODEL) -o $@
-run: all $(RUN_CALIB)
+$(RUN_PROF): $(RUN_CALIB) | $(BIN)/zbplan $(BIN)/zbrun
+	$(BIN)/zbplan $(RUN_CALIB) $(RUN_PLAN_FLAGS) -q -o $@.plan
+	$(BIN)/zbrun $@.plan --steps 8 -q --profile $@
+	@rm -f $@.plan
+run: all $(RUN_PROF)
 	@mkdir -p out
-	$(BIN)/zbplan $(RUN_CALIB) $(RUN_PLAN_FLAGS) -o out/plan.yaml
+	$(BIN)/zbplan $(RUN_CALIB) $(RUN_PLAN_FLAGS) --profile $(RUN_PROF) -o out/plan.yaml
 	$(BIN)/zbrun out/plan.yaml --report out/report.yaml --trace out/trace.json --svg out/timeline.svg
 
 # Both programs print `git describe` (--version, the report): version.h

@@ -53,6 +53,9 @@ static zb_status read_model(const zb_ydoc *d, zb_profile *p, zb_err *err) {
     ZB_TRY(get_i(d, s, "tp", &p->tp, err));
     ZB_TRY(get_i(d, s, "pp", &p->pp, err));
     ZB_TRY(get_i(d, s, "micro_batch", &p->micro_batch, err));
+    long long threads = 0;
+    ZB_TRY(zb_yget_int(d, s, "threads", false, 0, 1 << 20, &threads, err));
+    p->threads = (int)threads;
     ZB_TRY(section(d, "step", &s, err));
     ZB_TRY(get_d(d, s, "measured_s", &p->step_s, err));
     ZB_TRY(zb_yget_double(d, s, "overhead_s", true, -1e9, 1e9, &p->overhead_s, err));
@@ -119,7 +122,9 @@ bool zb_profile_covers(const zb_profile *p, const zb_model *m, int tp,
            p->vocab == a->vocab && p->precision == m->train.precision &&
            p->fused_attention == m->train.fused_attention &&
            strcasecmp(p->device, m->cluster.device.name) == 0 &&
-           p->tp == tp && p->micro_batch == micro_batch;
+           p->tp == tp && p->micro_batch == micro_batch &&
+           (p->threads == 0 || strcasecmp(p->device, "cpu") != 0 ||
+            p->threads == m->cluster.device.threads);
 }
 
 bool zb_profile_covers_layout(const zb_profile *p, int dp, int tp, int pp) {

@@ -4,7 +4,9 @@
  *
  * A profile covers a candidate when the model's shape (hidden, heads,
  * ffn_hidden, seq_len, vocab), precision, fused_attention and device name
- * and the candidate's tp and micro-batch equal the profile's: the per-layer,
+ * and the candidate's tp and micro-batch equal the profile's (and, on the
+ * CPU, the threads per rank the candidate's rank model gives, when the
+ * profile says how many it ran with): the per-layer,
  * embedding and head pass times are then measured ones, and the p2p time of
  * one message is the measured send. Per pass kind, the vstage rows
  * (layers, embed, head -> measured time) are fitted by least squares to a
@@ -43,6 +45,7 @@ typedef struct zb_profile {
     bool fused_attention;
     char device[32];
     int dp, tp, pp, micro_batch;
+    int threads;           /* threads per rank it ran with (0: not given) */
     double step_s, overhead_s, p2p_s;
     int n;                 /* rows */
     zb_profile_row rows[ZB_PROFILE_MAX_STAGES];
@@ -51,7 +54,8 @@ typedef struct zb_profile {
 /* Read and check a profile; errors are ZB_EINPUT "file:line:col: ...". */
 zb_status zb_profile_load(const char *path, zb_profile *out, zb_err *err);
 
-/* Does p cover (model, tp, micro_batch)? */
+/* Does p cover (model, tp, micro_batch)? m is the rank model
+ * (zb_cost_cpu_rank_share set its device's threads). */
 bool zb_profile_covers(const zb_profile *p, const zb_model *m, int tp,
                        int micro_batch);
 

@@ -263,7 +263,7 @@ static zb_status add_split(ctx *x, split **arr, int *n, int *cap, int dp,
     if (st == ZB_EINFEASIBLE) { x->skipped_splits++; return ZB_OK; }
     if (st != ZB_OK) return zb_fail(err, st, "%s", x->skip_err.msg);
     const zb_profile *prof = x->o->profile;
-    s->measured = zb_profile_apply(prof, x->mdl, tp, mb, &s->ct);
+    s->measured = zb_profile_apply(prof, &rm, tp, mb, &s->ct);
     s->measured_post = s->measured && zb_profile_covers_layout(prof, dp, tp, pp);
     s->post_s = s->measured_post ? prof->overhead_s : 0;
     double share;

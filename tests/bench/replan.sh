@@ -6,7 +6,9 @@
 # time with the median of REPS measured runs. zbrun gives each rank
 # cores / ranks threads, which is what the planner assumes. Targets: the
 # calibrated analytic prediction within 15% and the replanned one within
-# 10% of the measured step on the machine that made them. Numbers, not
+# 10% of the measured step on the machine that made them; the last row
+# (schedule "search") is `make run`'s own flow, whose profiled prediction
+# is the one `make run` prints. Numbers, not
 # pass/fail: this machine may be shared and noisy (the load is printed;
 # compare at a load below the core count).
 set -euo pipefail
@@ -35,12 +37,17 @@ runs() {
 "$BIN/zbplan" calibrate --model "$MODEL" -q -o "$out/cal.yaml"
 echo "load: $(uptime | sed 's/.*load average: //'), $(nproc) cores, $REPS runs of $STEPS steps each"
 printf '%-4s %-8s %-10s %12s %14s %8s  %s\n' pp schedule costs "predicted s" "measured s (median)" error runs
-for pp in 1 2 4; do
-    sched=zb-h1
-    [ "$pp" = 1 ] && sched=1f1b
-    "$BIN/zbplan" "$out/cal.yaml" --dp 1 --tp 1 --pp "$pp" --schedule "$sched" -q -o "$out/a.yaml"
+# the last row is `make run`'s flow: its pipeline depth, the schedule
+# searched, the profile from the calibrated plan's run
+run_pp=2
+[ "$(nproc)" -ge 4 ] && run_pp=4
+for case in 1:1f1b 2:zb-h1 4:zb-h1 "$run_pp:search"; do
+    pp=${case%%:*} sched=${case#*:}
+    force=(--schedule "$sched")
+    [ "$sched" = search ] && force=()
+    "$BIN/zbplan" "$out/cal.yaml" --dp 1 --tp 1 --pp "$pp" "${force[@]}" -q -o "$out/a.yaml"
     ra=$(runs "$out/a.yaml" a --profile "$out/prof.yaml")
-    "$BIN/zbplan" "$out/cal.yaml" --dp 1 --tp 1 --pp "$pp" --schedule "$sched" --profile "$out/prof.yaml" -q -o "$out/b.yaml"
+    "$BIN/zbplan" "$out/cal.yaml" --dp 1 --tp 1 --pp "$pp" "${force[@]}" --profile "$out/prof.yaml" -q -o "$out/b.yaml"
     rb=$(runs "$out/b.yaml" b)
     for k in a b; do
         r=$ra

@@ -78,11 +78,13 @@ expect 1 "^zbplan: cannot create '$tmp/nodir/p\.yaml': No such file or directory
 
 # README: profile, then replan the same pipeline into the plan that ran
 mkdir -p "$tmp/out"
-"$BIN/zbrun" "$tmp/plan.yaml" --steps 2 --threads 1 -q --profile "$tmp/out/profile.yaml"
-"$BIN/zbplan" models/tiny.yaml --pp 2 --profile "$tmp/out/profile.yaml" -o "$tmp/out/plan.yaml" >"$tmp/o"
+# (zbrun's default threads per rank, the planner's: a profile covers only
+# candidates with the threads per rank it ran with)
+"$BIN/zbrun" "$tmp/plan.yaml" --steps 2 -q --profile "$tmp/out/profile.yaml"
+"$BIN/zbplan" models/tiny.yaml --dp 1 --tp 1 --pp 2 --profile "$tmp/out/profile.yaml" -o "$tmp/out/plan.yaml" >"$tmp/o"
 grep -qE "^wrote $tmp/out/plan\.yaml: dp 1 tp 1 pp 2 .*costs measured" "$tmp/o" ||
     bad "replan: $(tail -1 "$tmp/o")"
-grep -q 'bin/zbplan models/tiny.yaml --pp 2 --profile out/profile.yaml -o out/plan.yaml' README.md ||
+grep -q 'bin/zbplan models/tiny.yaml --dp 1 --tp 1 --pp 2 --profile out/profile.yaml -o out/plan.yaml' README.md ||
     bad "README's replan command is not the one tested here"
 
 [ "$fails" -eq 0 ] && echo "cli_agree.sh: ok" || { echo "cli_agree.sh: $fails failure(s)"; exit 1; }

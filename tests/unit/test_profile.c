@@ -141,6 +141,17 @@ START_TEST(covering) {
     other.arch.hidden = 128;
     ck_assert(!zb_profile_covers(&p, &other, 1, 2));
     ck_assert(zb_profile_covers(&p, &m, 1, 2));
+    /* on the CPU, passes timed with 1 thread per rank do not cover a rank
+     * model with 2; a profile that does not say (0) covers any */
+    zb_model two = m;
+    two.cluster.device.threads = 2;
+    p.threads = 1;
+    ck_assert(strcmp(m.cluster.device.name, "cpu") == 0);
+    ck_assert(!zb_profile_covers(&p, &two, 1, 2));
+    p.threads = 2;
+    ck_assert(zb_profile_covers(&p, &two, 1, 2));
+    p.threads = 0;
+    ck_assert(zb_profile_covers(&p, &two, 1, 2));
     ck_assert(zb_profile_covers_layout(&p, 1, 1, 4));
     ck_assert(!zb_profile_covers_layout(&p, 1, 1, 2));
 }
@@ -175,6 +186,7 @@ START_TEST(load_good_and_bad) {
     ck_assert_msg(zb_profile_load(path, p, &err) == ZB_OK, "%s", err.msg);
     ck_assert_int_eq(p->n, 2);
     ck_assert_int_eq(p->pp, 2);
+    ck_assert_int_eq(p->threads, 1);
     ck_assert(p->rows[1].head && p->rows[1].layers == 4);
     ck_assert(p->overhead_s == 0.01 && p->p2p_s == 0.0001);
     /* a missing key names the file, line and column */
