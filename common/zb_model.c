@@ -40,6 +40,29 @@ static const char *const k_device_names[] = {"a100-40gb", "a100-80gb", "h100-sxm
                                              "h200",      "b200",      "cpu",
                                              NULL};
 
+/* Default links of a node built around the device, one direction per GPU,
+ * where they differ from the DGX A100 defaults (300 / 25 GB/s;
+ * docs/model-format.md): NVLink 4 (H100, H200) 900 GB/s and NVLink 5
+ * (B200) 1.8 TB/s both directions together, and one 400 Gb/s ConnectX-7
+ * port per GPU between nodes (DGX H100, H200 and B200 datasheets). The
+ * model file's intra_node / inter_node keys win. */
+static const struct {
+    const char *name;
+    double intra_gbps, inter_gbps;
+} k_links[] = {
+    {"h100-sxm", 450, 50},
+    {"h200", 450, 50},
+    {"b200", 900, 50},
+};
+
+static void device_links(const zb_device *d, zb_cluster *c) {
+    for (size_t i = 0; i < sizeof k_links / sizeof k_links[0]; i++)
+        if (strcasecmp(d->name, k_links[i].name) == 0) {
+            c->intra_bw_Bps = k_links[i].intra_gbps * GBPS;
+            c->inter_bw_Bps = k_links[i].inter_gbps * GBPS;
+        }
+}
+
 const zb_device *zb_device_lookup(const char *name) {
     for (int i = 0; i < N_DEVICES; i++)
         if (strcasecmp(name, k_devices[i].name) == 0) return &k_devices[i];
@@ -62,7 +85,7 @@ static const char *const k_model_keys[] = {"layers", "hidden",  "heads",        
 static const char *const k_training_keys[] = {
     "global_batch", "micro_batch",       "steps", "seed", "precision", "recompute",
     "sequence_parallel", "zero1", "fused_attention", "tp_overlap",
-    "tp_overlap_efficiency", "data", "val", "optimizer", NULL};
+    "tp_overlap_efficiency", "dp_overlap", "data", "val", "optimizer", NULL};
 static const char *const k_data_keys[] = {"kind", "path", "order", NULL};
 static const char *const k_val_keys[] = {"kind", "path", "every", "batches", NULL};
 static const char *const k_orders[] = {"random", "sequential", NULL};
@@ -395,6 +418,7 @@ static zb_status parse_training(const zb_ydoc *doc, const zb_ynode *root,
     ZB_TRY(zb_yget_bool(doc, s, "tp_overlap", false, &t->tp_overlap, err));
     ZB_TRY(zb_yget_double(doc, s, "tp_overlap_efficiency", false, 0, 1,
                           &t->tp_overlap_eff, err));
+    ZB_TRY(zb_yget_bool(doc, s, "dp_overlap", false, &t->dp_overlap, err));
     ZB_TRY(parse_data(doc, s, base_dir, t, err));
     ZB_TRY(parse_val(doc, s, base_dir, t, err));
     return parse_optim(doc, s, &t->opt, err);
@@ -485,6 +509,7 @@ static zb_status parse_cluster(const zb_ydoc *doc, const zb_ynode *root, zb_clus
     ZB_TRY(get_int(doc, s, "nodes", false, 1, 100000, &c->nodes, err));
     ZB_TRY(get_int(doc, s, "devices_per_node", false, 1, 1024, &c->devices_per_node, err));
     ZB_TRY(parse_device(doc, s, &c->device, err));
+    device_links(&c->device, c);
     ZB_TRY(parse_link(doc, s, "intra_node", "'cluster.intra_node'", &c->intra_bw_Bps,
                       &c->intra_lat_s, &c->intra_p2p_s, err));
     return parse_link(doc, s, "inter_node", "'cluster.inter_node'", &c->inter_bw_Bps,
@@ -596,6 +621,7 @@ static void write_training(zb_yw *w, const zb_training *t) {
     zb_yw_kbool(w, "fused_attention", t->fused_attention);
     zb_yw_kbool(w, "tp_overlap", t->tp_overlap);
     zb_yw_kdouble(w, "tp_overlap_efficiency", t->tp_overlap_eff);
+    zb_yw_kbool(w, "dp_overlap", t->dp_overlap);
     begin_map(w, "data");
     zb_yw_kstr(w, "kind", k_data_kinds[t->data_kind]);
     zb_yw_kstr(w, "path", t->data_path);

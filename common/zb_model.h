@@ -10,7 +10,7 @@
  *   training: {global_batch, micro_batch (int or auto), steps, seed,
  *              precision (fp32|bf16), recompute (none|selective|full),
  *              sequence_parallel, zero1, fused_attention, tp_overlap,
- *              tp_overlap_efficiency, data: {kind: text|shards, path,
+ *              tp_overlap_efficiency, dp_overlap, data: {kind: text|shards, path,
  *              order: random|sequential}, val: {kind, path, every, batches},
  *              optimizer: {lr, min_lr, beta1, beta2, eps, weight_decay,
  *                          grad_clip, warmup_steps, schedule: cosine|constant}}
@@ -67,6 +67,11 @@ typedef struct {
                                s^2 activations, no softmax/dropout passes */
     bool tp_overlap;        /* TP collectives overlap neighbouring GEMMs */
     double tp_overlap_eff;  /* fraction of TP collective time hidden, [0,1] */
+    bool dp_overlap;        /* DP gradient reduction overlaps the last
+                               microbatch's backward and, with zero1, the
+                               parameter all-gather the next forward
+                               (Megatron's --overlap-grad-reduce and
+                               --overlap-param-gather): prediction only */
     zb_data_kind data_kind;
     char data_path[1024];   /* resolved relative to the model file's folder;
                                empty = none given */

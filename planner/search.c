@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "planner/cost.h"
+#include "planner/cost_dp.h"
 #include "planner/ilp.h"
 #include "planner/partition.h"
 #include "planner/profile.h"
@@ -237,7 +238,9 @@ static double lower_bound_split(const zb_model *mdl, const split *s,
      * which may come before the others' ends: hence max, not sum) */
     double pipe = s->m * work / s->pp;
     if (s->measured_post) return pipe + s->post_s;
-    double ar = allreduce_s(mdl, *params_share, s->dp, s->tp, s->pp);
+    /* overlapped (cost_dp.h): nothing of it need show */
+    double ar = mdl->train.dp_overlap
+                    ? 0 : allreduce_s(mdl, *params_share, s->dp, s->tp, s->pp);
     return (pipe > ar ? pipe : ar) +
            zb_search_optimizer_s(mdl, *params_share, s->dp, ct->peak_flops);
 }
@@ -481,13 +484,21 @@ static void prepare_placement(ctx *x, const split *s, zb_placement pl) {
     for (int r = 0; r < pp; r++) {
         double prm = rank_params(x->mdl, &s->ct, x->spans, pp, v, pl, r), busy = 0;
         x->static_r[pl][r] = zb_static_mem_bytes(x->mdl, prm, s->dp);
-        x->ar_r[pl][r] = s->measured_post ? 0 : allreduce_s(x->mdl, prm, s->dp, s->tp, pp);
         if (prm > max_params) max_params = prm;
         if (x->static_r[pl][r] > max_static) max_static = x->static_r[pl][r];
+        double fwd = 0, bwd = 0;
+        int buckets = 0;
         for (int ch = 0; ch < v; ch++) {
             int vs = zb_placement_vstage(pl, pp, r, ch);
-            busy += c->t_f[vs] + c->t_b[vs] + c->t_w[vs];
+            const zb_stage_span *sp = &x->spans[vs];
+            fwd += c->t_f[vs];
+            bwd += c->t_b[vs] + c->t_w[vs];
+            buckets += sp->n_layers + sp->embed + sp->head;
         }
+        busy = fwd + bwd;
+        x->ar_r[pl][r] = s->measured_post ? 0
+            : zb_dp_exposed_s(x->mdl, allreduce_s(x->mdl, prm, s->dp, s->tp, pp),
+                              bwd, fwd, buckets);
         /* rank r's first pass waits for the forwards of vstages 0..r-1;
          * its all-reduce follows its last pass */
         double lb_r = head + s->m * busy + x->ar_r[pl][r];

@@ -416,6 +416,10 @@ static void print_header(const args *a, const zb_plan *plan, int threads,
                "plans get bf16 tensor-core GEMMs) and does not run sequence "
                "parallelism; the plan's sequence parallelism shapes only its "
                "predictions\n");
+    if (t->tp_overlap || t->dp_overlap)
+        printf("note: zbrun runs TP and DP collectives between passes, not "
+               "under them; the plan's tp_overlap/dp_overlap shape only its "
+               "predictions\n");
 }
 
 static const char *pr_dir(const args *a) {

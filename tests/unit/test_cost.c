@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "planner/cost.h"
+#include "planner/cost_dp.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -392,6 +393,21 @@ END_TEST
 
 /* The new terms: p2p overhead, TP overlap, fused attention, elementwise
  * work priced by memory bandwidth, a calibrated GEMM efficiency. */
+/* cost_dp.h: what of a DP reduction shows, by hand */
+START_TEST(dp_exposed) {
+    zb_model m = gpt2();
+    ck_assert(zb_dp_exposed_s(&m, 1.0, 0.3, 0.2, 10) == 1.0);  /* off */
+    m.train.dp_overlap = true;
+    REL(zb_dp_exposed_s(&m, 1.0, 0.3, 0.2, 10), 0.7);   /* outlasts the backward */
+    REL(zb_dp_exposed_s(&m, 1.0, 5.0, 0.2, 10), 0.1);   /* the last bucket */
+    ck_assert(zb_dp_exposed_s(&m, 0.0, 0.3, 0.2, 10) == 0.0);
+    m.train.zero1 = true;   /* reduce-scatter under B+W, all-gather under F */
+    REL(zb_dp_exposed_s(&m, 1.0, 0.2, 0.1, 4), 0.3 + 0.4);
+    REL(zb_dp_exposed_s(&m, 1.0, 0.2, 5.0, 4), 0.3 + 0.125);
+    REL(zb_dp_exposed_s(&m, 1.0, 9.0, 9.0, 0), 1.0);    /* buckets < 1: one */
+}
+END_TEST
+
 START_TEST(overheads_overlap_fused_bandwidth) {
     zb_model m = gpt2(), g = gpt2();
     zb_cost_table base = eval(&m, 2, 1);
@@ -486,6 +502,7 @@ int main(void) {
     tcase_add_test(tc, gemm_efficiency_shape);
     tcase_add_test(tc, bad_sizes);
     tcase_add_test(tc, overheads_overlap_fused_bandwidth);
+    tcase_add_test(tc, dp_exposed);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

@@ -335,6 +335,7 @@ static void assert_same(const zb_model *a, const zb_model *b) {
     ck_assert_int_eq(s->fused_attention, t->fused_attention);
     ck_assert_int_eq(s->tp_overlap, t->tp_overlap);
     ck_assert(s->tp_overlap_eff == t->tp_overlap_eff);
+    ck_assert_int_eq(s->dp_overlap, t->dp_overlap);
     ck_assert_int_eq(s->data_kind, t->data_kind);
     ck_assert_str_eq(s->data_path, t->data_path);
     /* Doubles must be bit-identical, not close. */
@@ -410,6 +411,7 @@ START_TEST(round_trip_unusual_values) {
         "  fused_attention: true\n"
         "  tp_overlap: true\n"
         "  tp_overlap_efficiency: 0.123456789\n"
+        "  dp_overlap: true\n"
         "  data: {kind: shards, path: 'dir: x/#y 1e3.bin'}\n"
         "  optimizer: {lr: 0.0123456789, min_lr: 0, beta1: 0, beta2: 0.999999, eps: 1e-300,"
         " weight_decay: 0, grad_clip: 0, warmup_steps: 7, schedule: constant}\n"
@@ -426,7 +428,7 @@ START_TEST(round_trip_unusual_values) {
     ck_assert_str_eq(m.name, "true");
     ck_assert_str_eq(m.train.data_path, "dir: x/#y 1e3.bin");
     ck_assert(!m.train.opt.cosine);
-    ck_assert(m.train.fused_attention && m.train.tp_overlap);
+    ck_assert(m.train.fused_attention && m.train.tp_overlap && m.train.dp_overlap);
     ck_assert(m.cluster.device.gemm_eff == 0.61);
     ck_assert(m.cluster.intra_p2p_s == 17.5e-6);
     round_trip(&m);
@@ -435,6 +437,40 @@ START_TEST(round_trip_unusual_values) {
     zb_model tiny = load("models/tiny.yaml");
     tiny.cluster.device = *zb_device_lookup("h200");   /* 141e9 bytes: not whole GiB */
     round_trip(&tiny);
+}
+END_TEST
+
+/* A node of H100/H200/B200s gets its NVLink and 400 Gb/s-per-GPU links
+ * unless the file gives them; other devices keep the DGX A100 ones. */
+START_TEST(device_link_defaults) {
+    static const struct {
+        const char *dev, *links;
+        double intra, inter;
+    } cases[] = {
+        {"a100-80gb", "", 300e9, 25e9},
+        {"h100-sxm", "", 450e9, 50e9},
+        {"h200", "", 450e9, 50e9},
+        {"b200", "", 900e9, 50e9},
+        {"h100-sxm", "  intra_node: {bandwidth_gbps: 100}\n", 100e9, 50e9},
+        {"b200", "  inter_node: {bandwidth_gbps: 12.5}\n", 900e9, 12.5e9},
+        {"{name: h100-sxm, peak_bf16_tflops: 900, peak_fp32_tflops: 60, memory_gib: 80}",
+         "", 450e9, 50e9},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "model: {layers: 2, hidden: 64, heads: 4, seq_len: 16, vocab: 32}\n"
+                 "training: {global_batch: 4}\n"
+                 "cluster:\n  device: %s\n%s", cases[i].dev, cases[i].links);
+        zb_model m;
+        zb_err e;
+        ck_assert_msg(parse_text(text, NULL, NULL, &m, &e) == ZB_OK, "%s", e.msg);
+        ck_assert_msg(m.cluster.intra_bw_Bps == cases[i].intra &&
+                          m.cluster.inter_bw_Bps == cases[i].inter,
+                      "case %zu (%s): %g / %g", i, cases[i].dev,
+                      m.cluster.intra_bw_Bps, m.cluster.inter_bw_Bps);
+        ck_assert(!m.train.dp_overlap);  /* off unless asked for */
+    }
 }
 END_TEST
 
@@ -455,6 +491,7 @@ int main(void) {
     t = tcase_create("write");
     tcase_add_test(t, round_trip_models);
     tcase_add_test(t, round_trip_unusual_values);
+    tcase_add_test(t, device_link_defaults);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -363,6 +363,47 @@ START_TEST(formulas_by_hand) {
 }
 END_TEST
 
+/* dp_overlap (cost_dp.h), pp 1 so the rank's reduction starts at the
+ * pipeline's end: buckets 4 layers + embedding + head, windows one
+ * microbatch's B + W and F; with zero1 the halves overlap each window. */
+START_TEST(dp_overlap_by_hand) {
+    for (int z = 0; z < 2; z++) {
+        zb_model m = model(4, 16, 1, 4, "a100-80gb");
+        m.train.zero1 = z;
+        m.cluster.intra_bw_Bps = 20e9;  /* a reduction longer than a backward */
+        zb_search_opts o;
+        zb_search_opts_default(&o);
+        o.dp = 4; o.tp = 1; o.pp = 1; o.micro_batch = 2;
+        snprintf(o.schedule, sizeof o.schedule, "1f1b");
+        zb_search_result r0, r1;
+        run(&m, &o, &r0);
+        m.train.dp_overlap = true;
+        run(&m, &o, &r1);
+        zb_cost_table ct;
+        zb_err err;
+        ck_assert_int_eq(zb_cost_eval(&m, 1, 2, &ct, &err), ZB_OK);
+        const zb_pass_cost *L = &ct.layer, *E = &ct.embed, *H = &ct.head;
+        double fwd = 4 * L->f_s + E->f_s + H->f_s;
+        double bwd = 4 * (L->b_s + L->w_s) + E->b_s + E->w_s + H->b_s + H->w_s;
+        double ar = r0.cand[0].allreduce_s, want;
+        if (z)
+            want = fmax(ar / 2 - bwd, ar / 12) + fmax(ar / 2 - fwd, ar / 12);
+        else
+            want = fmax(ar - bwd, ar / 6);
+        const zb_candidate *c = &r1.cand[0];
+        ck_assert_msg(fabs(c->allreduce_s - want) <= 1e-9 * ar,
+                      "zero1 %d: exposed %g, by hand %g (all-reduce %g)", z,
+                      c->allreduce_s, want, ar);
+        ck_assert(c->allreduce_s < ar && ar - bwd > ar / 6);
+        ck_assert(fabs(c->step_s - (c->pipeline_s + want + c->optimizer_s)) <=
+                  1e-9 * c->step_s);
+        ck_assert(c->pipeline_s == r0.cand[0].pipeline_s);
+        zb_search_result_free(&r0);
+        zb_search_result_free(&r1);
+    }
+}
+END_TEST
+
 START_TEST(dp_group_links) {
     ck_assert(!zb_search_dp_inter_node(2, 4, 1, 8));
     ck_assert(zb_search_dp_inter_node(4, 4, 1, 8));
@@ -689,6 +730,7 @@ static Suite *suite(void) {
     tcase_add_test(t, drops_and_ranking);
     tcase_add_test(t, nothing_fits);
     tcase_add_test(t, formulas_by_hand);
+    tcase_add_test(t, dp_overlap_by_hand);
     tcase_add_test(t, dp_group_links);
     tcase_add_test(t, plan_round_trip);
     tcase_add_test(t, shipped_models);
