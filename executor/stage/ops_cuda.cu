@@ -429,6 +429,10 @@ static zb_status o_gemm(void *ctx, const zb_gemm *g, zb_err *err) {
     const char *bad = zb_gemm_check(g);
     if (bad) return zb_fail(err, ZB_ERUNTIME, "gemm %dx%dx%d: %s", g->M, g->N,
                             g->K, bad);
+    if (g->ab_type != ZB_DT_F32 || g->c_type != ZB_DT_F32)
+        return zb_fail(err, ZB_ERUNTIME, "gemm %dx%dx%d: the CUDA ops store "
+                       "activations in fp32 (act_dtype)", g->M, g->N, g->K);
+    float *gC = (float *)g->C, *gelu = (float *)g->gelu_out;
     if (g->M == 0 || g->N == 0) return ZB_OK;
     if (g->bias) {
         zb_gemm_lt p;
@@ -442,7 +446,7 @@ static zb_status o_gemm(void *ctx, const zb_gemm *g, zb_err *err) {
     zb_gemm_colmajor(g, &c);
     if (g->bias) {
         for (int b = 0; b < g->batch; b++)
-            ZB_KERNEL(zb_cuda_bias_rows(g->C + b * g->sc, g->bias, g->M, g->N,
+            ZB_KERNEL(zb_cuda_bias_rows(gC + b * g->sc, g->bias, g->M, g->N,
                                         g->ldc, o->stream));
         c.beta = 1.0f;
     }
@@ -461,8 +465,7 @@ static zb_status o_gemm(void *ctx, const zb_gemm *g, zb_err *err) {
             CUBLAS_GEMM_DEFAULT));
     if (g->gelu_out)
         for (int b = 0; b < g->batch; b++)
-            ZB_KERNEL(zb_cuda_gelu_forward(g->gelu_out + b * g->sc,
-                                           g->C + b * g->sc,
+            ZB_KERNEL(zb_cuda_gelu_forward(gelu + b * g->sc, gC + b * g->sc,
                                            (size_t)g->M * g->N, o->stream));
     return ZB_OK;
 }
@@ -475,54 +478,69 @@ static zb_status wgrad_fits(const cu_ops *o, int N, int cols, zb_err *err) {
                    o->wgrad_cols);
 }
 
-static zb_status o_colsum_add(void *ctx, float *dbias, const float *dout,
+/* fp32 views of the activation pointers (act_dtype fp32) */
+#define F(p) ((float *)(p))
+#define CF(p) ((const float *)(p))
+
+static zb_status o_colsum_add(void *ctx, float *dbias, const zb_act *dout,
                               int N, int OC, zb_err *err) {
     cu_ops *o = X(ctx);
     ZB_TRY(wgrad_fits(o, N, OC, err));
-    ZB_KERNEL(zb_cuda_colsum_add(dbias, dout, N, OC, o->wgrad_scratch,
+    ZB_KERNEL(zb_cuda_colsum_add(dbias, CF(dout), N, OC, o->wgrad_scratch,
                                  o->stream));
     return ZB_OK;
 }
 
-static zb_status o_residual_add(void *ctx, float *out, const float *x,
+static zb_status o_residual_add(void *ctx, zb_act *out, const zb_act *x,
                                 const float *part, const float *bias, int N,
                                 int C, zb_err *err) {
-    ZB_KERNEL(zb_cuda_residual_add(out, x, part, bias, N, C, X(ctx)->stream));
+    ZB_KERNEL(zb_cuda_residual_add(F(out), CF(x), part, bias, N, C,
+                                   X(ctx)->stream));
     return ZB_OK;
 }
 
-static zb_status o_gelu_bwd(void *ctx, float *dinp, const float *inp,
-                            const float *dout, size_t n, zb_err *err) {
-    ZB_KERNEL(zb_cuda_gelu_backward(dinp, inp, dout, n, X(ctx)->stream));
+static zb_status o_gelu_bwd(void *ctx, zb_act *dinp, const zb_act *inp,
+                            const zb_act *dout, size_t n, zb_err *err) {
+    ZB_KERNEL(zb_cuda_gelu_backward(F(dinp), CF(inp), CF(dout), n,
+                                    X(ctx)->stream));
+    return ZB_OK;
+}
+
+static zb_status o_cast(void *ctx, zb_act *dst, const float *src, size_t n,
+                        zb_err *err) {
+    if (n)
+        ZB_CUDA(cudaMemcpyAsync(dst, src, n * sizeof *src,
+                                cudaMemcpyDeviceToDevice, X(ctx)->stream));
     return ZB_OK;
 }
 
 /* ---- LayerNorm ---- */
 
-static zb_status o_ln_fwd(void *ctx, float *out, float *mean, float *rstd,
-                          const float *inp, const float *w, const float *b,
+static zb_status o_ln_fwd(void *ctx, zb_act *out, float *mean, float *rstd,
+                          const zb_act *inp, const float *w, const float *b,
                           int N, int C, zb_err *err) {
-    ZB_KERNEL(zb_cuda_layernorm_forward(out, mean, rstd, inp, w, b, N, C,
-                                        X(ctx)->stream));
+    ZB_KERNEL(zb_cuda_layernorm_forward(F(out), mean, rstd, CF(inp), w, b, N,
+                                        C, X(ctx)->stream));
     return ZB_OK;
 }
-static zb_status o_ln_bwd_input(void *ctx, float *dinp, const float *dout,
-                                const float *inp, const float *w,
+static zb_status o_ln_bwd_input(void *ctx, zb_act *dinp, const zb_act *dout,
+                                const zb_act *inp, const float *w,
                                 const float *mean, const float *rstd, int N,
                                 int C, zb_err *err) {
-    ZB_KERNEL(zb_cuda_layernorm_backward_input(dinp, dout, inp, w, mean, rstd,
-                                               N, C, X(ctx)->stream));
+    ZB_KERNEL(zb_cuda_layernorm_backward_input(F(dinp), CF(dout), CF(inp), w,
+                                               mean, rstd, N, C,
+                                               X(ctx)->stream));
     return ZB_OK;
 }
 static zb_status o_ln_bwd_weight(void *ctx, float *dw, float *db,
-                                 const float *dout, const float *inp,
+                                 const zb_act *dout, const zb_act *inp,
                                  const float *mean, const float *rstd, int N,
                                  int C, zb_err *err) {
     cu_ops *o = X(ctx);
     ZB_TRY(wgrad_fits(o, N, C, err));
-    ZB_KERNEL(zb_cuda_layernorm_backward_weight(dw, db, dout, inp, mean, rstd,
-                                                N, C, o->wgrad_scratch,
-                                                o->stream));
+    ZB_KERNEL(zb_cuda_layernorm_backward_weight(dw, db, CF(dout), CF(inp),
+                                                mean, rstd, N, C,
+                                                o->wgrad_scratch, o->stream));
     return ZB_OK;
 }
 
@@ -535,7 +553,7 @@ static zb_status o_ln_bwd_weight(void *ctx, float *dw, float *db,
 
 static size_t o_attn_saved(void *ctx, int B, int NH, int T) {
     size_t rows = (size_t)B * NH * T;
-    return X(ctx)->attn_gemm ? rows * T : rows;
+    return (X(ctx)->attn_gemm ? rows * T : rows) * sizeof(float);
 }
 
 /* One GEMM per batch row b over the NH heads (strides: hs inside qkv, out
@@ -607,25 +625,27 @@ static zb_status attn_gemm_bwd(cu_ops *o, float *dqkv, float *dS,
     return ZB_OK;
 }
 
-static zb_status o_attn_fwd(void *ctx, float *out, float *saved,
-                            const float *qkv, int B, int T, int C, int NH,
+static zb_status o_attn_fwd(void *ctx, zb_act *out, void *saved,
+                            const zb_act *qkv, int B, int T, int C, int NH,
                             zb_err *err) {
     cu_ops *o = X(ctx);
-    if (o->attn_gemm) return attn_gemm_fwd(o, out, saved, qkv, B, T, C, NH, err);
-    ZB_KERNEL(zb_cuda_attention_forward(out, saved, qkv, B, T, C, NH,
-                                        o->stream));
+    if (o->attn_gemm)
+        return attn_gemm_fwd(o, F(out), F(saved), CF(qkv), B, T, C, NH, err);
+    ZB_KERNEL(zb_cuda_attention_forward(F(out), F(saved), CF(qkv), B, T, C,
+                                        NH, o->stream));
     return ZB_OK;
 }
-static zb_status o_attn_bwd(void *ctx, float *dqkv, float *scratch,
-                            const float *dout, const float *qkv,
-                            const float *out, const float *saved, int B,
+static zb_status o_attn_bwd(void *ctx, zb_act *dqkv, void *scratch,
+                            const zb_act *dout, const zb_act *qkv,
+                            const zb_act *out, const void *saved, int B,
                             int T, int C, int NH, zb_err *err) {
     cu_ops *o = X(ctx);
     if (o->attn_gemm)
-        return attn_gemm_bwd(o, dqkv, scratch, dout, qkv, saved, B, T, C, NH,
-                             err);
-    ZB_KERNEL(zb_cuda_attention_backward(dqkv, scratch, dout, qkv, out, saved,
-                                         B, T, C, NH, o->stream));
+        return attn_gemm_bwd(o, F(dqkv), F(scratch), CF(dout), CF(qkv),
+                             CF(saved), B, T, C, NH, err);
+    ZB_KERNEL(zb_cuda_attention_backward(F(dqkv), F(scratch), CF(dout),
+                                         CF(qkv), CF(out), CF(saved), B, T, C,
+                                         NH, o->stream));
     return ZB_OK;
 }
 
@@ -638,34 +658,43 @@ static zb_status o_embed_tokens(void *ctx, float *out, const int *tokens,
                                    X(ctx)->stream));
     return ZB_OK;
 }
-static zb_status o_embed_add_pos(void *ctx, float *out, const float *wpe,
-                                 int B, int T, int C, zb_err *err) {
-    ZB_KERNEL(zb_cuda_embed_add_pos(out, wpe, B, T, C, X(ctx)->stream));
+/* out = tok + wpe: tok copied into out, wpe added in place */
+static zb_status o_embed_add_pos(void *ctx, zb_act *out, const float *tok,
+                                 const float *wpe, int B, int T, int C,
+                                 zb_err *err) {
+    cudaStream_t s = X(ctx)->stream;
+    if (CF(out) != tok)
+        ZB_CUDA(cudaMemcpyAsync(out, tok, (size_t)B * T * C * sizeof *tok,
+                                cudaMemcpyDeviceToDevice, s));
+    ZB_KERNEL(zb_cuda_embed_add_pos(F(out), wpe, B, T, C, s));
     return ZB_OK;
 }
-static zb_status o_embed_tokens_bwd(void *ctx, float *dwtel, const float *dout,
-                                    const int *tokens, int v0, int nv, int N,
-                                    int C, zb_err *err) {
+static zb_status o_embed_tokens_bwd(void *ctx, float *dwtel,
+                                    const zb_act *dout, const int *tokens,
+                                    int v0, int nv, int N, int C,
+                                    zb_err *err) {
     cu_ops *o = X(ctx);
     if (N > o->wgrad_rows)
         return zb_fail(err, ZB_ERUNTIME, "embedding backward of %d positions: "
                        "the CUDA ops were sized for %d", N, o->wgrad_rows);
-    ZB_KERNEL(zb_cuda_embed_tokens_backward(dwtel, dout, tokens, v0, nv, N, C,
+    ZB_KERNEL(zb_cuda_embed_tokens_backward(dwtel, CF(dout), tokens, v0, nv,
+                                            N, C,
                                             o->embed_scratch,
                                             o->embed_scratch_bytes, o->stream));
     return ZB_OK;
 }
-static zb_status o_embed_pos_bwd(void *ctx, float *dwpe, const float *dout,
+static zb_status o_embed_pos_bwd(void *ctx, float *dwpe, const zb_act *dout,
                                  int B, int T, int C, zb_err *err) {
-    ZB_KERNEL(zb_cuda_embed_pos_backward(dwpe, dout, B, T, C, X(ctx)->stream));
+    ZB_KERNEL(zb_cuda_embed_pos_backward(dwpe, CF(dout), B, T, C,
+                                         X(ctx)->stream));
     return ZB_OK;
 }
 
 /* ---- cross-entropy ---- */
 
-static zb_status o_ce_max(void *ctx, double *rowmax, const float *zl, int N,
+static zb_status o_ce_max(void *ctx, double *rowmax, const zb_act *zl, int N,
                           int Vl, int ld, zb_err *err) {
-    ZB_KERNEL(zb_cuda_ce_max(rowmax, zl, N, Vl, ld, X(ctx)->stream));
+    ZB_KERNEL(zb_cuda_ce_max(rowmax, CF(zl), N, Vl, ld, X(ctx)->stream));
     return ZB_OK;
 }
 static zb_status o_ce_max_combine(void *ctx, double *tab, int tp, int N,
@@ -673,10 +702,11 @@ static zb_status o_ce_max_combine(void *ctx, double *tab, int tp, int N,
     ZB_KERNEL(zb_cuda_ce_max_combine(tab, tp, N, X(ctx)->stream));
     return ZB_OK;
 }
-static zb_status o_ce_stats(void *ctx, double *S, double *Zt, const float *zl,
-                            const double *M, const int *targets, int v0,
-                            int N, int Vl, int ld, zb_err *err) {
-    ZB_KERNEL(zb_cuda_ce_stats(S, Zt, zl, M, targets, v0, N, Vl, ld,
+static zb_status o_ce_stats(void *ctx, double *S, double *Zt,
+                            const zb_act *zl, const double *M,
+                            const int *targets, int v0, int N, int Vl, int ld,
+                            zb_err *err) {
+    ZB_KERNEL(zb_cuda_ce_stats(S, Zt, CF(zl), M, targets, v0, N, Vl, ld,
                                X(ctx)->stream));
     return ZB_OK;
 }
@@ -686,20 +716,20 @@ static zb_status o_ce_loss(void *ctx, double *acc, float *losses,
     ZB_KERNEL(zb_cuda_ce_loss(acc, losses, M, S, Zt, N, X(ctx)->stream));
     return ZB_OK;
 }
-static zb_status o_ce_bwd(void *ctx, float *dzl, const float *zl,
+static zb_status o_ce_bwd(void *ctx, zb_act *dzl, const zb_act *zl,
                           const double *M, const double *S, const int *targets,
                           int v0, float scale, int N, int Vl, int ld,
                           zb_err *err) {
-    ZB_KERNEL(zb_cuda_ce_backward(dzl, zl, M, S, targets, v0, scale, N, Vl, ld,
-                                  X(ctx)->stream));
+    ZB_KERNEL(zb_cuda_ce_backward(F(dzl), CF(zl), M, S, targets, v0, scale, N,
+                                  Vl, ld, X(ctx)->stream));
     return ZB_OK;
 }
 
 static zb_status o_ce_fused(void *ctx, double *acc, float *losses,
-                            float *dzl, const float *zl, const int *targets,
+                            zb_act *dzl, const zb_act *zl, const int *targets,
                             float scale, int N, int V, int ld, zb_err *err) {
-    ZB_KERNEL(zb_cuda_ce_fused(acc, losses, dzl, zl, targets, scale, N, V, ld,
-                               X(ctx)->stream));
+    ZB_KERNEL(zb_cuda_ce_fused(acc, losses, F(dzl), CF(zl), targets, scale, N,
+                               V, ld, X(ctx)->stream));
     return ZB_OK;
 }
 
@@ -861,6 +891,8 @@ extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
     t.name = "cuda";
     t.ctx = o;
     t.stream = (void *)o->stream;
+    t.act_dtype = ZB_DT_F32;
+    t.act_align = 256;
     t.logits_align = ZB_LOGITS_ALIGN;
     t.alloc = o_alloc;
     t.release = o_release;
@@ -872,11 +904,12 @@ extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
     t.colsum_add = o_colsum_add;
     t.residual_add = o_residual_add;
     t.gelu_bwd = o_gelu_bwd;
+    t.cast = o_cast;
     t.ln_fwd = o_ln_fwd;
     t.ln_bwd_input = o_ln_bwd_input;
     t.ln_bwd_weight = o_ln_bwd_weight;
-    t.attn_saved_floats = o_attn_saved;
-    t.attn_scratch_floats = o_attn_saved;
+    t.attn_saved_bytes = o_attn_saved;
+    t.attn_scratch_bytes = o_attn_saved;
     t.attn_fwd = o_attn_fwd;
     t.attn_bwd = o_attn_bwd;
     t.embed_tokens = o_embed_tokens;

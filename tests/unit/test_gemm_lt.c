@@ -36,14 +36,15 @@ static float *rand_buf(size_t n) {
 
 /* Row-major meaning, in double: C = alpha op(A) op(B) + bias. */
 static void ref_rowmajor(const zb_gemm *g, float *C) {
+    const float *A = g->A, *B = g->B;
     for (int i = 0; i < g->M; i++)
         for (int j = 0; j < g->N; j++) {
             double s = 0.0;
             for (int k = 0; k < g->K; k++) {
-                float a = g->ta ? g->A[(size_t)k * g->lda + i]
-                                : g->A[(size_t)i * g->lda + k];
-                float b = g->tb ? g->B[(size_t)j * g->ldb + k]
-                                : g->B[(size_t)k * g->ldb + j];
+                float a = g->ta ? A[(size_t)k * g->lda + i]
+                                : A[(size_t)i * g->lda + k];
+                float b = g->tb ? B[(size_t)j * g->ldb + k]
+                                : B[(size_t)k * g->ldb + j];
                 s += (double)a * b;
             }
             C[(size_t)i * g->ldc + j] = (float)(g->alpha * s + g->bias[j]);
@@ -53,7 +54,8 @@ static void ref_rowmajor(const zb_gemm *g, float *C) {
 /* What cublasLtMatmul does with the plan (fp32, column-major). */
 static void emulate_lt(const zb_gemm_lt *p) {
     const zb_gemm_cm *c = &p->cm;
-    float *out = p->epi == ZB_LT_GELU_AUX_BIAS ? p->aux : p->D;
+    float *D = p->D, *aux = p->aux;
+    float *out = p->epi == ZB_LT_GELU_AUX_BIAS ? aux : D;
     int ld = p->epi == ZB_LT_GELU_AUX_BIAS ? (int)p->aux_ld : c->ldc;
     cblas_sgemm(CblasColMajor, c->transa ? CblasTrans : CblasNoTrans,
                 c->transb ? CblasTrans : CblasNoTrans, c->m, c->n, c->k,
@@ -62,8 +64,8 @@ static void emulate_lt(const zb_gemm_lt *p) {
         for (int r = 0; r < c->m; r++) out[(size_t)col * ld + r] += p->bias[r];
     if (p->epi == ZB_LT_GELU_AUX_BIAS)
         for (int col = 0; col < c->n; col++)
-            zb_gelu_forward(p->D + (size_t)col * c->ldc,
-                            p->aux + (size_t)col * ld, (size_t)c->m);
+            zb_gelu_forward(D + (size_t)col * c->ldc, aux + (size_t)col * ld,
+                            (size_t)c->m);
 }
 
 static double max_err(const float *got, const float *want, int rows, int cols,
