@@ -28,6 +28,7 @@
 
 #include "executor/stage/stage.h"
 #include "executor/stage/stage_params.h"
+#include "kernels/bf16.h"
 
 #define MAXR 4 /* pipeline ranks in these tests */
 
@@ -985,6 +986,24 @@ END_TEST
  * (ops.h) runs the stage program's bf16 orchestration (element sizes,
  * strides, casts, half-size messages) with bf16 buffers ---- */
 
+/* kernels/bf16.h, the bf16 test ops' rounding: to nearest, ties to even,
+ * overflow to infinity, NaN kept, widening exact. */
+START_TEST(test_bf16_rounding) {
+    float one = 1.0f, tie_lo = 1.0f + 0x1p-8f, tie_hi = 1.0f + 3 * 0x1p-8f;
+    float above = 1.0f + 0x1p-8f + 0x1p-20f;
+    ck_assert(zb_bf16_to_f32(zb_bf16_from_f32(one)) == 1.0f);
+    ck_assert(zb_bf16_to_f32(zb_bf16_from_f32(tie_lo)) == 1.0f); /* even */
+    ck_assert(zb_bf16_to_f32(zb_bf16_from_f32(tie_hi)) == 1.0f + 0x1p-6f);
+    ck_assert(zb_bf16_to_f32(zb_bf16_from_f32(above)) == 1.0f + 0x1p-7f);
+    ck_assert(zb_bf16_to_f32(zb_bf16_from_f32(-tie_lo)) == -1.0f);
+    ck_assert(isinf(zb_bf16_to_f32(zb_bf16_from_f32(3.4e38f))));
+    ck_assert(isnan(zb_bf16_to_f32(zb_bf16_from_f32(NAN))));
+    ck_assert(signbit(zb_bf16_to_f32(zb_bf16_from_f32(-0.0f))));
+    for (uint32_t h = 0; h < 0x7f80; h += 37) /* every finite bf16 is exact */
+        ck_assert_uint_eq(zb_bf16_from_f32(zb_bf16_to_f32((uint16_t)h)), h);
+}
+END_TEST
+
 static size_t al(size_t bytes, size_t a) { return (bytes + a - 1) / a * a; }
 
 /* The activation peak of spec s on one rank (pp 1, tp 1) under the
@@ -1233,6 +1252,7 @@ static Suite *stage_suite(void) {
     tcase_add_test(tc, test_grad_sumsq_dp);
     tcase_add_test(tc, test_checkpoint);
     tcase_add_test(tc, test_init);
+    tcase_add_test(tc, test_bf16_rounding);
     tcase_add_test(tc, test_bf16_bytes);
     tcase_add_test(tc, test_bf16_pp1);
     tcase_add_test(tc, test_bf16_v_two_ranks);
