@@ -357,8 +357,8 @@ static lt_shape *lt_entry(cu_ops *o, const lt_key *k, bool *fresh) {
 }
 
 /* Run p (an epilogue plan) through cuBLASLt; *ran false: no algorithm,
- * or cublasLtMatmul refused the call (NOT_SUPPORTED: it enqueued
- * nothing), and the caller takes the other path. */
+ * or cublasLtMatmul refused the call (NOT_SUPPORTED or INVALID_VALUE: it
+ * enqueued nothing), and the caller takes the other path. */
 static zb_status lt_gemm(cu_ops *o, const zb_gemm_lt *p, bool *ran,
                          zb_err *err) {
     lt_key k = lt_key_of(o, p);
@@ -395,11 +395,17 @@ static zb_status lt_gemm(cu_ops *o, const zb_gemm_lt *p, bool *ran,
         cublasStatus_t st = cublasLtMatmul(
             o->lt, c.op, &m->alpha, m->A, c.a, m->B, c.b, &beta, p->D, c.d,
             p->D, c.d, &algo, o->workspace, ZB_CUBLAS_WORKSPACE, o->stream);
-        if (st == CUBLAS_STATUS_NOT_SUPPORTED) { /* refused, nothing ran */
+        /* refused, nothing ran: NOT_SUPPORTED, or INVALID_VALUE for a
+         * type combination (an fp32 bias with a bf16 D) this cuBLASLt
+         * lacks; the GEMM takes the other path */
+        if (st == CUBLAS_STATUS_NOT_SUPPORTED ||
+            st == CUBLAS_STATUS_INVALID_VALUE) {
             found = false;
             if (e) {
                 e->found = false;
-                e->why = "cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED";
+                e->why = st == CUBLAS_STATUS_NOT_SUPPORTED
+                             ? "cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED"
+                             : "cublasLtMatmul: CUBLAS_STATUS_INVALID_VALUE";
             }
         } else if (st != CUBLAS_STATUS_SUCCESS) {
             s = zb_fail(err, ZB_ERUNTIME, "cublasLtMatmul %dx%dx%d (%s): %s "
