@@ -209,7 +209,9 @@ zb_status zb_ops_cpu_bf16(zb_ops *ops, zb_err *err);
 /* What the CUDA ops need to know at creation. */
 typedef struct {
     int device;          /* ordinal after CUDA_VISIBLE_DEVICES */
-    bool bf16;           /* plan precision bf16: GEMMs on bf16 tensor cores */
+    bool bf16;           /* plan precision bf16: bf16 activations (act_dtype)
+                            and bf16 GEMMs on the tensor cores; needs
+                            attn_gemm */
     int max_passes;      /* passes per step to time (events) */
     size_t upload_bytes; /* largest from_host that must not wait */
     int wgrad_rows;      /* N of every colsum_add and ln_bwd_weight */
