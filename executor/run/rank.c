@@ -467,10 +467,12 @@ static zb_status rank_setup(zb_rank *rk, zb_err *err) {
         return zb_fail(err, ZB_EINPUT, "ZB_POSTVAL must be 0, 1 or auto, "
                        "got '%s'", pv);
     if (rk->spec_mode > 0) ZB_TRY(zb_stage_undo_new(rk->st, &rk->undo, err));
-    if (zb_stage_msg_floats(rk->st) != rk->msg_floats)
+    /* the transports hold fp32 [B, T, C]; bf16 activations send half */
+    if (zb_stage_msg_floats(rk->st) > rk->msg_floats)
         return zb_fail(err, ZB_ERUNTIME, "rank %d: stage messages have %zu "
                        "floats, the runtime expects %zu", rk->rank,
                        zb_stage_msg_floats(rk->st), rk->msg_floats);
+    rk->msg_floats = zb_stage_msg_floats(rk->st);
     size_t n;
     bool tied = zb_stage_tied_grad(rk->st, &n) != NULL;
     if (tied && !rk->in_emb_group)

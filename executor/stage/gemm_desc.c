@@ -23,6 +23,8 @@ void zb_gemm_colmajor(const zb_gemm *g, zb_gemm_cm *out) {
     out->batch = g->batch;
     out->alpha = g->alpha;
     out->beta = g->beta;
+    out->ab_type = g->ab_type;
+    out->c_type = g->c_type;
 }
 
 const char *zb_gemm_check(const zb_gemm *g) {
@@ -45,8 +47,8 @@ static bool aligned(const void *p) {
  * length is the number of rows of D and it is packed
  * (CUBLASLT_EPILOGUE_BIAS); the GELU input matrix (aux) has a leading
  * dimension divisible by 8 and no less than the rows of D
- * (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD); bias and aux hold D's type
- * (fp32 here). Batched epilogues (bias and aux batch strides) are never
+ * (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD); aux holds D's type; the
+ * bias is fp32 (with bf16 D the call sets its data type). Batched epilogues (bias and aux batch strides) are never
  * asked by the stage and fall back. */
 void zb_gemm_lt_plan(const zb_gemm *g, zb_gemm_lt *out) {
     *out = (zb_gemm_lt){.epi = ZB_LT_NONE};

@@ -6,6 +6,9 @@
  * op(A) = A when !ta (A stored [M, K], lda >= K), A^T when ta (A stored
  * [K, M], lda >= M); the same for B with [K, N] / [N, K] and ldb; C stored
  * [M, N] with ldc >= N. X_b = X + b * sX (strides in elements).
+ * Storage types: A and B hold ab_type elements (both the same), C and
+ * gelu_out c_type elements; bias is always fp32; the products are summed
+ * in fp32 whatever the storage (zero-initialised descriptors are fp32).
  * Epilogue (optional, in this order): bias [N] added to every row of C
  * (then beta must be 0: C = alpha op(A) op(B) + bias); gelu_out [M, N]
  * = GELU(C) (ldc must be N), C keeping the pre-activation (what B needs).
@@ -25,24 +28,36 @@
 
 #include <stdbool.h>
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* Element types of backend tensors: fp32, or bf16 (1 sign, 8 exponent, 7
+ * mantissa bits; the top half of an fp32, kernels/bf16.h). */
+typedef enum { ZB_DT_F32 = 0, ZB_DT_BF16 = 1 } zb_dtype;
+
+static inline size_t zb_dtype_bytes(zb_dtype t) {
+    return t == ZB_DT_BF16 ? 2 : 4;
+}
+
 typedef struct {
     int M, N, K;
     bool ta, tb;
-    const float *A;
+    const void *A;
     int lda;
-    const float *B;
+    const void *B;
     int ldb;
-    float *C;
+    void *C;
     int ldc;
     int batch;                 /* >= 1 */
     long long sa, sb, sc;      /* batch strides, elements */
     float alpha, beta;
     const float *bias;         /* [N] or NULL */
-    float *gelu_out;           /* [M, N] or NULL */
+    void *gelu_out;            /* [M, N] or NULL */
+    zb_dtype ab_type;          /* of A and B */
+    zb_dtype c_type;           /* of C and gelu_out */
 } zb_gemm;
 
 /* A column-major call: C[m, n] = alpha op(A)[m, k] op(B)[k, n] + beta C,
@@ -50,17 +65,18 @@ typedef struct {
 typedef struct {
     int transa, transb;
     int m, n, k;
-    const float *A;
+    const void *A;
     int lda;
     long long sa;
-    const float *B;
+    const void *B;
     int ldb;
     long long sb;
-    float *C;
+    void *C;
     int ldc;
     long long sc;
     int batch;
     float alpha, beta;
+    zb_dtype ab_type, c_type; /* cuBLAS: Atype = Btype, Ctype; fp32 compute */
 } zb_gemm_cm;
 
 /* The column-major call computing g's product (not its epilogue). */
@@ -85,9 +101,11 @@ typedef struct {
     zb_lt_epilogue epi;
     const char *why;     /* ZB_LT_NONE: static text; else NULL */
     zb_gemm_cm cm;       /* the product; with epi, beta 0 and batch 1 */
-    const float *bias;   /* [cm.m] */
-    float *D;            /* epilogue output, ld cm.ldc */
-    float *aux;          /* GELU_AUX_BIAS: pre-GELU output, ld aux_ld */
+    const float *bias;   /* [cm.m], fp32 (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE
+                            CUDA_R_32F when D is bf16) */
+    void *D;             /* epilogue output, ld cm.ldc, cm.c_type */
+    void *aux;           /* GELU_AUX_BIAS: pre-GELU output, ld aux_ld,
+                            cm.c_type */
     long long aux_ld;
 } zb_gemm_lt;
 

@@ -142,9 +142,9 @@ static zb_status chunk_init(zb_stage *st, int c, zb_err *err) {
     }
     zb_layer_acts la;
     zb_slot_view sv;
-    ck->layer_floats = zb_gpt_layer_carve(st, NULL, &la);
-    ck->slot_floats = zb_gpt_slot_carve(st, ck, NULL, NULL, &sv,
-                                        &ck->bslot_floats);
+    ck->layer_bytes = zb_gpt_layer_carve(st, NULL, &la);
+    ck->slot_bytes = zb_gpt_slot_carve(st, ck, NULL, NULL, &sv,
+                                       &ck->bslot_bytes);
     ZB_TRY(zb_slots_init(&ck->sl, &p->sched, rank, c, false, err));
     return zb_slots_init(&ck->bsl, &p->sched, rank, c, true, err);
 }
@@ -159,36 +159,37 @@ static void *carve(zb_stage *st, size_t *off, size_t bytes) {
 /* Lay out (arena NULL: measure) every backend buffer; returns the bytes. */
 static size_t arena_layout(zb_stage *st) {
     size_t off = 0, P = st->pt.floats > 0 ? st->pt.floats : 1;
-    size_t N = (size_t)st->N, fl = sizeof(float);
-    size_t scratch = st->ops.attn_scratch_floats(st->ops.ctx, st->B, st->NHl,
-                                                 st->T);
+    size_t N = (size_t)st->N, fl = sizeof(float), es = st->es;
+    size_t scratch = st->ops.attn_scratch_bytes(st->ops.ctx, st->B, st->NHl,
+                                                st->T);
     st->params = carve(st, &off, P * fl);
     st->grads = carve(st, &off, P * fl);
     st->mom1 = carve(st, &off, P * fl);
     st->mom2 = carve(st, &off, P * fl);
+    /* fp32 activations: the GEMMs read the parameters themselves */
+    st->wlow = es == fl ? (zb_act *)st->params : carve(st, &off, P * es);
     st->partial = carve(st, &off, N * st->C * fl);
-    st->logits = carve(st, &off, N * st->Vp * fl);
+    st->logits = carve(st, &off, N * st->Vp * es);
     st->losses = carve(st, &off, N * fl);
-    st->dgelu = carve(st, &off, N * st->Fl * fl);
-    st->datty = carve(st, &off, N * st->Cl * fl);
-    st->datt = carve(st, &off, scratch * fl);
+    st->dgelu = carve(st, &off, N * st->Fl * es);
+    st->datty = carve(st, &off, N * st->Cl * es);
+    st->datt = carve(st, &off, scratch);
     st->ce = carve(st, &off, (size_t)(st->tp + 2) * N * sizeof(double));
     st->acc = carve(st, &off, 2 * sizeof(double));
     st->targets = carve(st, &off, N * sizeof(int));
     /* recompute's scratch: one layer at a time, not per microbatch */
     zb_layer_acts la;
     if (st->rc != ZB_RECOMPUTE_NONE)
-        st->rc_att = carve(st, &off, st->att_floats * fl);
+        st->rc_att = carve(st, &off, st->att_bytes);
     if (st->rc == ZB_RECOMPUTE_FULL)
-        st->rc_layer = carve(st, &off, zb_gpt_layer_carve_fwd(st, NULL, &la) * fl);
+        st->rc_layer = carve(st, &off, zb_gpt_layer_carve_fwd(st, NULL, &la));
     for (int c = 0; c < st->v; c++) {
         zb_gpt_chunk *ck = &st->chunks[c];
         size_t ns = (size_t)(ck->sl.n > 0 ? ck->sl.n : 1);
-        ck->slots = carve(st, &off, (size_t)ck->sl.n * ck->slot_floats * fl);
+        ck->slots = carve(st, &off, (size_t)ck->sl.n * ck->slot_bytes);
         ck->tokens = carve(st, &off, ns * N * sizeof(int));
-        if (ck->bslot_floats > 0)
-            ck->bslots = carve(st, &off,
-                               (size_t)ck->bsl.n * ck->bslot_floats * fl);
+        if (ck->bslot_bytes > 0)
+            ck->bslots = carve(st, &off, (size_t)ck->bsl.n * ck->bslot_bytes);
     }
     return off;
 }
@@ -217,8 +218,15 @@ static zb_status ops_init(zb_stage *st, zb_err *err) {
         return zb_ops_cuda(&c, &st->ops, err);
     }
 #endif
+    const char *bf = getenv("ZB_ACT_BF16"); /* test hook (ops.h) */
+    if (bf && !strcmp(bf, "1")) return zb_ops_cpu_bf16(&st->ops, err);
     zb_ops_cpu(&st->ops);
     return ZB_OK;
+}
+
+zb_status zb_gpt_weights_changed(zb_stage *st, zb_err *err) {
+    if ((void *)st->wlow == (void *)st->params) return ZB_OK;
+    return st->ops.cast(st->ops.ctx, st->wlow, st->params, st->pt.floats, err);
 }
 
 static zb_status alloc_all(zb_stage *st, zb_err *err) {
@@ -232,8 +240,10 @@ static zb_status alloc_all(zb_stage *st, zb_err *err) {
                                 err);
         if (!st->ce_host) return ZB_ENOMEM;
     }
-    st->att_floats = st->ops.attn_saved_floats(st->ops.ctx, st->B, st->NHl,
-                                               st->T);
+    st->es = zb_dtype_bytes(st->ops.act_dtype);
+    st->nc_bytes = zb_gpt_aligned(st, (size_t)st->N * st->C, st->es);
+    st->att_bytes = st->ops.attn_saved_bytes(st->ops.ctx, st->B, st->NHl,
+                                             st->T);
     int al = st->ops.logits_align > 0 ? st->ops.logits_align : 1;
     st->Vp = (st->Vv + al - 1) / al * al;
     for (int c = 0; c < st->v; c++) ZB_TRY(chunk_init(st, c, err));
@@ -244,6 +254,7 @@ static zb_status alloc_all(zb_stage *st, zb_err *err) {
     zb_ptable_init(&st->pt, st->host, st->plan->model.train.seed);
     ZB_TRY(st->ops.from_host(st->ops.ctx, st->params, st->host,
                              st->pt.floats * sizeof(float), err));
+    ZB_TRY(zb_gpt_weights_changed(st, err));
     return st->ops.step_begin(st->ops.ctx, err);
 }
 
@@ -290,8 +301,11 @@ void zb_stage_free(zb_stage *st) {
     free(st);
 }
 
+/* An [N, C] activation moved as raw floats: the transports never look
+ * inside a message (only TP/DP all-reduces sum, and those are fp32). */
 size_t zb_stage_msg_floats(const zb_stage *st) {
-    return (size_t)st->N * st->C;
+    return ((size_t)st->N * st->C * st->es + sizeof(float) - 1) /
+           sizeof(float);
 }
 
 /* ---- passes, bracketed for the backend's clock ---- */
@@ -412,8 +426,9 @@ zb_status zb_stage_params_from_host(zb_stage *st, const float *src, size_t n,
     if (n != st->pt.floats)
         return zb_fail(err, ZB_ERUNTIME, "params_from_host: %zu floats given, "
                        "the stage has %zu", n, st->pt.floats);
-    return st->ops.from_host(st->ops.ctx, st->params, src, n * sizeof *src,
-                             err);
+    ZB_TRY(st->ops.from_host(st->ops.ctx, st->params, src, n * sizeof *src,
+                             err));
+    return zb_gpt_weights_changed(st, err);
 }
 
 float *zb_stage_tied_grad(zb_stage *st, size_t *n) {
@@ -463,11 +478,14 @@ zb_status zb_stage_adamw(zb_stage *st, float lr, float grad_scale, int t,
                              (float)o->beta1, (float)o->beta2, (float)o->eps,
                              wd, grad_scale, t, err));
     }
-    return ZB_OK;
+    return zb_gpt_weights_changed(st, err);
 }
 
+/* params, grads, AdamW m and v; with bf16 activations the GEMMs' copy */
 double zb_stage_static_bytes(const zb_stage *st) {
-    return 4.0 * (double)st->pt.floats * sizeof(float);
+    double P = (double)st->pt.floats;
+    return 4.0 * P * sizeof(float) +
+           ((void *)st->wlow != (void *)st->params ? P * (double)st->es : 0.0);
 }
 
 double zb_stage_act_peak_bytes(const zb_stage *st) {
@@ -530,5 +548,5 @@ zb_status zb_stage_load(zb_stage *st, FILE *f, zb_err *err) {
         ZB_TRY(st->ops.from_host(st->ops.ctx, arrays[k], st->host,
                                  n * sizeof(float), err));
     }
-    return ZB_OK;
+    return zb_gpt_weights_changed(st, err);
 }

@@ -1,13 +1,42 @@
 /* gpt.h - private to the stage program (gpt.c: set-up, memory, optimizer,
  * checkpoints; gpt_passes.c: F, B, W; gpt_layout.c: what a slot holds):
  * the state of one rank's stage and
- * the views of its arena. Every float pointer here is backend memory
- * (ops.h), touched only through the op table.
+ * the views of its arena. Every pointer here is backend memory (ops.h),
+ * touched only through the op table.
  *
  * Sizes: N = B*T tokens of a microbatch, C hidden, Cl = C/tp and Fl = F/tp
  * the local widths of the sharded matmuls, NHl = heads/tp, V vocab, Vl =
  * ceil(V/tp) vocabulary rows per TP rank (stage_params.h) of which Vv are
  * real, starting at row v0.
+ *
+ * Element types (ops.h: "act" = the backend's act_dtype, fp32 or bf16;
+ * es = its size, 4 or 2 bytes). Every buffer is carved in bytes and
+ * starts at a multiple of ops.act_align.
+ *   tensor                                   type   why
+ *   resid, act_in/act_out (block in/outputs) act    the bulk of memory
+ *   dresid, grad_in/grad_out                 act    as their activations
+ *   ln1, qkv, atty, res2, ln2, fch, fch_gelu act    GEMM/kernel operands
+ *   dres2, dln2, dfch, dqkv, dln1            act    W's GEMM operands
+ *   lnf, dlnf, logits, dlogits               act    head GEMM operands;
+ *                                                   softmax sums in fp64
+ *   dgelu, datty (B scratch)                 act    GEMM outputs
+ *   attention's saved / scratch              the backend's (bytes): cpu
+ *                                            probabilities in act; cuda
+ *                                            GEMM path probabilities in
+ *                                            act, fused path row lse fp32
+ *   ln*_mean, ln*_rstd, lnf_mean/rstd        fp32   statistics
+ *   partial (row-parallel sums, TP-reduced)  fp32   the transport sums fp32
+ *   losses fp32; ce statistics, acc          fp64
+ *   params, grads, AdamW m and v             fp32   master copy, fp32
+ *                                                   accumulation (beta 1)
+ *   wlow (matrix weights for the GEMMs)      act    bf16: a rounded copy of
+ *                                                   params, refreshed after
+ *                                                   every change of them;
+ *                                                   fp32: params itself
+ * A TP-reduced input gradient (dln2, dln1, dlnf) is computed into partial
+ * in fp32, summed over TP, then cast into its act buffer; at tp 1 the GEMM
+ * writes the act buffer directly. The embedding is looked up in fp32
+ * (partial), summed over TP, and embed_add_pos writes resid[0].
  */
 #ifndef ZB_STAGE_GPT_H
 #define ZB_STAGE_GPT_H
@@ -23,15 +52,15 @@ typedef struct {
     int prev;               /* chunk on this rank holding vstage-1, or -1 */
     zb_pchunk pc;           /* its tensors */
     zb_slots sl;            /* which slot holds which microbatch */
-    size_t layer_floats;    /* one block's activations in a slot */
-    size_t slot_floats;     /* the part taken at F (all of it unless full
+    size_t layer_bytes;     /* one block's activations in a slot */
+    size_t slot_bytes;      /* the part taken at F (all of it unless full
                                recompute) */
-    float *slots;           /* [sl.n, slot_floats] */
+    char *slots;            /* [sl.n, slot_bytes] */
     int *tokens;            /* [max(sl.n, 1), N] */
     /* full recompute: the part taken at B, which B rebuilds for W */
     zb_slots bsl;           /* which B part holds which microbatch */
-    size_t bslot_floats;    /* 0 unless full recompute */
-    float *bslots;          /* [bsl.n, bslot_floats] */
+    size_t bslot_bytes;     /* 0 unless full recompute */
+    char *bslots;           /* [bsl.n, bslot_bytes] */
 } zb_gpt_chunk;
 
 struct zb_stage {
@@ -44,24 +73,28 @@ struct zb_stage {
     int Vp;                    /* row stride of logits/dlogits: Vv rounded
                                   up to ops.logits_align */
     int v, m;
-    size_t att_floats;         /* attention's saved floats per layer */
+    size_t es;                 /* bytes of an activation element */
+    size_t nc_bytes;           /* one [N, C] activation, aligned: the
+                                  stride of resid and dresid */
+    size_t att_bytes;          /* attention's saved bytes per layer */
     zb_recompute rc;           /* the plan's recompute (see zb_slot_view) */
-    float *rc_att;             /* [att_floats] attention's saved floats of
+    void *rc_att;              /* [att_bytes] attention's saved bytes of
                                   the layer at hand (selective, full) */
-    float *rc_layer;           /* what F writes of one block (full: not
+    char *rc_layer;            /* what F writes of one block (full: not
                                   kept; zb_gpt_layer_carve_fwd) */
     zb_ptable pt;
     void *arena;               /* the only allocation of backend memory */
     float *params, *grads, *mom1, *mom2; /* [pt.floats] each */
+    zb_act *wlow;              /* [pt.floats] act: the GEMMs' weights */
     zb_gpt_chunk *chunks;      /* host [v] */
     float *partial;            /* [N, C] row-parallel output before reduce */
-    float *logits;             /* [N, Vp] this rank's vocabulary rows */
+    zb_act *logits;            /* [N, Vp] this rank's vocabulary rows */
     double *ce;                /* [(tp + 2) * N] cross-entropy statistics */
     double *acc;               /* [2] loss sum, gradient sum of squares */
     float *losses;             /* [N] */
-    float *dgelu;              /* [N, Fl] grad wrt gelu output */
-    float *datty;              /* [N, Cl] grad wrt attention output */
-    float *datt;               /* attention backward scratch */
+    zb_act *dgelu;             /* [N, Fl] grad wrt gelu output */
+    zb_act *datty;             /* [N, Cl] grad wrt attention output */
+    void *datt;                /* attention backward scratch */
     int *targets;              /* [N] this F's targets */
     float *host;               /* host [pt.floats]: init, save, load */
     double *ce_host;           /* host [(tp + 2) * N] when the backend's
@@ -74,22 +107,24 @@ struct zb_stage {
     double act_bytes, act_peak_bytes;
 };
 
-/* What one block keeps in a slot. */
+/* What one block keeps in a slot (act unless said fp32). */
 typedef struct {
-    float *ln1, *ln1_mean, *ln1_rstd; /* [N, C] [N] [N] */
-    float *qkv;                       /* [N, 3Cl] */
-    float *att;                       /* att_floats: attention's saved
+    zb_act *ln1;                      /* [N, C] */
+    float *ln1_mean, *ln1_rstd;       /* [N] [N] fp32 */
+    zb_act *qkv;                      /* [N, 3Cl] */
+    void *att;                        /* att_bytes: attention's saved
                                          (st->rc_att unless recompute none) */
-    float *atty;                      /* [N, Cl] attention output */
-    float *res2;                      /* [N, C] x + attn */
-    float *ln2, *ln2_mean, *ln2_rstd; /* [N, C] [N] [N] */
-    float *fch, *fch_gelu;            /* [N, Fl] */
+    zb_act *atty;                     /* [N, Cl] attention output */
+    zb_act *res2;                     /* [N, C] x + attn */
+    zb_act *ln2;                      /* [N, C] */
+    float *ln2_mean, *ln2_rstd;       /* [N] [N] fp32 */
+    zb_act *fch, *fch_gelu;           /* [N, Fl] */
     /* kept by B for W */
-    float *dres2;                     /* [N, C] grad wrt res2 (proj dout) */
-    float *dln2;                      /* [N, C] grad wrt ln2 out, reduced */
-    float *dfch;                      /* [N, Fl] grad wrt fch (fc dout) */
-    float *dqkv;                      /* [N, 3Cl] qkv dout */
-    float *dln1;                      /* [N, C] grad wrt ln1 out, reduced */
+    zb_act *dres2;                    /* [N, C] grad wrt res2 (proj dout) */
+    zb_act *dln2;                     /* [N, C] grad wrt ln2 out, reduced */
+    zb_act *dfch;                     /* [N, Fl] grad wrt fch (fc dout) */
+    zb_act *dqkv;                     /* [N, 3Cl] qkv dout */
+    zb_act *dln1;                     /* [N, C] grad wrt ln1 out, reduced */
 } zb_layer_acts;
 
 /* One slot of a chunk. Recompute none: all of it taken at F. Selective:
@@ -99,36 +134,46 @@ typedef struct {
  * into `layers` and writes dresid (the part taken at B, NULL before B);
  * W frees both. */
 typedef struct {
-    float *resid;   /* [L+1, N, C]: [0] chunk input (act_in or embedding
-                       output), [l+1] output of block l, [L] = act_out */
-    float *dresid;  /* [L, N, C]: their gradients, [0] = grad_out; that of
-                       resid[L] is grad_in (zb_gpt_dresid) */
-    float *grad_in; /* [N, C] */
-    float *lnf, *lnf_mean, *lnf_rstd; /* head: [N, C] [N] [N] */
-    float *dlnf;    /* [N, C] grad wrt lnf output */
-    float *dlogits; /* [N, Vp] loss_scale * (softmax - onehot), own rows */
-    float *layers;  /* [L, layer_floats] */
-    int *tokens;    /* [N] (embedding chunk) */
+    zb_act *resid;   /* [L+1] x [N, C] (stride nc_bytes): [0] chunk input
+                        (act_in or embedding output), [l+1] output of block
+                        l, [L] = act_out (zb_gpt_resid) */
+    zb_act *dresid;  /* [L] x [N, C]: their gradients, [0] = grad_out;
+                        that of resid[L] is grad_in (zb_gpt_dresid) */
+    zb_act *grad_in; /* [N, C] */
+    zb_act *lnf;     /* head: [N, C] */
+    float *lnf_mean, *lnf_rstd; /* head: [N] [N] fp32 */
+    zb_act *dlnf;    /* [N, C] grad wrt lnf output */
+    zb_act *dlogits; /* [N, Vp] loss_scale * (softmax - onehot), own rows */
+    char *layers;    /* [L, layer_bytes] */
+    int *tokens;     /* [N] (embedding chunk) */
 } zb_slot_view;
 
-/* gpt_layout.c. Next n floats from base + *off; with base NULL only
- * counts. */
-float *zb_gpt_take(float *base, size_t *off, size_t n);
-size_t zb_gpt_layer_carve(const zb_stage *st, float *base, zb_layer_acts *a);
+/* gpt_layout.c. The next buffer of n elements of es bytes from base +
+ * *off (bytes), *off moved past it and rounded up to ops.act_align; with
+ * base NULL only counts. */
+void *zb_gpt_take(const zb_stage *st, char *base, size_t *off, size_t n,
+                  size_t es);
+/* n elements of es bytes rounded up to ops.act_align */
+size_t zb_gpt_aligned(const zb_stage *st, size_t n, size_t es);
+size_t zb_gpt_layer_carve(const zb_stage *st, char *base, zb_layer_acts *a);
 /* Only what F writes (ln1 .. fch_gelu; the gradients NULL). */
-size_t zb_gpt_layer_carve_fwd(const zb_stage *st, float *base,
+size_t zb_gpt_layer_carve_fwd(const zb_stage *st, char *base,
                               zb_layer_acts *a);
 /* The F part at fbase and the B part at bbase (either may be NULL: only
- * counts); the floats of the B part into *b_floats; returns the F part's. */
+ * counts); the bytes of the B part into *b_bytes; returns the F part's. */
 size_t zb_gpt_slot_carve(const zb_stage *st, const zb_gpt_chunk *ck,
-                         float *fbase, float *bbase, zb_slot_view *sv,
-                         size_t *b_floats);
+                         char *fbase, char *bbase, zb_slot_view *sv,
+                         size_t *b_bytes);
 /* Slot `slot` (F part) with B part `bslot` (-1: none yet). */
 void zb_gpt_slot_get(const zb_stage *st, const zb_gpt_chunk *ck, int slot,
                      int bslot, zb_slot_view *sv);
+/* resid[l] of a slot, l in [0, L]. */
+zb_act *zb_gpt_resid(const zb_stage *st, const zb_slot_view *sv, int l);
 /* Gradient wrt resid[l] of a slot, l in [0, L]. */
-float *zb_gpt_dresid(const zb_stage *st, const zb_gpt_chunk *ck,
-                     const zb_slot_view *sv, int l);
+zb_act *zb_gpt_dresid(const zb_stage *st, const zb_gpt_chunk *ck,
+                      const zb_slot_view *sv, int l);
+/* The activation n elements past p. */
+zb_act *zb_gpt_act_at(const zb_stage *st, const zb_act *p, size_t n);
 
 /* gpt_layout.c: slot bookkeeping the set-up and the passes share */
 bool zb_gpt_bad_index(const zb_stage *st, int c, int mb);
@@ -137,6 +182,9 @@ void zb_gpt_slot_release(zb_stage *st, int c, int s);
 /* The B part of (c, mb) (full recompute), taken at B, given back with the
  * slot by zb_gpt_slot_release; -1 if none is free. */
 int zb_gpt_bslot_acquire(zb_stage *st, int c, int mb);
+
+/* gpt.c: after every change of params, wlow follows (bf16: rounded) */
+zb_status zb_gpt_weights_changed(zb_stage *st, zb_err *err);
 
 /* gpt_passes.c: the passes, untimed (gpt.c brackets them) */
 zb_status zb_gpt_forward(zb_stage *st, int c, int mb, const int *tokens,

@@ -30,6 +30,11 @@
  * the partial input gradient of the head GEMM. With tied embeddings both
  * copies use the same rows on the same TP rank.
  *
+ * Types (gpt.h): activations in the backend's act_dtype, the GEMMs'
+ * weights from wlow (act), LayerNorm weights, biases, the embedding tables
+ * and every gradient of a parameter fp32; the TP sums go through the fp32
+ * `partial`.
+ *
  * Neighbouring virtual stage on this rank (V placement's turn, or p = 1):
  * F copies that chunk's act_out into this chunk's act_in, and B copies
  * this chunk's grad_out into that chunk's grad_in, so each chunk's slot
@@ -43,16 +48,28 @@
 typedef struct {
     float *ln1w, *ln1b, *qkvw, *qkvb, *projw, *projb;
     float *ln2w, *ln2b, *fcw, *fcb, *fc2w, *fc2b;
+    /* the matrices as the GEMMs read them (params only: from wlow) */
+    const zb_act *qkvm, *projm, *fcm, *fc2m;
 } layer_params;
 
 static float *tensor(const zb_stage *st, float *base, int idx) {
     return base + st->pt.t[idx].off;
 }
 
+/* Parameter idx as the GEMMs read it (wlow, act). */
+static const zb_act *wmat(const zb_stage *st, int idx) {
+    return zb_gpt_act_at(st, st->wlow, st->pt.t[idx].off);
+}
+
 /* Block l of chunk ck in base (params or grads). */
 static void layer_params_get(const zb_stage *st, float *base,
                              const zb_gpt_chunk *ck, int l, layer_params *w) {
     int t0 = ck->pc.layer0 + l * ZB_T_PER_LAYER;
+    bool p = base == st->params;
+    w->qkvm = p ? wmat(st, t0 + ZB_T_QKVW) : NULL;
+    w->projm = p ? wmat(st, t0 + ZB_T_PROJW) : NULL;
+    w->fcm = p ? wmat(st, t0 + ZB_T_FCW) : NULL;
+    w->fc2m = p ? wmat(st, t0 + ZB_T_FC2W) : NULL;
     w->ln1w = tensor(st, base, t0 + ZB_T_LN1W);
     w->ln1b = tensor(st, base, t0 + ZB_T_LN1B);
     w->qkvw = tensor(st, base, t0 + ZB_T_QKVW);
@@ -69,7 +86,7 @@ static void layer_params_get(const zb_stage *st, float *base,
 
 static void layer_acts_get(const zb_stage *st, const zb_gpt_chunk *ck,
                            const zb_slot_view *sv, int l, zb_layer_acts *a) {
-    zb_gpt_layer_carve(st, sv->layers + (size_t)l * ck->layer_floats, a);
+    zb_gpt_layer_carve(st, sv->layers + (size_t)l * ck->layer_bytes, a);
 }
 
 /* Where F writes block l's activations: its slot, or under full recompute
@@ -80,43 +97,45 @@ static void layer_acts_fwd(const zb_stage *st, const zb_gpt_chunk *ck,
     else layer_acts_get(st, ck, sv, l, a);
 }
 
-static float *resid_at(const zb_stage *st, float *buf, int l) {
-    return buf + (size_t)l * st->N * st->C;
-}
-
 static int ld(int n) { return n > 0 ? n : 1; }
 
-/* ---- linear layers: inp [N, C], w [OC, C], bias [OC], out/dout [N, OC]
- * with row stride ldo >= OC (the logits' padded stride, else OC) ---- */
+/* ---- linear layers: inp [N, C], w [OC, C] (act), bias [OC] (fp32),
+ * out/dout [N, OC] with row stride ldo >= OC (the logits' padded stride,
+ * else OC); out of type ot (act, or fp32 into partial) ---- */
 
-/* out = inp @ w^T + bias; gelu_out (may be NULL) = GELU(out) */
-static zb_status linear_fwd(zb_stage *st, float *out, const float *inp,
-                            const float *w, const float *bias, int N, int C,
-                            int OC, int ldo, float *gelu_out, zb_err *err) {
+/* out = inp @ w^T + bias; gelu_out (may be NULL, act) = GELU(out) */
+static zb_status linear_fwd(zb_stage *st, void *out, zb_dtype ot,
+                            const zb_act *inp, const zb_act *w,
+                            const float *bias, int N, int C, int OC, int ldo,
+                            zb_act *gelu_out, zb_err *err) {
     zb_gemm g = {.M = N, .N = OC, .K = C, .ta = false, .tb = true,
                  .A = inp, .lda = ld(C), .B = w, .ldb = ld(C), .C = out,
                  .ldc = ld(ldo), .batch = 1, .alpha = 1.0f, .beta = 0.0f,
-                 .bias = bias, .gelu_out = gelu_out};
+                 .bias = bias, .gelu_out = gelu_out,
+                 .ab_type = st->ops.act_dtype, .c_type = ot};
     return st->ops.gemm(st->ops.ctx, &g, err);
 }
 
 /* B: dinp[N, C] += dout[N, OC] @ w[OC, C] */
-static zb_status linear_bwd_input(zb_stage *st, float *dinp, const float *dout,
-                                  const float *w, int N, int C, int OC,
-                                  int ldo, zb_err *err) {
+static zb_status linear_bwd_input(zb_stage *st, void *dinp, zb_dtype ot,
+                                  const zb_act *dout, const zb_act *w, int N,
+                                  int C, int OC, int ldo, zb_err *err) {
     zb_gemm g = {.M = N, .N = C, .K = OC, .A = dout, .lda = ld(ldo), .B = w,
                  .ldb = ld(C), .C = dinp, .ldc = ld(C), .batch = 1,
-                 .alpha = 1.0f, .beta = 1.0f};
+                 .alpha = 1.0f, .beta = 1.0f, .ab_type = st->ops.act_dtype,
+                 .c_type = ot};
     return st->ops.gemm(st->ops.ctx, &g, err);
 }
 
-/* W: dw[OC, C] += dout^T @ inp; dbias[OC] += column sums (may be NULL) */
+/* W: dw[OC, C] += dout^T @ inp (fp32 accumulation into the fp32
+ * gradient); dbias[OC] += column sums (may be NULL) */
 static zb_status linear_bwd_weight(zb_stage *st, float *dw, float *dbias,
-                                   const float *dout, const float *inp, int N,
-                                   int C, int OC, int ldo, zb_err *err) {
+                                   const zb_act *dout, const zb_act *inp,
+                                   int N, int C, int OC, int ldo, zb_err *err) {
     zb_gemm g = {.M = OC, .N = C, .K = N, .ta = true, .A = dout,
                  .lda = ld(ldo), .B = inp, .ldb = ld(C), .C = dw, .ldc = ld(C),
-                 .batch = 1, .alpha = 1.0f, .beta = 1.0f};
+                 .batch = 1, .alpha = 1.0f, .beta = 1.0f,
+                 .ab_type = st->ops.act_dtype, .c_type = ZB_DT_F32};
     ZB_TRY(st->ops.gemm(st->ops.ctx, &g, err));
     if (dbias) OP(colsum_add, dbias, dout, N, OC);
     return ZB_OK;
@@ -140,13 +159,35 @@ static zb_status tp_allreduce_f64(zb_stage *st, double *buf, size_t n,
     return st->ops.from_host(st->ops.ctx, buf, st->ce_host, bytes, err);
 }
 
-static zb_status zero(zb_stage *st, float *p, size_t n, zb_err *err) {
-    return st->ops.memset0(st->ops.ctx, p, n * sizeof *p, err);
+/* n activation elements */
+static zb_status zero(zb_stage *st, zb_act *p, size_t n, zb_err *err) {
+    return st->ops.memset0(st->ops.ctx, p, n * st->es, err);
 }
 
-static zb_status copy(zb_stage *st, float *dst, const float *src, size_t n,
+static zb_status copy(zb_stage *st, zb_act *dst, const zb_act *src, size_t n,
                       zb_err *err) {
-    return st->ops.copy(st->ops.ctx, dst, src, n * sizeof *dst, err);
+    return st->ops.copy(st->ops.ctx, dst, src, n * st->es, err);
+}
+
+/* B: dst[N, C] = dout[N, OC] @ w[OC, C] summed over TP (gpt.h): at tp 1
+ * the GEMM writes dst; else it writes the fp32 partial, which the
+ * transport sums and cast then stores into dst. */
+static zb_status linear_bwd_input_tp(zb_stage *st, zb_act *dst,
+                                     const zb_act *dout, const zb_act *w,
+                                     int N, int C, int OC, int ldo,
+                                     zb_err *err) {
+    size_t NC = (size_t)N * C;
+    if (st->tp == 1) {
+        ZB_TRY(zero(st, dst, NC, err));
+        return linear_bwd_input(st, dst, st->ops.act_dtype, dout, w, N, C, OC,
+                                ldo, err);
+    }
+    ZB_TRY(st->ops.memset0(st->ops.ctx, st->partial, NC * sizeof(float), err));
+    ZB_TRY(linear_bwd_input(st, st->partial, ZB_DT_F32, dout, w, N, C, OC, ldo,
+                            err));
+    ZB_TRY(tp_allreduce(st, st->partial, NC, err));
+    OP(cast, dst, st->partial, NC);
+    return ZB_OK;
 }
 
 /* ---- one block ---- */
@@ -154,31 +195,32 @@ static zb_status copy(zb_stage *st, float *dst, const float *src, size_t n,
 /* The block's forward from x [N, C] up to the GELU: everything B and W
  * read (F, and B under full recompute). */
 static zb_status layer_forward_in(zb_stage *st, const layer_params *w,
-                                  const zb_layer_acts *a, const float *x,
+                                  const zb_layer_acts *a, const zb_act *x,
                                   zb_err *err) {
     int N = st->N, C = st->C, Cl = st->Cl, Fl = st->Fl;
+    zb_dtype at = st->ops.act_dtype;
     OP(ln_fwd, a->ln1, a->ln1_mean, a->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
-    ZB_TRY(linear_fwd(st, a->qkv, a->ln1, w->qkvw, w->qkvb, N, C, 3 * Cl,
+    ZB_TRY(linear_fwd(st, a->qkv, at, a->ln1, w->qkvm, w->qkvb, N, C, 3 * Cl,
                       3 * Cl, NULL, err));
     OP(attn_fwd, a->atty, a->att, a->qkv, st->B, st->T, Cl, st->NHl);
-    ZB_TRY(linear_fwd(st, st->partial, a->atty, w->projw, NULL, N, Cl, C, C,
-                      NULL, err));
+    ZB_TRY(linear_fwd(st, st->partial, ZB_DT_F32, a->atty, w->projm, NULL, N,
+                      Cl, C, C, NULL, err));
     ZB_TRY(tp_allreduce(st, st->partial, (size_t)N * C, err));
     OP(residual_add, a->res2, x, st->partial, w->projb, N, C);
     OP(ln_fwd, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, w->ln2w, w->ln2b, N,
        C);
-    return linear_fwd(st, a->fch, a->ln2, w->fcw, w->fcb, N, C, Fl, Fl,
+    return linear_fwd(st, a->fch, at, a->ln2, w->fcm, w->fcb, N, C, Fl, Fl,
                       a->fch_gelu, err);
 }
 
 /* x, out [N, C] */
 static zb_status layer_forward(zb_stage *st, const layer_params *w,
-                               const zb_layer_acts *a, const float *x,
-                               float *out, zb_err *err) {
+                               const zb_layer_acts *a, const zb_act *x,
+                               zb_act *out, zb_err *err) {
     int N = st->N, C = st->C, Fl = st->Fl;
     ZB_TRY(layer_forward_in(st, w, a, x, err));
-    ZB_TRY(linear_fwd(st, st->partial, a->fch_gelu, w->fc2w, NULL, N, Fl, C, C,
-                      NULL, err));
+    ZB_TRY(linear_fwd(st, st->partial, ZB_DT_F32, a->fch_gelu, w->fc2m, NULL,
+                      N, Fl, C, C, NULL, err));
     ZB_TRY(tp_allreduce(st, st->partial, (size_t)N * C, err));
     OP(residual_add, out, a->res2, st->partial, w->fc2b, N, C);
     return ZB_OK;
@@ -188,7 +230,7 @@ static zb_status layer_forward(zb_stage *st, const layer_params *w,
  * the block's activations from x, selective the attention's saved floats
  * (its output goes to datty, overwritten later in B). */
 static zb_status layer_recompute(zb_stage *st, const layer_params *w,
-                                 const zb_layer_acts *a, const float *x,
+                                 const zb_layer_acts *a, const zb_act *x,
                                  zb_err *err) {
     if (st->rc == ZB_RECOMPUTE_FULL) return layer_forward_in(st, w, a, x, err);
     if (st->rc == ZB_RECOMPUTE_SELECTIVE)
@@ -199,31 +241,31 @@ static zb_status layer_recompute(zb_stage *st, const layer_params *w,
 
 /* B: dx [N, C] = gradient wrt x given dout [N, C] wrt the block output. */
 static zb_status layer_backward_b(zb_stage *st, const layer_params *w,
-                                  const zb_layer_acts *a, const float *x,
-                                  const float *dout, float *dx, zb_err *err) {
+                                  const zb_layer_acts *a, const zb_act *x,
+                                  const zb_act *dout, zb_act *dx,
+                                  zb_err *err) {
     int N = st->N, C = st->C, Cl = st->Cl, Fl = st->Fl;
     size_t NC = (size_t)N * C;
+    zb_dtype at = st->ops.act_dtype;
     /* MLP branch */
     ZB_TRY(zero(st, st->dgelu, (size_t)N * Fl, err));
-    ZB_TRY(linear_bwd_input(st, st->dgelu, dout, w->fc2w, N, Fl, C, C, err));
+    ZB_TRY(linear_bwd_input(st, st->dgelu, at, dout, w->fc2m, N, Fl, C, C,
+                            err));
     ZB_TRY(zero(st, a->dfch, (size_t)N * Fl, err));
     OP(gelu_bwd, a->dfch, a->fch, st->dgelu, (size_t)N * Fl);
-    ZB_TRY(zero(st, a->dln2, NC, err));
-    ZB_TRY(linear_bwd_input(st, a->dln2, a->dfch, w->fcw, N, C, Fl, Fl, err));
-    ZB_TRY(tp_allreduce(st, a->dln2, NC, err));
+    ZB_TRY(linear_bwd_input_tp(st, a->dln2, a->dfch, w->fcm, N, C, Fl, Fl,
+                               err));
     ZB_TRY(copy(st, a->dres2, dout, NC, err));
     OP(ln_bwd_input, a->dres2, a->dln2, a->res2, w->ln2w, a->ln2_mean,
        a->ln2_rstd, N, C);
     /* attention branch */
     ZB_TRY(zero(st, st->datty, (size_t)N * Cl, err));
-    ZB_TRY(linear_bwd_input(st, st->datty, a->dres2, w->projw, N, Cl, C, C,
+    ZB_TRY(linear_bwd_input(st, st->datty, at, a->dres2, w->projm, N, Cl, C, C,
                             err));
     OP(attn_bwd, a->dqkv, st->datt, st->datty, a->qkv, a->atty, a->att, st->B,
        st->T, Cl, st->NHl);
-    ZB_TRY(zero(st, a->dln1, NC, err));
-    ZB_TRY(linear_bwd_input(st, a->dln1, a->dqkv, w->qkvw, N, C, 3 * Cl,
-                            3 * Cl, err));
-    ZB_TRY(tp_allreduce(st, a->dln1, NC, err));
+    ZB_TRY(linear_bwd_input_tp(st, a->dln1, a->dqkv, w->qkvm, N, C, 3 * Cl,
+                               3 * Cl, err));
     ZB_TRY(copy(st, dx, a->dres2, NC, err));
     OP(ln_bwd_input, dx, a->dln1, x, w->ln1w, a->ln1_mean, a->ln1_rstd, N, C);
     return ZB_OK;
@@ -231,8 +273,8 @@ static zb_status layer_backward_b(zb_stage *st, const layer_params *w,
 
 /* W: weight gradients (+= into g) from what F and B kept. */
 static zb_status layer_backward_w(zb_stage *st, const layer_params *g,
-                                  const zb_layer_acts *a, const float *x,
-                                  const float *dout, zb_err *err) {
+                                  const zb_layer_acts *a, const zb_act *x,
+                                  const zb_act *dout, zb_err *err) {
     int N = st->N, C = st->C, Cl = st->Cl, Fl = st->Fl;
     ZB_TRY(linear_bwd_weight(st, g->fc2w, g->fc2b, dout, a->fch_gelu, N, Fl,
                              C, C, err));
@@ -256,8 +298,8 @@ static zb_status layer_backward_w(zb_stage *st, const layer_params *g,
  * as the pieces). Else the TP transport only sums, so the row maxima
  * travel as a [tp, N] table (each rank fills its own row, zeros
  * elsewhere) and every rank takes the max. */
-static zb_status vocab_parallel_ce(zb_stage *st, const float *logits,
-                                   float *dlogits, float loss_scale,
+static zb_status vocab_parallel_ce(zb_stage *st, const zb_act *logits,
+                                   zb_act *dlogits, float loss_scale,
                                    zb_err *err) {
     int N = st->N, tp = st->tp;
     if (tp == 1) {
@@ -284,27 +326,25 @@ static zb_status head_forward(zb_stage *st, const zb_gpt_chunk *ck,
                               const zb_slot_view *sv, float loss_scale,
                               zb_err *err) {
     int N = st->N, C = st->C;
-    const float *h = resid_at(st, sv->resid, ck->n_layers); /* [N, C] */
+    const zb_act *h = zb_gpt_resid(st, sv, ck->n_layers); /* [N, C] */
     OP(ln_fwd, sv->lnf, sv->lnf_mean, sv->lnf_rstd, h,
        tensor(st, st->params, ck->pc.lnfw), tensor(st, st->params, ck->pc.lnfb),
        N, C);
-    const float *wh = tensor(st, st->params, ck->pc.head); /* [Vl, C] */
-    ZB_TRY(linear_fwd(st, st->logits, sv->lnf, wh, NULL, N, C, st->Vv, st->Vp,
-                      NULL, err));
+    const zb_act *wh = wmat(st, ck->pc.head); /* [Vl, C] */
+    ZB_TRY(linear_fwd(st, st->logits, st->ops.act_dtype, sv->lnf, wh, NULL, N,
+                      C, st->Vv, st->Vp, NULL, err));
     return vocab_parallel_ce(st, st->logits, sv->dlogits, loss_scale, err);
 }
 
 static zb_status head_backward_b(zb_stage *st, const zb_gpt_chunk *ck,
                                  const zb_slot_view *sv, zb_err *err) {
     int N = st->N, C = st->C;
-    const float *h = resid_at(st, sv->resid, ck->n_layers);
-    float *dh = zb_gpt_dresid(st, ck, sv, ck->n_layers);
-    ZB_TRY(zero(st, sv->dlnf, (size_t)N * C, err));
-    ZB_TRY(linear_bwd_input(st, sv->dlnf, sv->dlogits,
-                            tensor(st, st->params, ck->pc.head), N, C, st->Vv,
-                            st->Vp, err));
+    const zb_act *h = zb_gpt_resid(st, sv, ck->n_layers);
+    zb_act *dh = zb_gpt_dresid(st, ck, sv, ck->n_layers);
     /* each rank has the part from its vocabulary rows */
-    ZB_TRY(tp_allreduce(st, sv->dlnf, (size_t)N * C, err));
+    ZB_TRY(linear_bwd_input_tp(st, sv->dlnf, sv->dlogits,
+                               wmat(st, ck->pc.head), N, C, st->Vv, st->Vp,
+                               err));
     ZB_TRY(zero(st, dh, (size_t)N * C, err));
     OP(ln_bwd_input, dh, sv->dlnf, h, tensor(st, st->params, ck->pc.lnfw),
        sv->lnf_mean, sv->lnf_rstd, N, C);
@@ -314,7 +354,7 @@ static zb_status head_backward_b(zb_stage *st, const zb_gpt_chunk *ck,
 static zb_status head_backward_w(zb_stage *st, const zb_gpt_chunk *ck,
                                  const zb_slot_view *sv, zb_err *err) {
     int N = st->N, C = st->C;
-    const float *h = resid_at(st, sv->resid, ck->n_layers);
+    const zb_act *h = zb_gpt_resid(st, sv, ck->n_layers);
     ZB_TRY(linear_bwd_weight(st, tensor(st, st->grads, ck->pc.head), NULL,
                              sv->dlogits, sv->lnf, N, C, st->Vv, st->Vp,
                              err));
@@ -337,7 +377,7 @@ static zb_status check_ids(const zb_stage *st, const int *ids, const char *what,
 
 /* Buffer 0 (grad = false: resid, else its gradient) or L of (c, mb)'s
  * slot; the gradient of resid[0] under full recompute is in the B part. */
-static float *slot_buffer(zb_stage *st, int c, int mb, bool grad, bool last) {
+static zb_act *slot_buffer(zb_stage *st, int c, int mb, bool grad, bool last) {
     if (zb_gpt_bad_index(st, c, mb)) return NULL;
     zb_gpt_chunk *ck = &st->chunks[c];
     int s = ck->sl.slot_of[mb], bs = ck->bsl.slot_of[mb];
@@ -345,7 +385,7 @@ static float *slot_buffer(zb_stage *st, int c, int mb, bool grad, bool last) {
     zb_slot_view sv;
     zb_gpt_slot_get(st, ck, s, bs, &sv);
     int l = last ? ck->n_layers : 0;
-    return grad ? zb_gpt_dresid(st, ck, &sv, l) : resid_at(st, sv.resid, l);
+    return grad ? zb_gpt_dresid(st, ck, &sv, l) : zb_gpt_resid(st, &sv, l);
 }
 
 /* Input of F: the embedding, or the previous chunk's output on this rank. */
@@ -356,13 +396,13 @@ static zb_status forward_input(zb_stage *st, int c, int mb, const int *tokens,
     if (ck->embed) { /* vocab-parallel lookup, sum over TP, then wpe */
         ZB_TRY(st->ops.from_host(st->ops.ctx, sv->tokens, tokens,
                                  (size_t)st->N * sizeof(int), err));
-        OP(embed_tokens, sv->resid, sv->tokens,
+        OP(embed_tokens, st->partial, sv->tokens,
            tensor(st, st->params, ck->pc.wte), st->v0, st->Vv, st->N, st->C);
-        ZB_TRY(tp_allreduce(st, sv->resid, NC, err));
-        OP(embed_add_pos, sv->resid, tensor(st, st->params, ck->pc.wpe), st->B,
-           st->T, st->C);
+        ZB_TRY(tp_allreduce(st, st->partial, NC, err));
+        OP(embed_add_pos, sv->resid, st->partial,
+           tensor(st, st->params, ck->pc.wpe), st->B, st->T, st->C);
     } else if (ck->prev >= 0) {
-        const float *src = slot_buffer(st, ck->prev, mb, false, true);
+        const zb_act *src = slot_buffer(st, ck->prev, mb, false, true);
         int ps = st->chunks[ck->prev].sl.slot_of[mb];
         if (!src || st->chunks[ck->prev].sl.state[ps] < ZB_SLOT_FWD)
             return zb_fail(err, ZB_ERUNTIME, "F on chunk %d mb %d before F "
@@ -399,8 +439,8 @@ zb_status zb_gpt_forward(zb_stage *st, int c, int mb, const int *tokens,
         zb_layer_acts a;
         layer_params_get(st, st->params, ck, l, &w);
         layer_acts_fwd(st, ck, &sv, l, &a);
-        ZB_TRY(layer_forward(st, &w, &a, resid_at(st, sv.resid, l),
-                             resid_at(st, sv.resid, l + 1), err));
+        ZB_TRY(layer_forward(st, &w, &a, zb_gpt_resid(st, &sv, l),
+                             zb_gpt_resid(st, &sv, l + 1), err));
     }
     if (ck->head) {
         ZB_TRY(st->ops.from_host(st->ops.ctx, st->targets, targets,
@@ -429,7 +469,7 @@ zb_status zb_gpt_backward_b(zb_stage *st, int c, int mb, zb_err *err) {
     for (int l = ck->n_layers - 1; l >= 0; l--) {
         layer_params w;
         zb_layer_acts a;
-        const float *x = resid_at(st, sv.resid, l);
+        const zb_act *x = zb_gpt_resid(st, &sv, l);
         layer_params_get(st, st->params, ck, l, &w);
         layer_acts_get(st, ck, &sv, l, &a);
         ZB_TRY(layer_recompute(st, &w, &a, x, err));
@@ -437,7 +477,7 @@ zb_status zb_gpt_backward_b(zb_stage *st, int c, int mb, zb_err *err) {
                                 zb_gpt_dresid(st, ck, &sv, l), err));
     }
     if (ck->prev >= 0) { /* hand grad_out to the chunk before, on this rank */
-        float *dst = slot_buffer(st, ck->prev, mb, true, true);
+        zb_act *dst = slot_buffer(st, ck->prev, mb, true, true);
         if (!dst)
             return zb_fail(err, ZB_ERUNTIME, "B on chunk %d mb %d: chunk %d "
                            "holds no activations for it", c, mb, ck->prev);
@@ -463,11 +503,11 @@ zb_status zb_gpt_backward_w(zb_stage *st, int c, int mb, zb_err *err) {
         zb_layer_acts a;
         layer_params_get(st, st->grads, ck, l, &g);
         layer_acts_get(st, ck, &sv, l, &a);
-        ZB_TRY(layer_backward_w(st, &g, &a, resid_at(st, sv.resid, l),
+        ZB_TRY(layer_backward_w(st, &g, &a, zb_gpt_resid(st, &sv, l),
                                 zb_gpt_dresid(st, ck, &sv, l + 1), err));
     }
     if (ck->embed) {
-        float *d0 = zb_gpt_dresid(st, ck, &sv, 0);
+        zb_act *d0 = zb_gpt_dresid(st, ck, &sv, 0);
         OP(embed_tokens_bwd, tensor(st, st->grads, ck->pc.wte), d0, sv.tokens,
            st->v0, st->Vv, st->N, st->C);
         OP(embed_pos_bwd, tensor(st, st->grads, ck->pc.wpe), d0, st->B, st->T,
@@ -478,18 +518,19 @@ zb_status zb_gpt_backward_w(zb_stage *st, int c, int mb, zb_err *err) {
 }
 
 /* Transfer buffers (stage.h): NULL when (chunk, mb) is out of range or no
- * slot is free; F then reports the error in full. */
+ * slot is free; F then reports the error in full. The activations' storage
+ * seen as zb_stage_msg_floats raw floats. */
 float *zb_stage_act_in(zb_stage *st, int c, int mb) {
     if (zb_gpt_bad_index(st, c, mb) || zb_gpt_slot_acquire(st, c, mb) < 0)
         return NULL;
-    return slot_buffer(st, c, mb, false, false);
+    return (float *)slot_buffer(st, c, mb, false, false);
 }
 float *zb_stage_act_out(zb_stage *st, int c, int mb) {
-    return slot_buffer(st, c, mb, false, true);
+    return (float *)slot_buffer(st, c, mb, false, true);
 }
 float *zb_stage_grad_in(zb_stage *st, int c, int mb) {
-    return slot_buffer(st, c, mb, true, true);
+    return (float *)slot_buffer(st, c, mb, true, true);
 }
 float *zb_stage_grad_out(zb_stage *st, int c, int mb) {
-    return slot_buffer(st, c, mb, true, false);
+    return (float *)slot_buffer(st, c, mb, true, false);
 }

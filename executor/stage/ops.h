@@ -7,10 +7,19 @@
  * enqueuing every op on the rank's stream without waiting for the device
  * (only to_host and the calls said to wait do).
  *
- * Memory: every float/double/int pointer handed to an op is "backend
- * memory" (host memory for cpu, device memory for cuda) carved from the
- * arena of alloc, except the host sides of to_host/from_host.
+ * Memory: every float/double/int/zb_act pointer handed to an op is
+ * "backend memory" (host memory for cpu, device memory for cuda) carved
+ * from the arena of alloc, except the host sides of to_host/from_host.
  * Every op returns ZB_OK or fills err (a failed launch or library call).
+ *
+ * Activations (zb_act) are stored as act_dtype elements, chosen by the
+ * backend at creation (fp32, or bf16 for the CUDA ops under precision
+ * bf16 and for the CPU test hook ZB_ACT_BF16=1); `float` pointers are
+ * always fp32 (parameters, their gradients, AdamW moments, LayerNorm
+ * statistics, losses, the row-parallel partial sums that TP all-reduces),
+ * doubles always fp64. Ops load bf16 as fp32, compute in fp32 and round
+ * to nearest even once on every store. "n elements" counts act_dtype
+ * elements.
  *
  * Shapes (row-major, C contiguous): N rows (tokens), C columns; see each
  * entry. "+=" entries accumulate into their output, "=" entries write it.
@@ -28,13 +37,22 @@
 extern "C" {
 #endif
 
+/* Activation storage: act_dtype elements; never dereferenced outside the
+ * backend (a pointer type of its own so that an fp32 pointer cannot be
+ * passed where activations go, nor the reverse). */
+typedef struct zb_act zb_act;
+
 typedef struct {
     const char *name;  /* "cpu" / "cuda" */
     void *ctx;         /* the backend's own state, first argument of all */
     void *stream;      /* cuda: the cudaStream_t every op enqueues on (the
                           transport orders its copies against it); cpu: NULL */
+    zb_dtype act_dtype;  /* activation storage (see above) */
+    size_t act_align;  /* bytes: every activation buffer the stage carves
+                          starts at a multiple (cpu fp32 4: packed as
+                          before; cpu bf16 16; cuda 256) */
     int logits_align;  /* rows of the logits (and their gradient) start at
-                          multiples of this many floats: the stage pads
+                          multiples of this many elements: the stage pads
                           their stride (cuda 128; cpu 1, no padding, or
                           ZB_LOGITS_ALIGN from the environment for tests);
                           the padded columns never enter the softmax */
@@ -59,73 +77,79 @@ typedef struct {
      * optional bias and GELU epilogue. */
     zb_status (*gemm)(void *ctx, const zb_gemm *g, zb_err *err);
     /* dbias[OC] += sum over n of dout[n, :] (dout [N, OC]) */
-    zb_status (*colsum_add)(void *ctx, float *dbias, const float *dout, int N,
-                            int OC, zb_err *err);
+    zb_status (*colsum_add)(void *ctx, float *dbias, const zb_act *dout,
+                            int N, int OC, zb_err *err);
     /* out[N, C] = x + (part + bias[C]) (bias after the TP reduce) */
-    zb_status (*residual_add)(void *ctx, float *out, const float *x,
+    zb_status (*residual_add)(void *ctx, zb_act *out, const zb_act *x,
                               const float *part, const float *bias, int N,
                               int C, zb_err *err);
-    /* dinp[n] += gelu'(inp[n]) dout[n], n floats */
-    zb_status (*gelu_bwd)(void *ctx, float *dinp, const float *inp,
-                          const float *dout, size_t n, zb_err *err);
+    /* dinp[n] += gelu'(inp[n]) dout[n], n elements */
+    zb_status (*gelu_bwd)(void *ctx, zb_act *dinp, const zb_act *inp,
+                          const zb_act *dout, size_t n, zb_err *err);
+    /* dst[n] = src[n] in act_dtype (fp32: a copy; bf16: rounded) */
+    zb_status (*cast)(void *ctx, zb_act *dst, const float *src, size_t n,
+                      zb_err *err);
 
     /* ---- LayerNorm, eps 1e-5: inp/out [N, C], w/b [C], mean/rstd [N] ---- */
-    zb_status (*ln_fwd)(void *ctx, float *out, float *mean, float *rstd,
-                        const float *inp, const float *w, const float *b,
+    zb_status (*ln_fwd)(void *ctx, zb_act *out, float *mean, float *rstd,
+                        const zb_act *inp, const float *w, const float *b,
                         int N, int C, zb_err *err);
     /* dinp += d/dinp (B) */
-    zb_status (*ln_bwd_input)(void *ctx, float *dinp, const float *dout,
-                              const float *inp, const float *w,
+    zb_status (*ln_bwd_input)(void *ctx, zb_act *dinp, const zb_act *dout,
+                              const zb_act *inp, const float *w,
                               const float *mean, const float *rstd, int N,
                               int C, zb_err *err);
     /* dw += sum dout*xhat, db += sum dout (W) */
     zb_status (*ln_bwd_weight)(void *ctx, float *dw, float *db,
-                               const float *dout, const float *inp,
+                               const zb_act *dout, const zb_act *inp,
                                const float *mean, const float *rstd, int N,
                                int C, zb_err *err);
 
     /* ---- causal attention core: qkv [B, T, 3C], out/dout [B, T, C],
      * NH heads of C/NH; `saved` (what B needs besides qkv and out) and the
-     * backward `scratch` are backend-sized (the two size entries). ---- */
-    size_t (*attn_saved_floats)(void *ctx, int B, int NH, int T);
-    size_t (*attn_scratch_floats)(void *ctx, int B, int NH, int T);
-    zb_status (*attn_fwd)(void *ctx, float *out, float *saved,
-                          const float *qkv, int B, int T, int C, int NH,
+     * backward `scratch` are backend-sized and backend-typed (the two size
+     * entries, in bytes). ---- */
+    size_t (*attn_saved_bytes)(void *ctx, int B, int NH, int T);
+    size_t (*attn_scratch_bytes)(void *ctx, int B, int NH, int T);
+    zb_status (*attn_fwd)(void *ctx, zb_act *out, void *saved,
+                          const zb_act *qkv, int B, int T, int C, int NH,
                           zb_err *err);
     /* dqkv = (writes) */
-    zb_status (*attn_bwd)(void *ctx, float *dqkv, float *scratch,
-                          const float *dout, const float *qkv,
-                          const float *out, const float *saved, int B, int T,
+    zb_status (*attn_bwd)(void *ctx, zb_act *dqkv, void *scratch,
+                          const zb_act *dout, const zb_act *qkv,
+                          const zb_act *out, const void *saved, int B, int T,
                           int C, int NH, zb_err *err);
 
     /* ---- vocabulary-parallel embedding: this rank's rows [v0, v0+nv) of
      * the token table, wtel [nv, C]; tokens [N] (backend ints) ---- */
-    /* out[n] = wtel[tok - v0] or 0 outside the shard (=) */
+    /* out[n] = wtel[tok - v0] or 0 outside the shard (=; fp32, summed
+     * over TP before embed_add_pos) */
     zb_status (*embed_tokens)(void *ctx, float *out, const int *tokens,
                               const float *wtel, int v0, int nv, int N, int C,
                               zb_err *err);
-    /* out[b, t] += wpe[t] */
-    zb_status (*embed_add_pos)(void *ctx, float *out, const float *wpe, int B,
-                               int T, int C, zb_err *err);
+    /* out[b, t] = tok[b, t] + wpe[t] (=) */
+    zb_status (*embed_add_pos)(void *ctx, zb_act *out, const float *tok,
+                               const float *wpe, int B, int T, int C,
+                               zb_err *err);
     /* dwtel[tok - v0] += dout[n] for tokens in the shard */
-    zb_status (*embed_tokens_bwd)(void *ctx, float *dwtel, const float *dout,
+    zb_status (*embed_tokens_bwd)(void *ctx, float *dwtel, const zb_act *dout,
                                   const int *tokens, int v0, int nv, int N,
                                   int C, zb_err *err);
     /* dwpe[t] += sum over b of dout[b, t] */
-    zb_status (*embed_pos_bwd)(void *ctx, float *dwpe, const float *dout,
+    zb_status (*embed_pos_bwd)(void *ctx, float *dwpe, const zb_act *dout,
                                int B, int T, int C, zb_err *err);
 
     /* ---- vocabulary-parallel cross-entropy (kernels/crossentropy.h):
      * zl [N, Vl] this rank's logits of rows [v0, v0+Vl), row stride
      * ld >= Vl (columns past Vl are padding, never read); doubles [N] ---- */
     /* rowmax[N] = max_v zl (=) */
-    zb_status (*ce_max)(void *ctx, double *rowmax, const float *zl, int N,
+    zb_status (*ce_max)(void *ctx, double *rowmax, const zb_act *zl, int N,
                         int Vl, int ld, zb_err *err);
     /* tab [tp, N] (every rank's maxima) -> tab[0, n] = max over k (=) */
     zb_status (*ce_max_combine)(void *ctx, double *tab, int tp, int N,
                                 zb_err *err);
     /* S[n] = sum exp(zl - M), Zt[n] = target logit or 0 (=) */
-    zb_status (*ce_stats)(void *ctx, double *S, double *Zt, const float *zl,
+    zb_status (*ce_stats)(void *ctx, double *S, double *Zt, const zb_act *zl,
                           const double *M, const int *targets, int v0, int N,
                           int Vl, int ld, zb_err *err);
     /* losses[n] = log S + M - Zt (=); *acc += their sum, in order */
@@ -133,7 +157,7 @@ typedef struct {
                          const double *M, const double *S, const double *Zt,
                          int N, zb_err *err);
     /* dzl[:, :Vl] = scale (softmax - onehot) (=; stride ld, padding left) */
-    zb_status (*ce_bwd)(void *ctx, float *dzl, const float *zl,
+    zb_status (*ce_bwd)(void *ctx, zb_act *dzl, const zb_act *zl,
                         const double *M, const double *S, const int *targets,
                         int v0, float scale, int N, int Vl, int ld,
                         zb_err *err);
@@ -142,8 +166,8 @@ typedef struct {
      * dzl[:, :V] = scale (softmax - onehot) (=; stride ld, padding left).
      * cpu: bit for bit the pieces' results (zb_ce_fused); cuda: one
      * kernel reading each row from HBM once. */
-    zb_status (*ce_fused)(void *ctx, double *acc, float *losses, float *dzl,
-                          const float *zl, const int *targets, float scale,
+    zb_status (*ce_fused)(void *ctx, double *acc, float *losses, zb_act *dzl,
+                          const zb_act *zl, const int *targets, float scale,
                           int N, int V, int ld, zb_err *err);
 
     /* ---- optimizer and norms ---- */
@@ -169,14 +193,25 @@ typedef struct {
     void (*destroy)(void *ctx);
 } zb_ops;
 
-/* ops_cpu.c: never fails. */
+/* ops_cpu.c: fp32 activations; never fails. */
 void zb_ops_cpu(zb_ops *ops);
+
+/* ops_cpu.c, second part (a test hook: the stage takes it when
+ * ZB_ACT_BF16=1 is in the environment): the CPU ops with bf16 activation
+ * storage, so that
+ * the stage program's bf16 orchestration (element sizes, strides, casts)
+ * runs on the CPU; every op widens its bf16 operands, runs the fp32 op and
+ * rounds what it wrote. Fails only for memory (its scratch, grown on
+ * demand). */
+zb_status zb_ops_cpu_bf16(zb_ops *ops, zb_err *err);
 
 #ifdef ZB_HAVE_CUDA
 /* What the CUDA ops need to know at creation. */
 typedef struct {
     int device;          /* ordinal after CUDA_VISIBLE_DEVICES */
-    bool bf16;           /* plan precision bf16: GEMMs on bf16 tensor cores */
+    bool bf16;           /* plan precision bf16: bf16 activations (act_dtype)
+                            and bf16 GEMMs on the tensor cores; needs
+                            attn_gemm */
     int max_passes;      /* passes per step to time (events) */
     size_t upload_bytes; /* largest from_host that must not wait */
     int wgrad_rows;      /* N of every colsum_add and ln_bwd_weight */

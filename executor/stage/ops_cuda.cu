@@ -12,16 +12,21 @@
  * GELU) runs as one cublasLtMatmul with the bias (GELU_AUX_BIAS) epilogue
  * where zb_gemm_lt_plan and cuBLASLt's heuristic allow, else as the bias
  * rows, a beta = 1 GEMM and a GELU kernel; ZB_CUDA_GEMM_LOG=1 prints
- * which path every biased shape took when the ops end. Precision fp32: plain
- * fp32 GEMMs (CUBLAS_COMPUTE_32F, no TF32), so results match the CPU to
- * rounding; bf16: the same fp32 buffers multiplied on the tensor cores
- * with operands rounded to bf16 and fp32 accumulation
- * (CUBLAS_COMPUTE_32F_FAST_16BF). The logits' row stride is padded to a
- * multiple of ZB_LOGITS_ALIGN floats (logits_align). Attention: with
- * cfg.attn_gemm (precision bf16) QK^T, PV and their gradients are cuBLAS
- * strided-batched GEMMs (tensor cores) around the causal softmax kernels of
- * kernels/cuda/attn_softmax.cu, keeping the [T, T] probabilities as the CPU
- * does; else (fp32, the reference) the fused online-softmax kernel of
+ * which path every biased shape took when the ops end. Precision fp32:
+ * fp32 activations and plain fp32 GEMMs (CUBLAS_COMPUTE_32F, no TF32), so
+ * results match the CPU to rounding. Precision bf16: activations stored in
+ * bf16 (act_dtype; every kernel loads bf16, computes in fp32 and rounds
+ * once on the store: kernels/cuda/act.cuh); the GEMMs take bf16 A and B
+ * (activations, and the stage's bf16 copy of the weights) on the tensor
+ * cores with fp32 accumulation (CUBLAS_COMPUTE_32F) into a bf16 C
+ * (activations) or an fp32 C (weight gradients, beta 1; the TP partial
+ * sums); parameters, gradients and AdamW stay fp32. The logits' row stride
+ * is padded to a multiple of ZB_LOGITS_ALIGN elements (logits_align).
+ * Attention: with cfg.attn_gemm (precision bf16) QK^T, PV and their
+ * gradients are cuBLAS strided-batched GEMMs (tensor cores) around the
+ * causal softmax kernels of kernels/cuda/attn_softmax.cu, keeping the
+ * [T, T] probabilities (in the activations' type) as the CPU does; else
+ * (fp32, the reference) the fused online-softmax kernel of
  * kernels/cuda/attention.cu, keeping only the row log-sum-exp.
  *
  * Time: two events bracket every pass; step_begin records the reference
@@ -44,8 +49,9 @@ extern "C" {
 
 #define ZB_CUBLAS_WORKSPACE ((size_t)32 << 20) /* what cuBLAS asks on Hopper */
 #define ZB_UPLOAD_RING 16                      /* pinned staging buffers */
-/* Logit rows start at multiples of 128 floats (512 bytes): V = 50257 would
- * leave rows unaligned for cuBLAS and the vector loads of the kernels. */
+/* Logit rows start at multiples of 128 elements (512 bytes in fp32, 256 in
+ * bf16): V = 50257 would leave rows unaligned for cuBLAS and the vector
+ * loads of the kernels. */
 #define ZB_LOGITS_ALIGN 128
 #define ZB_LT_SHAPES 64 /* GEMM shapes whose cuBLASLt choice is kept */
 
@@ -56,6 +62,7 @@ typedef struct {
     int epi, transa, transb, m, n, k, lda, ldb, ldc;
     long long aux_ld;
     unsigned align[6]; /* A, B, D, bias, aux (0 when none), compute */
+    int ab_type, c_type; /* zb_dtype of A/B and of C/D/aux */
 } lt_key;
 typedef struct {
     lt_key key;
@@ -68,6 +75,8 @@ typedef struct {
 struct cu_ops {
     int device;
     bool bf16, debug_sync;
+    bool act_bf16;            /* activations stored in bf16 (precision bf16):
+                                 the kernels' _bf16 instantiations */
     cudaStream_t stream;
     cublasHandle_t blas;
     cublasLtHandle_t lt;      /* the bias/GELU epilogues */
@@ -175,16 +184,29 @@ static zb_status o_memset0(void *ctx, void *p, size_t bytes, zb_err *err) {
 
 static cublasOperation_t op_of(int t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
+static cudaDataType_t cu_type(zb_dtype t) {
+    return t == ZB_DT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+/* bf16 operands: the tensor cores with fp32 sums (CUBLAS_COMPUTE_32F);
+ * fp32 operands: exact fp32, or rounded to bf16 on the way in under
+ * precision bf16 (CUBLAS_COMPUTE_32F_FAST_16BF) */
+static cublasComputeType_t compute_of(const cu_ops *o, zb_dtype ab) {
+    if (ab == ZB_DT_BF16) return CUBLAS_COMPUTE_32F;
+    return o->bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
+}
+
 /* ---- the bias/GELU epilogue in cuBLASLt ----
  * zb_gemm_lt_plan (gemm_desc.h, tested on the CPU) maps the descriptor to
  * CUBLASLT_EPILOGUE_BIAS (D = alpha op(A) op(B) + bias, D = C) or
  * CUBLASLT_EPILOGUE_GELU_AUX_BIAS (D = gelu_out = GELU(that), the aux
  * output = C = the pre-activation) and checks the rules of cublasLt.h
  * (CUDA 13.0): bias length = rows of D, packed; aux ld divisible by 8 and
- * >= rows of D; no batched epilogue. Types: A, B, C, D, bias and aux fp32
- * (bias and aux take D's type by default), scale type fp32, compute
- * CUBLAS_COMPUTE_32F (fp32) or CUBLAS_COMPUTE_32F_FAST_16BF (bf16), the
- * combinations of cublasGemmEx's path. cuBLASLt's heuristic assumes
+ * >= rows of D; no batched epilogue. Types: A and B the descriptor's
+ * ab_type, C, D and aux its c_type (aux takes D's type by default), the
+ * bias fp32 (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE set to CUDA_R_32F when D
+ * is bf16), scale type fp32, compute compute_of(), the combinations of
+ * cublasGemmEx's path. cuBLASLt's heuristic assumes
  * 256-byte aligned buffers unless told (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_
  * {A,B,C,D}_BYTES, default 256), and reads the bias and aux pointers'
  * values for their alignment, so every call tells it each pointer's
@@ -218,6 +240,8 @@ static lt_key lt_key_of(const cu_ops *o, const zb_gemm_lt *p) {
     k.align[3] = align_of(p->bias);
     k.align[4] = align_of(p->aux);
     k.align[5] = o->bf16;
+    k.ab_type = p->cm.ab_type;
+    k.c_type = p->cm.c_type;
     return k;
 }
 
@@ -244,8 +268,7 @@ static void lt_call_free(lt_call *c) {
 static zb_status lt_describe(const cu_ops *o, const zb_gemm_lt *p, lt_call *c,
                              zb_err *err) {
     const zb_gemm_cm *m = &p->cm;
-    cublasComputeType_t ct =
-        o->bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
+    cublasComputeType_t ct = compute_of(o, m->ab_type);
     ZB_CUBLAS(cublasLtMatmulDescCreate(&c->op, ct, CUDA_R_32F));
     cublasOperation_t ta = op_of(m->transa), tb = op_of(m->transb);
     LT_SET(c->op, CUBLASLT_MATMUL_DESC_TRANSA, ta);
@@ -256,20 +279,22 @@ static zb_status lt_describe(const cu_ops *o, const zb_gemm_lt *p, lt_call *c,
     LT_SET(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
     const void *bias = p->bias;
     LT_SET(c->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+    if (m->c_type != ZB_DT_F32) {
+        int32_t bt = CUDA_R_32F; /* the bias stays fp32 */
+        LT_SET(c->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, bt);
+    }
     if (p->epi == ZB_LT_GELU_AUX_BIAS) {
         void *aux = p->aux;
         int64_t ld = p->aux_ld;
         LT_SET(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
         LT_SET(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, ld);
     }
-    ZB_CUBLAS(cublasLtMatrixLayoutCreate(&c->a, CUDA_R_32F,
-                                         m->transa ? m->k : m->m,
+    cudaDataType_t ab = cu_type(m->ab_type), cd = cu_type(m->c_type);
+    ZB_CUBLAS(cublasLtMatrixLayoutCreate(&c->a, ab, m->transa ? m->k : m->m,
                                          m->transa ? m->m : m->k, m->lda));
-    ZB_CUBLAS(cublasLtMatrixLayoutCreate(&c->b, CUDA_R_32F,
-                                         m->transb ? m->n : m->k,
+    ZB_CUBLAS(cublasLtMatrixLayoutCreate(&c->b, ab, m->transb ? m->n : m->k,
                                          m->transb ? m->k : m->n, m->ldb));
-    ZB_CUBLAS(cublasLtMatrixLayoutCreate(&c->d, CUDA_R_32F, m->m, m->n,
-                                         m->ldc));
+    ZB_CUBLAS(cublasLtMatrixLayoutCreate(&c->d, cd, m->m, m->n, m->ldc));
     return ZB_OK;
 }
 
@@ -332,8 +357,8 @@ static lt_shape *lt_entry(cu_ops *o, const lt_key *k, bool *fresh) {
 }
 
 /* Run p (an epilogue plan) through cuBLASLt; *ran false: no algorithm,
- * or cublasLtMatmul refused the call (NOT_SUPPORTED: it enqueued
- * nothing), and the caller takes the other path. */
+ * or cublasLtMatmul refused the call (NOT_SUPPORTED or INVALID_VALUE: it
+ * enqueued nothing), and the caller takes the other path. */
 static zb_status lt_gemm(cu_ops *o, const zb_gemm_lt *p, bool *ran,
                          zb_err *err) {
     lt_key k = lt_key_of(o, p);
@@ -370,11 +395,17 @@ static zb_status lt_gemm(cu_ops *o, const zb_gemm_lt *p, bool *ran,
         cublasStatus_t st = cublasLtMatmul(
             o->lt, c.op, &m->alpha, m->A, c.a, m->B, c.b, &beta, p->D, c.d,
             p->D, c.d, &algo, o->workspace, ZB_CUBLAS_WORKSPACE, o->stream);
-        if (st == CUBLAS_STATUS_NOT_SUPPORTED) { /* refused, nothing ran */
+        /* refused, nothing ran: NOT_SUPPORTED, or INVALID_VALUE for a
+         * type combination (an fp32 bias with a bf16 D) this cuBLASLt
+         * lacks; the GEMM takes the other path */
+        if (st == CUBLAS_STATUS_NOT_SUPPORTED ||
+            st == CUBLAS_STATUS_INVALID_VALUE) {
             found = false;
             if (e) {
                 e->found = false;
-                e->why = "cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED";
+                e->why = st == CUBLAS_STATUS_NOT_SUPPORTED
+                             ? "cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED"
+                             : "cublasLtMatmul: CUBLAS_STATUS_INVALID_VALUE";
             }
         } else if (st != CUBLAS_STATUS_SUCCESS) {
             s = zb_fail(err, ZB_ERUNTIME, "cublasLtMatmul %dx%dx%d (%s): %s "
@@ -429,6 +460,12 @@ static zb_status o_gemm(void *ctx, const zb_gemm *g, zb_err *err) {
     const char *bad = zb_gemm_check(g);
     if (bad) return zb_fail(err, ZB_ERUNTIME, "gemm %dx%dx%d: %s", g->M, g->N,
                             g->K, bad);
+    if (g->ab_type == ZB_DT_F32 && g->c_type == ZB_DT_BF16)
+        return zb_fail(err, ZB_ERUNTIME, "gemm %dx%dx%d: fp32 operands with a "
+                       "bf16 output (not a cuBLAS combination)", g->M, g->N,
+                       g->K);
+    bool cb = g->c_type == ZB_DT_BF16;
+    size_t ce = zb_dtype_bytes(g->c_type);
     if (g->M == 0 || g->N == 0) return ZB_OK;
     if (g->bias) {
         zb_gemm_lt p;
@@ -441,29 +478,40 @@ static zb_status o_gemm(void *ctx, const zb_gemm *g, zb_err *err) {
     zb_gemm_cm c;
     zb_gemm_colmajor(g, &c);
     if (g->bias) {
-        for (int b = 0; b < g->batch; b++)
-            ZB_KERNEL(zb_cuda_bias_rows(g->C + b * g->sc, g->bias, g->M, g->N,
-                                        g->ldc, o->stream));
+        for (int b = 0; b < g->batch; b++) {
+            char *Cb = (char *)g->C + b * g->sc * ce;
+            if (cb)
+                ZB_KERNEL(zb_cuda_bias_rows_bf16(Cb, g->bias, g->M, g->N,
+                                                 g->ldc, o->stream));
+            else
+                ZB_KERNEL(zb_cuda_bias_rows((float *)Cb, g->bias, g->M, g->N,
+                                            g->ldc, o->stream));
+        }
         c.beta = 1.0f;
     }
-    cublasComputeType_t ct =
-        o->bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
+    cublasComputeType_t ct = compute_of(o, c.ab_type);
+    cudaDataType_t at = cu_type(c.ab_type), ctp = cu_type(c.c_type);
     if (c.batch == 1)
         ZB_CUBLAS(cublasGemmEx(o->blas, op_of(c.transa), op_of(c.transb), c.m,
-                               c.n, c.k, &c.alpha, c.A, CUDA_R_32F, c.lda, c.B,
-                               CUDA_R_32F, c.ldb, &c.beta, c.C, CUDA_R_32F,
-                               c.ldc, ct, CUBLAS_GEMM_DEFAULT));
+                               c.n, c.k, &c.alpha, c.A, at, c.lda, c.B, at,
+                               c.ldb, &c.beta, c.C, ctp, c.ldc, ct,
+                               CUBLAS_GEMM_DEFAULT));
     else
         ZB_CUBLAS(cublasGemmStridedBatchedEx(
             o->blas, op_of(c.transa), op_of(c.transb), c.m, c.n, c.k, &c.alpha,
-            c.A, CUDA_R_32F, c.lda, c.sa, c.B, CUDA_R_32F, c.ldb, c.sb,
-            &c.beta, c.C, CUDA_R_32F, c.ldc, c.sc, c.batch, ct,
-            CUBLAS_GEMM_DEFAULT));
+            c.A, at, c.lda, c.sa, c.B, at, c.ldb, c.sb, &c.beta, c.C, ctp,
+            c.ldc, c.sc, c.batch, ct, CUBLAS_GEMM_DEFAULT));
     if (g->gelu_out)
-        for (int b = 0; b < g->batch; b++)
-            ZB_KERNEL(zb_cuda_gelu_forward(g->gelu_out + b * g->sc,
-                                           g->C + b * g->sc,
-                                           (size_t)g->M * g->N, o->stream));
+        for (int b = 0; b < g->batch; b++) {
+            char *Gb = (char *)g->gelu_out + b * g->sc * ce;
+            char *Cb = (char *)g->C + b * g->sc * ce;
+            size_t n = (size_t)g->M * g->N;
+            if (cb)
+                ZB_KERNEL(zb_cuda_gelu_forward_bf16(Gb, Cb, n, o->stream));
+            else
+                ZB_KERNEL(zb_cuda_gelu_forward((float *)Gb, (float *)Cb, n,
+                                               o->stream));
+        }
     return ZB_OK;
 }
 
@@ -475,54 +523,100 @@ static zb_status wgrad_fits(const cu_ops *o, int N, int cols, zb_err *err) {
                    o->wgrad_cols);
 }
 
-static zb_status o_colsum_add(void *ctx, float *dbias, const float *dout,
+/* fp32 views of the activation pointers (act_dtype fp32); with bf16
+ * activations (o->act_bf16) every op takes the kernels' _bf16 entry */
+#define F(p) ((float *)(p))
+#define CF(p) ((const float *)(p))
+
+static zb_status o_colsum_add(void *ctx, float *dbias, const zb_act *dout,
                               int N, int OC, zb_err *err) {
     cu_ops *o = X(ctx);
     ZB_TRY(wgrad_fits(o, N, OC, err));
-    ZB_KERNEL(zb_cuda_colsum_add(dbias, dout, N, OC, o->wgrad_scratch,
-                                 o->stream));
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_colsum_add_bf16(dbias, dout, N, OC, o->wgrad_scratch,
+                                          o->stream));
+    else
+        ZB_KERNEL(zb_cuda_colsum_add(dbias, CF(dout), N, OC, o->wgrad_scratch,
+                                     o->stream));
     return ZB_OK;
 }
 
-static zb_status o_residual_add(void *ctx, float *out, const float *x,
+static zb_status o_residual_add(void *ctx, zb_act *out, const zb_act *x,
                                 const float *part, const float *bias, int N,
                                 int C, zb_err *err) {
-    ZB_KERNEL(zb_cuda_residual_add(out, x, part, bias, N, C, X(ctx)->stream));
+    cu_ops *o = X(ctx);
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_residual_add_bf16(out, x, part, bias, N, C,
+                                            o->stream));
+    else
+        ZB_KERNEL(zb_cuda_residual_add(F(out), CF(x), part, bias, N, C,
+                                       o->stream));
     return ZB_OK;
 }
 
-static zb_status o_gelu_bwd(void *ctx, float *dinp, const float *inp,
-                            const float *dout, size_t n, zb_err *err) {
-    ZB_KERNEL(zb_cuda_gelu_backward(dinp, inp, dout, n, X(ctx)->stream));
+static zb_status o_gelu_bwd(void *ctx, zb_act *dinp, const zb_act *inp,
+                            const zb_act *dout, size_t n, zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_gelu_backward_bf16(dinp, inp, dout, n, o->stream));
+    else
+        ZB_KERNEL(zb_cuda_gelu_backward(F(dinp), CF(inp), CF(dout), n,
+                                        o->stream));
+    return ZB_OK;
+}
+
+static zb_status o_cast(void *ctx, zb_act *dst, const float *src, size_t n,
+                        zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (n == 0) return ZB_OK;
+    if (o->act_bf16) ZB_KERNEL(zb_cuda_cast_bf16(dst, src, n, o->stream));
+    else
+        ZB_CUDA(cudaMemcpyAsync(dst, src, n * sizeof *src,
+                                cudaMemcpyDeviceToDevice, o->stream));
     return ZB_OK;
 }
 
 /* ---- LayerNorm ---- */
 
-static zb_status o_ln_fwd(void *ctx, float *out, float *mean, float *rstd,
-                          const float *inp, const float *w, const float *b,
+static zb_status o_ln_fwd(void *ctx, zb_act *out, float *mean, float *rstd,
+                          const zb_act *inp, const float *w, const float *b,
                           int N, int C, zb_err *err) {
-    ZB_KERNEL(zb_cuda_layernorm_forward(out, mean, rstd, inp, w, b, N, C,
-                                        X(ctx)->stream));
+    cu_ops *o = X(ctx);
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_layernorm_forward_bf16(out, mean, rstd, inp, w, b, N,
+                                                 C, o->stream));
+    else
+        ZB_KERNEL(zb_cuda_layernorm_forward(F(out), mean, rstd, CF(inp), w, b,
+                                            N, C, o->stream));
     return ZB_OK;
 }
-static zb_status o_ln_bwd_input(void *ctx, float *dinp, const float *dout,
-                                const float *inp, const float *w,
+static zb_status o_ln_bwd_input(void *ctx, zb_act *dinp, const zb_act *dout,
+                                const zb_act *inp, const float *w,
                                 const float *mean, const float *rstd, int N,
                                 int C, zb_err *err) {
-    ZB_KERNEL(zb_cuda_layernorm_backward_input(dinp, dout, inp, w, mean, rstd,
-                                               N, C, X(ctx)->stream));
+    cu_ops *o = X(ctx);
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_layernorm_backward_input_bf16(
+            dinp, dout, inp, w, mean, rstd, N, C, o->stream));
+    else
+        ZB_KERNEL(zb_cuda_layernorm_backward_input(F(dinp), CF(dout), CF(inp),
+                                                   w, mean, rstd, N, C,
+                                                   o->stream));
     return ZB_OK;
 }
 static zb_status o_ln_bwd_weight(void *ctx, float *dw, float *db,
-                                 const float *dout, const float *inp,
+                                 const zb_act *dout, const zb_act *inp,
                                  const float *mean, const float *rstd, int N,
                                  int C, zb_err *err) {
     cu_ops *o = X(ctx);
     ZB_TRY(wgrad_fits(o, N, C, err));
-    ZB_KERNEL(zb_cuda_layernorm_backward_weight(dw, db, dout, inp, mean, rstd,
-                                                N, C, o->wgrad_scratch,
-                                                o->stream));
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_layernorm_backward_weight_bf16(
+            dw, db, dout, inp, mean, rstd, N, C, o->wgrad_scratch, o->stream));
+    else
+        ZB_KERNEL(zb_cuda_layernorm_backward_weight(
+            dw, db, CF(dout), CF(inp), mean, rstd, N, C, o->wgrad_scratch,
+            o->stream));
     return ZB_OK;
 }
 
@@ -530,19 +624,32 @@ static zb_status o_ln_bwd_weight(void *ctx, float *dw, float *db,
  * attn_gemm: per batch row b, the NH heads as one strided-batched GEMM
  * (head h is the column block h*hs of Q, K, V in qkv [T, 3C] and of out
  * [T, C]); the probabilities [B, NH, T, T] are kept for B, the scratch
- * holds dP / dS. Else the fused fp32 kernel keeps the row log-sum-exp
- * [B, NH, T] and recomputes the scores in B. */
+ * holds dP / dS, both in the activations' type (bf16 storage: the GEMMs
+ * on bf16 operands, P and dS rounded to bf16 as llm.c keeps them). Else
+ * the fused fp32 kernel keeps the row log-sum-exp [B, NH, T] and
+ * recomputes the scores in B (fp32 activations only). */
 
 static size_t o_attn_saved(void *ctx, int B, int NH, int T) {
+    cu_ops *o = X(ctx);
     size_t rows = (size_t)B * NH * T;
-    return X(ctx)->attn_gemm ? rows * T : rows;
+    return o->attn_gemm ? rows * T * (o->act_bf16 ? 2 : sizeof(float))
+                        : rows * sizeof(float);
+}
+
+/* The activation n elements past p (the ops' element size). */
+static const void *at(const cu_ops *o, const void *p, size_t n) {
+    return (const char *)p + n * (o->act_bf16 ? 2 : sizeof(float));
+}
+static void *atw(const cu_ops *o, void *p, size_t n) {
+    return (char *)p + n * (o->act_bf16 ? 2 : sizeof(float));
 }
 
 /* One GEMM per batch row b over the NH heads (strides: hs inside qkv, out
- * and dout, T*T between the heads' [T, T] matrices). */
+ * and dout, T*T between the heads' [T, T] matrices), all operands in the
+ * activations' type. */
 static zb_status head_gemm(cu_ops *o, bool ta, bool tb, int M, int N, int K,
-                           float alpha, const float *A, int lda, long long sa,
-                           const float *B, int ldb, long long sb, float *C,
+                           float alpha, const void *A, int lda, long long sa,
+                           const void *B, int ldb, long long sb, void *C,
                            int ldc, long long sc, int NH, zb_err *err) {
     zb_gemm g = {};
     g.M = M; g.N = N; g.K = K; g.ta = ta; g.tb = tb;
@@ -550,53 +657,74 @@ static zb_status head_gemm(cu_ops *o, bool ta, bool tb, int M, int N, int K,
     g.B = B; g.ldb = ldb; g.sb = sb;
     g.C = C; g.ldc = ldc; g.sc = sc;
     g.batch = NH; g.alpha = alpha; g.beta = 0.0f;
+    g.ab_type = g.c_type = o->act_bf16 ? ZB_DT_BF16 : ZB_DT_F32;
     return o_gemm(o, &g, err);
 }
 
+static zb_status softmax_fwd(cu_ops *o, void *P, int T, size_t nmat,
+                             zb_err *err) {
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_attn_softmax_causal_bf16(P, T, nmat, o->stream));
+    else
+        ZB_KERNEL(zb_cuda_attn_softmax_causal(F(P), T, nmat, o->stream));
+    return ZB_OK;
+}
+
+static zb_status softmax_bwd(cu_ops *o, void *dS, const void *P, int T,
+                             size_t nmat, zb_err *err) {
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_attn_softmax_causal_backward_bf16(dS, P, T, nmat,
+                                                            o->stream));
+    else
+        ZB_KERNEL(zb_cuda_attn_softmax_causal_backward(F(dS), CF(P), T, nmat,
+                                                       o->stream));
+    return ZB_OK;
+}
+
 /* P = softmax(scale Q K^T) (causal), out = P V */
-static zb_status attn_gemm_fwd(cu_ops *o, float *out, float *P,
-                               const float *qkv, int B, int T, int C, int NH,
-                               zb_err *err) {
+static zb_status attn_gemm_fwd(cu_ops *o, void *out, void *P, const void *qkv,
+                               int B, int T, int C, int NH, zb_err *err) {
     int hs = C / NH, l3 = 3 * C;
     long long TT = (long long)T * T;
     float scale = 1.0f / sqrtf((float)hs);
     for (int b = 0; b < B; b++) {
-        const float *q = qkv + (size_t)b * T * l3, *k = q + C;
+        const void *q = at(o, qkv, (size_t)b * T * l3), *k = at(o, q, C);
         ZB_TRY(head_gemm(o, false, true, T, T, hs, scale, q, l3, hs, k, l3, hs,
-                         P + b * NH * TT, T, TT, NH, err));
+                         atw(o, P, (size_t)b * NH * TT), T, TT, NH, err));
     }
-    ZB_KERNEL(zb_cuda_attn_softmax_causal(P, T, (size_t)B * NH, o->stream));
+    ZB_TRY(softmax_fwd(o, P, T, (size_t)B * NH, err));
     for (int b = 0; b < B; b++) {
-        const float *v = qkv + (size_t)b * T * l3 + 2 * C;
-        ZB_TRY(head_gemm(o, false, false, T, hs, T, 1.0f, P + b * NH * TT, T,
-                         TT, v, l3, hs, out + (size_t)b * T * C, C, hs, NH,
-                         err));
+        const void *v = at(o, qkv, (size_t)b * T * l3 + 2 * C);
+        ZB_TRY(head_gemm(o, false, false, T, hs, T, 1.0f,
+                         at(o, P, (size_t)b * NH * TT), T, TT, v, l3, hs,
+                         atw(o, out, (size_t)b * T * C), C, hs, NH, err));
     }
     return ZB_OK;
 }
 
 /* dS = P (dP - rowsum(P dP)), dP = dout V^T; dq = scale dS K,
  * dk = scale dS^T Q, dv = P^T dout (each written, =) */
-static zb_status attn_gemm_bwd(cu_ops *o, float *dqkv, float *dS,
-                               const float *dout, const float *qkv,
-                               const float *P, int B, int T, int C, int NH,
+static zb_status attn_gemm_bwd(cu_ops *o, void *dqkv, void *dS,
+                               const void *dout, const void *qkv,
+                               const void *P, int B, int T, int C, int NH,
                                zb_err *err) {
     int hs = C / NH, l3 = 3 * C;
     long long TT = (long long)T * T;
     float scale = 1.0f / sqrtf((float)hs);
     for (int b = 0; b < B; b++) {
-        const float *dy = dout + (size_t)b * T * C;
-        const float *v = qkv + (size_t)b * T * l3 + 2 * C;
+        const void *dy = at(o, dout, (size_t)b * T * C);
+        const void *v = at(o, qkv, (size_t)b * T * l3 + 2 * C);
         ZB_TRY(head_gemm(o, false, true, T, T, hs, 1.0f, dy, C, hs, v, l3, hs,
-                         dS + b * NH * TT, T, TT, NH, err));
+                         atw(o, dS, (size_t)b * NH * TT), T, TT, NH, err));
     }
-    ZB_KERNEL(zb_cuda_attn_softmax_causal_backward(dS, P, T, (size_t)B * NH,
-                                                   o->stream));
+    ZB_TRY(softmax_bwd(o, dS, P, T, (size_t)B * NH, err));
     for (int b = 0; b < B; b++) {
         size_t off = (size_t)b * T * l3;
-        const float *q = qkv + off, *k = q + C, *dy = dout + (size_t)b * T * C;
-        float *dq = dqkv + off, *dk = dq + C, *dv = dq + 2 * C;
-        const float *ds = dS + b * NH * TT, *p = P + b * NH * TT;
+        const void *q = at(o, qkv, off), *k = at(o, q, C);
+        const void *dy = at(o, dout, (size_t)b * T * C);
+        void *dq = atw(o, dqkv, off), *dk = atw(o, dq, C), *dv = atw(o, dq, 2 * C);
+        const void *ds = at(o, dS, (size_t)b * NH * TT);
+        const void *p = at(o, P, (size_t)b * NH * TT);
         ZB_TRY(head_gemm(o, false, false, T, hs, T, scale, ds, T, TT, k, l3,
                          hs, dq, l3, hs, NH, err));
         ZB_TRY(head_gemm(o, true, false, T, hs, T, scale, ds, T, TT, q, l3, hs,
@@ -607,25 +735,27 @@ static zb_status attn_gemm_bwd(cu_ops *o, float *dqkv, float *dS,
     return ZB_OK;
 }
 
-static zb_status o_attn_fwd(void *ctx, float *out, float *saved,
-                            const float *qkv, int B, int T, int C, int NH,
+static zb_status o_attn_fwd(void *ctx, zb_act *out, void *saved,
+                            const zb_act *qkv, int B, int T, int C, int NH,
                             zb_err *err) {
     cu_ops *o = X(ctx);
-    if (o->attn_gemm) return attn_gemm_fwd(o, out, saved, qkv, B, T, C, NH, err);
-    ZB_KERNEL(zb_cuda_attention_forward(out, saved, qkv, B, T, C, NH,
-                                        o->stream));
+    if (o->attn_gemm)
+        return attn_gemm_fwd(o, out, saved, qkv, B, T, C, NH, err);
+    ZB_KERNEL(zb_cuda_attention_forward(F(out), F(saved), CF(qkv), B, T, C,
+                                        NH, o->stream));
     return ZB_OK;
 }
-static zb_status o_attn_bwd(void *ctx, float *dqkv, float *scratch,
-                            const float *dout, const float *qkv,
-                            const float *out, const float *saved, int B,
+static zb_status o_attn_bwd(void *ctx, zb_act *dqkv, void *scratch,
+                            const zb_act *dout, const zb_act *qkv,
+                            const zb_act *out, const void *saved, int B,
                             int T, int C, int NH, zb_err *err) {
     cu_ops *o = X(ctx);
     if (o->attn_gemm)
         return attn_gemm_bwd(o, dqkv, scratch, dout, qkv, saved, B, T, C, NH,
                              err);
-    ZB_KERNEL(zb_cuda_attention_backward(dqkv, scratch, dout, qkv, out, saved,
-                                         B, T, C, NH, o->stream));
+    ZB_KERNEL(zb_cuda_attention_backward(F(dqkv), F(scratch), CF(dout),
+                                         CF(qkv), CF(out), CF(saved), B, T, C,
+                                         NH, o->stream));
     return ZB_OK;
 }
 
@@ -638,34 +768,60 @@ static zb_status o_embed_tokens(void *ctx, float *out, const int *tokens,
                                    X(ctx)->stream));
     return ZB_OK;
 }
-static zb_status o_embed_add_pos(void *ctx, float *out, const float *wpe,
-                                 int B, int T, int C, zb_err *err) {
-    ZB_KERNEL(zb_cuda_embed_add_pos(out, wpe, B, T, C, X(ctx)->stream));
+/* out = tok + wpe (fp32: tok copied into out, wpe added in place) */
+static zb_status o_embed_add_pos(void *ctx, zb_act *out, const float *tok,
+                                 const float *wpe, int B, int T, int C,
+                                 zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (o->act_bf16) {
+        ZB_KERNEL(zb_cuda_embed_add_pos_bf16(out, tok, wpe, B, T, C,
+                                             o->stream));
+        return ZB_OK;
+    }
+    if (CF(out) != tok)
+        ZB_CUDA(cudaMemcpyAsync(out, tok, (size_t)B * T * C * sizeof *tok,
+                                cudaMemcpyDeviceToDevice, o->stream));
+    ZB_KERNEL(zb_cuda_embed_add_pos(F(out), wpe, B, T, C, o->stream));
     return ZB_OK;
 }
-static zb_status o_embed_tokens_bwd(void *ctx, float *dwtel, const float *dout,
-                                    const int *tokens, int v0, int nv, int N,
-                                    int C, zb_err *err) {
+static zb_status o_embed_tokens_bwd(void *ctx, float *dwtel,
+                                    const zb_act *dout, const int *tokens,
+                                    int v0, int nv, int N, int C,
+                                    zb_err *err) {
     cu_ops *o = X(ctx);
     if (N > o->wgrad_rows)
         return zb_fail(err, ZB_ERUNTIME, "embedding backward of %d positions: "
                        "the CUDA ops were sized for %d", N, o->wgrad_rows);
-    ZB_KERNEL(zb_cuda_embed_tokens_backward(dwtel, dout, tokens, v0, nv, N, C,
-                                            o->embed_scratch,
-                                            o->embed_scratch_bytes, o->stream));
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_embed_tokens_backward_bf16(
+            dwtel, dout, tokens, v0, nv, N, C, o->embed_scratch,
+            o->embed_scratch_bytes, o->stream));
+    else
+        ZB_KERNEL(zb_cuda_embed_tokens_backward(
+            dwtel, CF(dout), tokens, v0, nv, N, C, o->embed_scratch,
+            o->embed_scratch_bytes, o->stream));
     return ZB_OK;
 }
-static zb_status o_embed_pos_bwd(void *ctx, float *dwpe, const float *dout,
+static zb_status o_embed_pos_bwd(void *ctx, float *dwpe, const zb_act *dout,
                                  int B, int T, int C, zb_err *err) {
-    ZB_KERNEL(zb_cuda_embed_pos_backward(dwpe, dout, B, T, C, X(ctx)->stream));
+    cu_ops *o = X(ctx);
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_embed_pos_backward_bf16(dwpe, dout, B, T, C,
+                                                  o->stream));
+    else
+        ZB_KERNEL(zb_cuda_embed_pos_backward(dwpe, CF(dout), B, T, C,
+                                             o->stream));
     return ZB_OK;
 }
 
 /* ---- cross-entropy ---- */
 
-static zb_status o_ce_max(void *ctx, double *rowmax, const float *zl, int N,
+static zb_status o_ce_max(void *ctx, double *rowmax, const zb_act *zl, int N,
                           int Vl, int ld, zb_err *err) {
-    ZB_KERNEL(zb_cuda_ce_max(rowmax, zl, N, Vl, ld, X(ctx)->stream));
+    cu_ops *o = X(ctx);
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_ce_max_bf16(rowmax, zl, N, Vl, ld, o->stream));
+    else ZB_KERNEL(zb_cuda_ce_max(rowmax, CF(zl), N, Vl, ld, o->stream));
     return ZB_OK;
 }
 static zb_status o_ce_max_combine(void *ctx, double *tab, int tp, int N,
@@ -673,11 +829,17 @@ static zb_status o_ce_max_combine(void *ctx, double *tab, int tp, int N,
     ZB_KERNEL(zb_cuda_ce_max_combine(tab, tp, N, X(ctx)->stream));
     return ZB_OK;
 }
-static zb_status o_ce_stats(void *ctx, double *S, double *Zt, const float *zl,
-                            const double *M, const int *targets, int v0,
-                            int N, int Vl, int ld, zb_err *err) {
-    ZB_KERNEL(zb_cuda_ce_stats(S, Zt, zl, M, targets, v0, N, Vl, ld,
-                               X(ctx)->stream));
+static zb_status o_ce_stats(void *ctx, double *S, double *Zt,
+                            const zb_act *zl, const double *M,
+                            const int *targets, int v0, int N, int Vl, int ld,
+                            zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_ce_stats_bf16(S, Zt, zl, M, targets, v0, N, Vl, ld,
+                                        o->stream));
+    else
+        ZB_KERNEL(zb_cuda_ce_stats(S, Zt, CF(zl), M, targets, v0, N, Vl, ld,
+                                   o->stream));
     return ZB_OK;
 }
 static zb_status o_ce_loss(void *ctx, double *acc, float *losses,
@@ -686,20 +848,30 @@ static zb_status o_ce_loss(void *ctx, double *acc, float *losses,
     ZB_KERNEL(zb_cuda_ce_loss(acc, losses, M, S, Zt, N, X(ctx)->stream));
     return ZB_OK;
 }
-static zb_status o_ce_bwd(void *ctx, float *dzl, const float *zl,
+static zb_status o_ce_bwd(void *ctx, zb_act *dzl, const zb_act *zl,
                           const double *M, const double *S, const int *targets,
                           int v0, float scale, int N, int Vl, int ld,
                           zb_err *err) {
-    ZB_KERNEL(zb_cuda_ce_backward(dzl, zl, M, S, targets, v0, scale, N, Vl, ld,
-                                  X(ctx)->stream));
+    cu_ops *o = X(ctx);
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_ce_backward_bf16(dzl, zl, M, S, targets, v0, scale,
+                                           N, Vl, ld, o->stream));
+    else
+        ZB_KERNEL(zb_cuda_ce_backward(F(dzl), CF(zl), M, S, targets, v0, scale,
+                                      N, Vl, ld, o->stream));
     return ZB_OK;
 }
 
 static zb_status o_ce_fused(void *ctx, double *acc, float *losses,
-                            float *dzl, const float *zl, const int *targets,
+                            zb_act *dzl, const zb_act *zl, const int *targets,
                             float scale, int N, int V, int ld, zb_err *err) {
-    ZB_KERNEL(zb_cuda_ce_fused(acc, losses, dzl, zl, targets, scale, N, V, ld,
-                               X(ctx)->stream));
+    cu_ops *o = X(ctx);
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_ce_fused_bf16(acc, losses, dzl, zl, targets, scale,
+                                        N, V, ld, o->stream));
+    else
+        ZB_KERNEL(zb_cuda_ce_fused(acc, losses, F(dzl), CF(zl), targets, scale,
+                                   N, V, ld, o->stream));
     return ZB_OK;
 }
 
@@ -843,6 +1015,7 @@ extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
     if (!o) return ZB_ENOMEM;
     o->device = cfg->device;
     o->bf16 = cfg->bf16;
+    o->act_bf16 = cfg->bf16; /* precision bf16: bf16 activations */
     o->max_passes = cfg->max_passes;
     o->upload_bytes = cfg->upload_bytes > 0 ? cfg->upload_bytes : 1;
     o->wgrad_rows = cfg->wgrad_rows;
@@ -852,6 +1025,11 @@ extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
     o->debug_sync = sync && sync[0] == '1';
     const char *glog = getenv("ZB_CUDA_GEMM_LOG");
     o->gemm_log = glog && glog[0] == '1';
+    if (o->act_bf16 && !cfg->attn_gemm) {
+        free(o);
+        return zb_fail(err, ZB_EINPUT, "cuda ops: bf16 activations need the "
+                       "GEMM attention (attn_gemm; the fused kernel is fp32)");
+    }
     zb_status s = device_init(o, err);
     if (s != ZB_OK) {
         o_destroy(o);
@@ -861,6 +1039,8 @@ extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
     t.name = "cuda";
     t.ctx = o;
     t.stream = (void *)o->stream;
+    t.act_dtype = o->act_bf16 ? ZB_DT_BF16 : ZB_DT_F32;
+    t.act_align = 256;
     t.logits_align = ZB_LOGITS_ALIGN;
     t.alloc = o_alloc;
     t.release = o_release;
@@ -872,11 +1052,12 @@ extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
     t.colsum_add = o_colsum_add;
     t.residual_add = o_residual_add;
     t.gelu_bwd = o_gelu_bwd;
+    t.cast = o_cast;
     t.ln_fwd = o_ln_fwd;
     t.ln_bwd_input = o_ln_bwd_input;
     t.ln_bwd_weight = o_ln_bwd_weight;
-    t.attn_saved_floats = o_attn_saved;
-    t.attn_scratch_floats = o_attn_saved;
+    t.attn_saved_bytes = o_attn_saved;
+    t.attn_scratch_bytes = o_attn_saved;
     t.attn_fwd = o_attn_fwd;
     t.attn_bwd = o_attn_bwd;
     t.embed_tokens = o_embed_tokens;

@@ -14,7 +14,8 @@
  * params_to_host, save) wait for it.
  *
  * Shapes: a microbatch is B = plan->micro_batch sequences of T = seq_len
- * tokens; activations between stages are [B, T, C] floats, C = hidden.
+ * tokens; activations between stages are [B, T, C] in the backend's
+ * activation type (fp32, or bf16 on CUDA under precision bf16), C = hidden.
  * TP (Megatron): QKV and MLP-up column-parallel, attention projection and
  * MLP-down row-parallel with an all-reduce over the TP group in F (after
  * the row-parallel matmul) and in B (the input gradient of the
@@ -77,10 +78,13 @@ void zb_backend_cuda_device_name(int device, char *buf, size_t n);
 zb_status zb_stage_new(const zb_stage_cfg *cfg, zb_stage **out, zb_err *err);
 void zb_stage_free(zb_stage *st);
 
-/* Floats in one inter-stage message ([B, T, C]). */
+/* Floats in one inter-stage message: a [B, T, C] activation in the
+ * backend's storage type (ops.h act_dtype) seen as raw floats, B*T*C with
+ * fp32 activations, B*T*C/2 (rounded up) with bf16. */
 size_t zb_stage_msg_floats(const zb_stage *st);
 
-/* Transfer buffers of (chunk, mb); see the header comment. */
+/* Transfer buffers of (chunk, mb), zb_stage_msg_floats raw floats each
+ * (moved, never summed); see the header comment. */
 float *zb_stage_act_in(zb_stage *st, int chunk, int mb);
 float *zb_stage_act_out(zb_stage *st, int chunk, int mb);
 float *zb_stage_grad_in(zb_stage *st, int chunk, int mb);

@@ -56,5 +56,6 @@ zb_status zb_stage_undo_keep(zb_stage *st, zb_stage_undo *u, zb_err *err) {
 }
 
 zb_status zb_stage_undo_restore(zb_stage *st, zb_stage_undo *u, zb_err *err) {
-    return copy3(st, u, true, err);
+    ZB_TRY(copy3(st, u, true, err));
+    return zb_gpt_weights_changed(st, err);
 }

@@ -8,6 +8,7 @@
  * (t, c) summing over the batch. Deterministic; dwtel sums in the CPU's
  * order, so it equals the CPU's bit for bit.
  */
+#include "kernels/cuda/act.cuh"
 #include "kernels/cuda/kernels_cuda.h"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -39,6 +40,16 @@ __global__ static void embed_add_pos(float *out, const float *wpe, int BT,
  * owner adding dwtel + dout[n1] + dout[n2] + ... in increasing n, the
  * CPU's order: bit-identical to kernels/embed.c. Positions outside the
  * shard get the key nv and sort last; their segment is skipped. */
+/* out[b, t] = tok[b, t] + wpe[t], rounded to bf16 */
+__global__ static void embed_add_pos_bf16(zb_bf16 *out, const float *tok,
+                                          const float *wpe, int BT, int T,
+                                          int C) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i >= (size_t)BT * C) return;
+    int bt = (int)(i / C), c = (int)(i % C);
+    out[i] = __float2bfloat16_rn(tok[i] + wpe[(size_t)(bt % T) * C + c]);
+}
+
 __global__ static void embed_sort_keys(int *key, int *pos, const int *tokens,
                                        int v0, int nv, int N) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -49,7 +60,8 @@ __global__ static void embed_sort_keys(int *key, int *pos, const int *tokens,
 }
 
 /* Block i starts a segment when key[i] differs from key[i-1]. */
-__global__ static void embed_segment_sum(float *dwtel, const float *dout,
+template <typename T_>
+__global__ static void embed_segment_sum(float *dwtel, const T_ *dout,
                                          const int *key, const int *pos,
                                          int nv, int N, int C) {
     int i = blockIdx.x, k = key[i];
@@ -58,17 +70,18 @@ __global__ static void embed_segment_sum(float *dwtel, const float *dout,
     for (int c = threadIdx.x; c < C; c += blockDim.x) {
         float acc = dte[c];
         for (int j = i; j < N && key[j] == k; j++)
-            acc += dout[(size_t)pos[j] * C + c];
+            acc += zb_ld(dout[(size_t)pos[j] * C + c]);
         dte[c] = acc;
     }
 }
 
-__global__ static void embed_pos_backward(float *dwpe, const float *dout,
-                                          int B, int T, int C) {
+template <typename T_>
+__global__ static void embed_pos_backward(float *dwpe, const T_ *dout, int B,
+                                          int T, int C) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= T * C) return;
     float s = 0.0f;
-    for (int b = 0; b < B; b++) s += dout[(size_t)b * T * C + i];
+    for (int b = 0; b < B; b++) s += zb_ld(dout[(size_t)b * T * C + i]);
     dwpe[i] += s;
 }
 
@@ -99,6 +112,18 @@ extern "C" cudaError_t zb_cuda_embed_add_pos(float *out, const float *wpe,
 }
 
 /* Radix-sort bits for keys in [0, nv]. */
+extern "C" cudaError_t zb_cuda_embed_add_pos_bf16(void *out, const float *tok,
+                                                  const float *wpe, int B,
+                                                  int T, int C,
+                                                  cudaStream_t stream) {
+    size_t n = (size_t)B * T * C;
+    if (n == 0) return cudaSuccess;
+    embed_add_pos_bf16<<<blocks_for(n), ZB_EMBED_THREADS, 0, stream>>>(
+        (zb_bf16 *)out, tok, wpe, B * T, T, C);
+    CUDA_CHECK(cudaGetLastError());
+    return cudaSuccess;
+}
+
 static int key_bits(int nv) {
     int b = 1;
     while (b < 31 && (1 << b) <= nv) b++;
@@ -139,9 +164,11 @@ static embed_scratch carve(void *scratch, int N, size_t bytes) {
     return s;
 }
 
-extern "C" cudaError_t zb_cuda_embed_tokens_backward(
-    float *dwtel, const float *dout, const int *tokens, int v0, int nv, int N,
-    int C, void *scratch, size_t scratch_bytes, cudaStream_t stream) {
+template <typename T_>
+static cudaError_t tokens_backward(float *dwtel, const T_ *dout,
+                                   const int *tokens, int v0, int nv, int N,
+                                   int C, void *scratch, size_t scratch_bytes,
+                                   cudaStream_t stream) {
     if ((size_t)N * C == 0 || nv <= 0) return cudaSuccess;
     size_t need;
     CUDA_CHECK(zb_cuda_embed_scratch_bytes(N, &need));
@@ -157,19 +184,46 @@ extern "C" cudaError_t zb_cuda_embed_tokens_backward(
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.cub, cb, s.key, s.key_out,
                                                s.pos, s.pos_out, N, 0, bits,
                                                stream));
-    embed_segment_sum<<<N, 128, 0, stream>>>(dwtel, dout, s.key_out, s.pos_out,
-                                             nv, N, C);
+    embed_segment_sum<T_><<<N, 128, 0, stream>>>(dwtel, dout, s.key_out,
+                                                 s.pos_out, nv, N, C);
     CUDA_CHECK(cudaGetLastError());
     return cudaSuccess;
+}
+
+template <typename T_>
+static cudaError_t pos_backward(float *dwpe, const T_ *dout, int B, int T,
+                                int C, cudaStream_t stream) {
+    if ((size_t)T * C == 0) return cudaSuccess;
+    embed_pos_backward<T_><<<blocks_for((size_t)T * C), ZB_EMBED_THREADS, 0,
+                             stream>>>(dwpe, dout, B, T, C);
+    CUDA_CHECK(cudaGetLastError());
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t zb_cuda_embed_tokens_backward(
+    float *dwtel, const float *dout, const int *tokens, int v0, int nv, int N,
+    int C, void *scratch, size_t scratch_bytes, cudaStream_t stream) {
+    return tokens_backward(dwtel, dout, tokens, v0, nv, N, C, scratch,
+                           scratch_bytes, stream);
 }
 
 extern "C" cudaError_t zb_cuda_embed_pos_backward(float *dwpe,
                                                   const float *dout, int B,
                                                   int T, int C,
                                                   cudaStream_t stream) {
-    if ((size_t)T * C == 0) return cudaSuccess;
-    embed_pos_backward<<<blocks_for((size_t)T * C), ZB_EMBED_THREADS, 0,
-                         stream>>>(dwpe, dout, B, T, C);
-    CUDA_CHECK(cudaGetLastError());
-    return cudaSuccess;
+    return pos_backward(dwpe, dout, B, T, C, stream);
+}
+
+extern "C" cudaError_t zb_cuda_embed_tokens_backward_bf16(
+    float *dwtel, const void *dout, const int *tokens, int v0, int nv, int N,
+    int C, void *scratch, size_t scratch_bytes, cudaStream_t stream) {
+    return tokens_backward(dwtel, (const zb_bf16 *)dout, tokens, v0, nv, N, C,
+                           scratch, scratch_bytes, stream);
+}
+
+extern "C" cudaError_t zb_cuda_embed_pos_backward_bf16(float *dwpe,
+                                                       const void *dout, int B,
+                                                       int T, int C,
+                                                       cudaStream_t stream) {
+    return pos_backward(dwpe, (const zb_bf16 *)dout, B, T, C, stream);
 }

@@ -166,6 +166,73 @@ cudaError_t zb_cuda_sumsq_add(double *acc, double *scratch, const float *x,
 cudaError_t zb_cuda_sum_add(double *acc, double *scratch, const float *x,
                             size_t n, cudaStream_t stream);
 
+/* ---- bf16 activation storage: the kernels above that touch
+ * activations, instantiated for bf16 arrays (void * = __nv_bfloat16
+ * device arrays; act.cuh): loads widen to fp32, the math is the fp32
+ * kernels', every store rounds to nearest even. float and double
+ * arguments stay fp32/fp64 (weights, statistics, partial sums). ---- */
+cudaError_t zb_cuda_layernorm_forward_bf16(void *out, float *mean, float *rstd,
+                                           const void *inp,
+                                           const float *weight,
+                                           const float *bias, int N, int C,
+                                           cudaStream_t stream);
+cudaError_t zb_cuda_layernorm_backward_input_bf16(
+    void *dinp, const void *dout, const void *inp, const float *weight,
+    const float *mean, const float *rstd, int N, int C, cudaStream_t stream);
+cudaError_t zb_cuda_layernorm_backward_weight_bf16(
+    float *dweight, float *dbias, const void *dout, const void *inp,
+    const float *mean, const float *rstd, int N, int C, float *scratch,
+    cudaStream_t stream);
+cudaError_t zb_cuda_gelu_forward_bf16(void *out, const void *inp, size_t N,
+                                      cudaStream_t stream);
+cudaError_t zb_cuda_gelu_backward_bf16(void *dinp, const void *inp,
+                                       const void *dout, size_t N,
+                                       cudaStream_t stream);
+cudaError_t zb_cuda_ce_max_bf16(double *rowmax, const void *zl, int N, int Vl,
+                                int ld, cudaStream_t stream);
+cudaError_t zb_cuda_ce_stats_bf16(double *S, double *Zt, const void *zl,
+                                  const double *M, const int *targets, int v0,
+                                  int N, int Vl, int ld, cudaStream_t stream);
+cudaError_t zb_cuda_ce_backward_bf16(void *dzl, const void *zl,
+                                     const double *M, const double *S,
+                                     const int *targets, int v0, float scale,
+                                     int N, int Vl, int ld,
+                                     cudaStream_t stream);
+cudaError_t zb_cuda_ce_fused_bf16(double *acc, float *losses, void *dzl,
+                                  const void *zl, const int *targets,
+                                  float scale, int N, int V, int ld,
+                                  cudaStream_t stream);
+/* out[b, t] = tok[b, t] + wpe[t] (=; tok fp32, the TP-summed lookup) */
+cudaError_t zb_cuda_embed_add_pos_bf16(void *out, const float *tok,
+                                       const float *wpe, int B, int T, int C,
+                                       cudaStream_t stream);
+cudaError_t zb_cuda_embed_tokens_backward_bf16(float *dwtel, const void *dout,
+                                               const int *tokens, int v0,
+                                               int nv, int N, int C,
+                                               void *scratch,
+                                               size_t scratch_bytes,
+                                               cudaStream_t stream);
+cudaError_t zb_cuda_embed_pos_backward_bf16(float *dwpe, const void *dout,
+                                            int B, int T, int C,
+                                            cudaStream_t stream);
+cudaError_t zb_cuda_bias_rows_bf16(void *out, const float *bias, int N, int OC,
+                                   int ldo, cudaStream_t stream);
+cudaError_t zb_cuda_colsum_add_bf16(float *dbias, const void *dout, int N,
+                                    int OC, float *scratch,
+                                    cudaStream_t stream);
+cudaError_t zb_cuda_attn_softmax_causal_bf16(void *att, int T, size_t nmat,
+                                             cudaStream_t stream);
+cudaError_t zb_cuda_attn_softmax_causal_backward_bf16(void *ds,
+                                                      const void *att, int T,
+                                                      size_t nmat,
+                                                      cudaStream_t stream);
+cudaError_t zb_cuda_residual_add_bf16(void *out, const void *x,
+                                      const float *part, const float *bias,
+                                      int N, int C, cudaStream_t stream);
+/* dst[n] = src[n] rounded to bf16 */
+cudaError_t zb_cuda_cast_bf16(void *dst, const float *src, size_t n,
+                              cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

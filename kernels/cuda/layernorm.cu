@@ -6,26 +6,30 @@
  * the slab in order, then the groups in order into the slab's partial;
  * then the slabs in order per column (coalesced and deterministic).
  */
+#include "kernels/cuda/act.cuh"
 #include "kernels/cuda/kernels_cuda.h"
 #include "kernels/cuda/reduce.cuh"
 #include "kernels/layernorm_math.h"
 #define ZB_LN_WARPS 4 /* rows per block in F and B */
 
-__global__ static void ln_forward(float *out, float *mean, float *rstd,
-                                  const float *inp, const float *weight,
+template <typename T>
+__global__ static void ln_forward(T *out, float *mean, float *rstd,
+                                  const T *inp, const float *weight,
                                   const float *bias, int N, int C) {
     int row = blockIdx.x * ZB_LN_WARPS + threadIdx.x / 32;
     int lane = threadIdx.x % 32;
     if (row >= N) return; /* the whole warp leaves together */
-    const float *x = inp + (size_t)row * C; /* [C] */
-    float *y = out + (size_t)row * C;       /* [C] */
+    const T *x = inp + (size_t)row * C; /* [C] */
+    T *y = out + (size_t)row * C;       /* [C] */
     float s = 0.0f;
-    for (int c = lane; c < C; c += 32) s += x[c];
+    for (int c = lane; c < C; c += 32) s += zb_ld(x[c]);
     float m = zb_warp_sum(s) / C;
     float var = 0.0f;
-    for (int c = lane; c < C; c += 32) var += (x[c] - m) * (x[c] - m);
+    for (int c = lane; c < C; c += 32)
+        var += (zb_ld(x[c]) - m) * (zb_ld(x[c]) - m);
     float r = rsqrtf(zb_warp_sum(var) / C + (float)ZB_LN_EPS);
-    for (int c = lane; c < C; c += 32) y[c] = zb_ln_out(x[c], m, r, weight[c], bias[c]);
+    for (int c = lane; c < C; c += 32)
+        y[c] = zb_to<T>(zb_ln_out(zb_ld(x[c]), m, r, weight[c], bias[c]));
     if (lane == 0) {
         mean[row] = m;
         rstd[row] = r;
@@ -33,27 +37,29 @@ __global__ static void ln_forward(float *out, float *mean, float *rstd,
 }
 
 /* dx += rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * weight */
-__global__ static void ln_backward_input(float *dinp, const float *dout,
-                                         const float *inp, const float *weight,
+template <typename T>
+__global__ static void ln_backward_input(T *dinp, const T *dout, const T *inp,
+                                         const float *weight,
                                          const float *mean, const float *rstd,
                                          int N, int C) {
     int row = blockIdx.x * ZB_LN_WARPS + threadIdx.x / 32;
     int lane = threadIdx.x % 32;
     if (row >= N) return;
-    const float *x = inp + (size_t)row * C;   /* [C] */
-    const float *dy = dout + (size_t)row * C; /* [C] */
-    float *dx = dinp + (size_t)row * C;       /* [C] */
+    const T *x = inp + (size_t)row * C;   /* [C] */
+    const T *dy = dout + (size_t)row * C; /* [C] */
+    T *dx = dinp + (size_t)row * C;       /* [C] */
     float m = mean[row], r = rstd[row];
     float g_sum = 0.0f, gx_sum = 0.0f;
     for (int c = lane; c < C; c += 32) {
-        float g = dy[c] * weight[c];
+        float g = zb_ld(dy[c]) * weight[c];
         g_sum += g;
-        gx_sum += g * (x[c] - m) * r;
+        gx_sum += g * (zb_ld(x[c]) - m) * r;
     }
     float g_mean = zb_warp_sum(g_sum) / C, gx_mean = zb_warp_sum(gx_sum) / C;
     for (int c = lane; c < C; c += 32) {
-        dx[c] += zb_ln_dx(dy[c] * weight[c], g_mean, zb_ln_xhat(x[c], m, r),
-                          gx_mean, r);
+        dx[c] = zb_to<T>(zb_ld(dx[c]) +
+                         zb_ln_dx(zb_ld(dy[c]) * weight[c], g_mean,
+                                  zb_ln_xhat(zb_ld(x[c]), m, r), gx_mean, r));
     }
 }
 
@@ -65,8 +71,9 @@ __global__ static void ln_backward_input(float *dinp, const float *dout,
 #define ZB_LN_WCOLS 32
 #define ZB_LN_WROWS 32
 /* partial[slab, 0, c] (weight) and partial[slab, 1, c] (bias) */
-__global__ static void ln_backward_weight(float *partial, const float *dout,
-                                          const float *inp, const float *mean,
+template <typename T>
+__global__ static void ln_backward_weight(float *partial, const T *dout,
+                                          const T *inp, const float *mean,
                                           const float *rstd, int N, int C) {
     __shared__ float pw[ZB_LN_WROWS][ZB_LN_WCOLS], pb[ZB_LN_WROWS][ZB_LN_WCOLS];
     int c = blockIdx.x * ZB_LN_WCOLS + threadIdx.x, y = threadIdx.y;
@@ -75,8 +82,9 @@ __global__ static void ln_backward_weight(float *partial, const float *dout,
     float dw = 0.0f, db = 0.0f;
     if (c < C)
         for (int n = n0 + y; n < n1; n += ZB_LN_WROWS) {
-            float dy = dout[(size_t)n * C + c];
-            dw += dy * zb_ln_xhat(inp[(size_t)n * C + c], mean[n], rstd[n]);
+            float dy = zb_ld(dout[(size_t)n * C + c]);
+            dw += dy * zb_ln_xhat(zb_ld(inp[(size_t)n * C + c]), mean[n],
+                                  rstd[n]);
             db += dy;
         }
     pw[y][threadIdx.x] = dw;
@@ -110,43 +118,91 @@ __global__ static void ln_weight_final(float *dweight, float *dbias,
 
 static int row_blocks(int N) { return (N + ZB_LN_WARPS - 1) / ZB_LN_WARPS; }
 
-extern "C" cudaError_t zb_cuda_layernorm_forward(float *out, float *mean,
-                                                 float *rstd, const float *inp,
-                                                 const float *weight,
-                                                 const float *bias, int N,
-                                                 int C, cudaStream_t stream) {
+template <typename T>
+static cudaError_t forward(T *out, float *mean, float *rstd, const T *inp,
+                           const float *weight, const float *bias, int N,
+                           int C, cudaStream_t stream) {
     if (N <= 0) return cudaSuccess;
-    ln_forward<<<row_blocks(N), 32 * ZB_LN_WARPS, 0, stream>>>(
+    ln_forward<T><<<row_blocks(N), 32 * ZB_LN_WARPS, 0, stream>>>(
         out, mean, rstd, inp, weight, bias, N, C);
     CUDA_CHECK(cudaGetLastError());
     return cudaSuccess;
 }
 
-extern "C" cudaError_t zb_cuda_layernorm_backward_input(
-    float *dinp, const float *dout, const float *inp, const float *weight,
-    const float *mean, const float *rstd, int N, int C, cudaStream_t stream) {
+template <typename T>
+static cudaError_t backward_input(T *dinp, const T *dout, const T *inp,
+                                  const float *weight, const float *mean,
+                                  const float *rstd, int N, int C,
+                                  cudaStream_t stream) {
     if (N <= 0) return cudaSuccess;
-    ln_backward_input<<<row_blocks(N), 32 * ZB_LN_WARPS, 0, stream>>>(
+    ln_backward_input<T><<<row_blocks(N), 32 * ZB_LN_WARPS, 0, stream>>>(
         dinp, dout, inp, weight, mean, rstd, N, C);
     CUDA_CHECK(cudaGetLastError());
     return cudaSuccess;
+}
+
+template <typename T>
+static cudaError_t backward_weight(float *dweight, float *dbias, const T *dout,
+                                   const T *inp, const float *mean,
+                                   const float *rstd, int N, int C,
+                                   float *scratch, cudaStream_t stream) {
+    if (C <= 0 || N <= 0) return cudaSuccess;
+    int slabs = zb_wgrad_slabs(N);
+    dim3 block(ZB_LN_WCOLS, ZB_LN_WROWS);
+    dim3 grid((C + ZB_LN_WCOLS - 1) / ZB_LN_WCOLS, slabs);
+    ln_backward_weight<T><<<grid, block, 0, stream>>>(scratch, dout, inp, mean,
+                                                      rstd, N, C);
+    CUDA_CHECK(cudaGetLastError());
+    ln_weight_final<<<(C + 255) / 256, 256, 0, stream>>>(dweight, dbias,
+                                                         scratch, slabs, C);
+    CUDA_CHECK(cudaGetLastError());
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t zb_cuda_layernorm_forward(float *out, float *mean,
+                                                 float *rstd, const float *inp,
+                                                 const float *weight,
+                                                 const float *bias, int N,
+                                                 int C, cudaStream_t stream) {
+    return forward(out, mean, rstd, inp, weight, bias, N, C, stream);
+}
+
+extern "C" cudaError_t zb_cuda_layernorm_backward_input(
+    float *dinp, const float *dout, const float *inp, const float *weight,
+    const float *mean, const float *rstd, int N, int C, cudaStream_t stream) {
+    return backward_input(dinp, dout, inp, weight, mean, rstd, N, C, stream);
 }
 
 extern "C" cudaError_t zb_cuda_layernorm_backward_weight(
     float *dweight, float *dbias, const float *dout, const float *inp,
     const float *mean, const float *rstd, int N, int C, float *scratch,
     cudaStream_t stream) {
-    if (C <= 0 || N <= 0) return cudaSuccess;
-    int slabs = zb_wgrad_slabs(N);
-    dim3 block(ZB_LN_WCOLS, ZB_LN_WROWS);
-    dim3 grid((C + ZB_LN_WCOLS - 1) / ZB_LN_WCOLS, slabs);
-    ln_backward_weight<<<grid, block, 0, stream>>>(scratch, dout, inp, mean,
-                                                   rstd, N, C);
-    CUDA_CHECK(cudaGetLastError());
-    ln_weight_final<<<(C + 255) / 256, 256, 0, stream>>>(dweight, dbias,
-                                                         scratch, slabs, C);
-    CUDA_CHECK(cudaGetLastError());
-    return cudaSuccess;
+    return backward_weight(dweight, dbias, dout, inp, mean, rstd, N, C,
+                           scratch, stream);
+}
+
+typedef const zb_bf16 *cbf;
+
+extern "C" cudaError_t zb_cuda_layernorm_forward_bf16(
+    void *out, float *mean, float *rstd, const void *inp, const float *weight,
+    const float *bias, int N, int C, cudaStream_t stream) {
+    return forward((zb_bf16 *)out, mean, rstd, (cbf)inp, weight, bias, N, C,
+                   stream);
+}
+
+extern "C" cudaError_t zb_cuda_layernorm_backward_input_bf16(
+    void *dinp, const void *dout, const void *inp, const float *weight,
+    const float *mean, const float *rstd, int N, int C, cudaStream_t stream) {
+    return backward_input((zb_bf16 *)dinp, (cbf)dout, (cbf)inp, weight, mean,
+                          rstd, N, C, stream);
+}
+
+extern "C" cudaError_t zb_cuda_layernorm_backward_weight_bf16(
+    float *dweight, float *dbias, const void *dout, const void *inp,
+    const float *mean, const float *rstd, int N, int C, float *scratch,
+    cudaStream_t stream) {
+    return backward_weight(dweight, dbias, (cbf)dout, (cbf)inp, mean, rstd, N,
+                           C, scratch, stream);
 }
 
 extern "C" size_t zb_cuda_wgrad_scratch_floats(int N, int C) {

@@ -5,6 +5,7 @@
  * order (fixed grid, per-block partials added in block order by one
  * block), so they repeat bit for bit.
  */
+#include "kernels/cuda/act.cuh"
 #include "kernels/cuda/kernels_cuda.h"
 #include "kernels/cuda/reduce.cuh"
 
@@ -12,11 +13,19 @@
 #define ZB_SUM_BLOCKS 128   /* fixed: the partials' order never changes */
 
 /* out[n, c] = x[n, c] + (part[n, c] + bias[c]) */
-__global__ static void residual_add(float *out, const float *x,
-                                    const float *part, const float *bias,
-                                    int N, int C) {
+template <typename T>
+__global__ static void residual_add(T *out, const T *x, const float *part,
+                                    const float *bias, int N, int C) {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (i < (size_t)N * C) out[i] = x[i] + (part[i] + bias[i % C]);
+    if (i < (size_t)N * C)
+        out[i] = zb_to<T>(zb_ld(x[i]) + (part[i] + bias[i % C]));
+}
+
+/* dst[i] = src[i] rounded to bf16 */
+__global__ static void cast_bf16(zb_bf16 *dst, const float *src, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = __float2bfloat16_rn(src[i]);
 }
 
 /* partial[block] = sum over the block's grid-stride elements of f(x) */
@@ -38,14 +47,39 @@ __global__ static void sum_final(double *acc, const double *partial, int n) {
     *acc += s;
 }
 
+template <typename T>
+static cudaError_t residual(T *out, const T *x, const float *part,
+                            const float *bias, int N, int C,
+                            cudaStream_t stream) {
+    size_t n = (size_t)N * C;
+    if (n == 0) return cudaSuccess;
+    residual_add<T><<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(
+        out, x, part, bias, N, C);
+    CUDA_CHECK(cudaGetLastError());
+    return cudaSuccess;
+}
+
 extern "C" cudaError_t zb_cuda_residual_add(float *out, const float *x,
                                             const float *part,
                                             const float *bias, int N, int C,
                                             cudaStream_t stream) {
-    size_t n = (size_t)N * C;
+    return residual(out, x, part, bias, N, C, stream);
+}
+
+extern "C" cudaError_t zb_cuda_residual_add_bf16(void *out, const void *x,
+                                                 const float *part,
+                                                 const float *bias, int N,
+                                                 int C, cudaStream_t stream) {
+    return residual((zb_bf16 *)out, (const zb_bf16 *)x, part, bias, N, C,
+                    stream);
+}
+
+extern "C" cudaError_t zb_cuda_cast_bf16(void *dst, const float *src, size_t n,
+                                         cudaStream_t stream) {
     if (n == 0) return cudaSuccess;
-    residual_add<<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(out, x, part,
-                                                                  bias, N, C);
+    size_t b = (n + 255) / 256;
+    cast_bf16<<<(unsigned)(b < 4096 ? b : 4096), 256, 0, stream>>>(
+        (zb_bf16 *)dst, src, n);
     CUDA_CHECK(cudaGetLastError());
     return cudaSuccess;
 }

@@ -11,9 +11,11 @@
  *    buffer;
  *  - split B then W gives bitwise the same gradients as fused BW (one CUDA
  *    stage each, one microbatch);
- *  - bf16 (tensor-core GEMMs, fp32 elsewhere): 20 steps of pp 1 on the
- *    CUDA stage, every loss within 2% relative of the fp32 CUDA run's, and
- *    the loss falls.
+ *  - bf16 (bf16 activations, bf16 tensor-core GEMMs, fp32 weights,
+ *    gradients, AdamW and statistics): 20 steps of pp 1 on the CUDA
+ *    stage, every loss within 2% relative of the fp32 CUDA run's but not
+ *    all equal, the loss falls, and the activation peak is 0.45-0.6 of
+ *    the fp32 run's.
  * The tp 1 layouts run the fused cross-entropy (ce_fused), tp 2 the
  * vocabulary-parallel pieces; the qkv and fc GEMMs (bias; bias + GELU)
  * take cuBLASLt's epilogues where zb_gemm_lt_plan allows.
@@ -224,7 +226,8 @@ static void check_split_equals_fused(void) {
     if (!ok) failures++;
 }
 
-/* bf16 vs fp32 loss curves (both on the GPU), 20 steps. */
+/* bf16 vs fp32 loss curves (both on the GPU), 20 steps: close, not
+ * equal, and bf16 holding about half the activation bytes. */
 static void check_bf16(void) {
     zb_plan p;
     zb_err err = {{0}};
@@ -248,12 +251,17 @@ static void check_bf16(void) {
             double e = std::fabs(b.loss[k] - a.loss[k]) / std::fabs(a.loss[k]);
             if (!(e <= worst)) worst = e;
         }
-        ok = worst <= 0.02 && b.loss[b.n_steps - 1] < b.loss[0] - 0.1;
+        ok = worst <= 0.02 && worst > 0 &&
+             b.loss[b.n_steps - 1] < b.loss[0] - 0.1;
     }
-    printf("bf16 vs fp32, 20 steps: worst loss rel diff %.2e (tolerance 2e-2), "
-           "bf16 loss %.4f -> %.4f%s%s  %s\n", worst, ok ? b.loss[0] : NAN,
-           ok ? b.loss[b.n_steps - 1] : NAN, err.msg[0] ? ": " : "", err.msg,
-           ok ? "ok" : "FAIL");
+    /* bf16 activations: about half the fp32 stage's activation bytes */
+    double ratio = ok ? b.act_peak_bytes[0] / a.act_peak_bytes[0] : NAN;
+    ok = ok && ratio > 0.45 && ratio < 0.6;
+    printf("bf16 vs fp32, 20 steps: worst loss rel diff %.2e (tolerance 2e-2, "
+           "> 0), bf16 loss %.4f -> %.4f, activation peak %.3f of fp32's%s%s  "
+           "%s\n", worst, ok ? b.loss[0] : NAN,
+           ok ? b.loss[b.n_steps - 1] : NAN, ratio, err.msg[0] ? ": " : "",
+           err.msg, ok ? "ok" : "FAIL");
     if (!ok) failures++;
     zb_run_result_free(&a);
     zb_run_result_free(&b);

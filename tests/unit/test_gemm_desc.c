@@ -38,7 +38,8 @@ static void ref_gemm(const zb_gemm *g, float *C) {
             for (int j = 0; j < g->N; j++) {
                 double s = 0.0;
                 for (int k = 0; k < g->K; k++) {
-                    const float *A = g->A + b * g->sa, *B = g->B + b * g->sb;
+                    const float *A = (const float *)g->A + b * g->sa,
+                                *B = (const float *)g->B + b * g->sb;
                     float a = g->ta ? A[(size_t)k * g->lda + i]
                                     : A[(size_t)i * g->lda + k];
                     float x = g->tb ? B[(size_t)j * g->ldb + k]
@@ -86,11 +87,13 @@ static double max_err(const float *got, const float *want, size_t n) {
 
 /* The translated call through column-major BLAS, batch by batch. */
 static void run_colmajor(const zb_gemm_cm *c) {
+    const float *A = c->A, *B = c->B;
+    float *C = c->C;
     for (int b = 0; b < c->batch; b++)
         cblas_sgemm(CblasColMajor, c->transa ? CblasTrans : CblasNoTrans,
                     c->transb ? CblasTrans : CblasNoTrans, c->m, c->n, c->k,
-                    c->alpha, c->A + b * c->sa, c->lda, c->B + b * c->sb,
-                    c->ldb, c->beta, c->C + b * c->sc, c->ldc);
+                    c->alpha, A + b * c->sa, c->lda, B + b * c->sb,
+                    c->ldb, c->beta, C + b * c->sc, c->ldc);
 }
 
 static const int sizes[] = {1, 3, 17, 33, 65};
@@ -142,7 +145,8 @@ START_TEST(colmajor_leaves_padding) {
         for (long long i = 0; i < g.sc; i++) {
             bool inside = i < (long long)g.M * g.ldc && i % g.ldc < g.N;
             if (!inside)
-                ck_assert(memcmp(&g.C[b * g.sc + i], &before[b * g.sc + i],
+                ck_assert(memcmp((float *)g.C + b * g.sc + i,
+                                 &before[b * g.sc + i],
                                  sizeof(float)) == 0);
         }
     free(before);

@@ -7,14 +7,20 @@
  * GELU of it to D. The result must equal the row-major meaning of the
  * descriptor (C = alpha op(A) op(B) + bias[j] per column j, gelu_out =
  * GELU(C)) on odd shapes and every transpose; and every shape the rules
- * exclude must fall back (ZB_LT_NONE with a reason). */
+ * exclude must fall back (ZB_LT_NONE with a reason). With bf16 operands
+ * and a bf16 output (the stage's bf16 activations) the plan carries the
+ * types through the operand swap (A and B ab_type, D and aux c_type), and
+ * the emulation reading and writing bf16 as the plan says gives the
+ * row-major result within one bf16 rounding. */
 #include <cblas.h>
 #include <check.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "executor/stage/gemm_desc.h"
+#include "kernels/bf16.h"
 #include "kernels/gelu.h"
 
 static unsigned long long rng = 7;
@@ -36,14 +42,15 @@ static float *rand_buf(size_t n) {
 
 /* Row-major meaning, in double: C = alpha op(A) op(B) + bias. */
 static void ref_rowmajor(const zb_gemm *g, float *C) {
+    const float *A = g->A, *B = g->B;
     for (int i = 0; i < g->M; i++)
         for (int j = 0; j < g->N; j++) {
             double s = 0.0;
             for (int k = 0; k < g->K; k++) {
-                float a = g->ta ? g->A[(size_t)k * g->lda + i]
-                                : g->A[(size_t)i * g->lda + k];
-                float b = g->tb ? g->B[(size_t)j * g->ldb + k]
-                                : g->B[(size_t)k * g->ldb + j];
+                float a = g->ta ? A[(size_t)k * g->lda + i]
+                                : A[(size_t)i * g->lda + k];
+                float b = g->tb ? B[(size_t)j * g->ldb + k]
+                                : B[(size_t)k * g->ldb + j];
                 s += (double)a * b;
             }
             C[(size_t)i * g->ldc + j] = (float)(g->alpha * s + g->bias[j]);
@@ -53,7 +60,8 @@ static void ref_rowmajor(const zb_gemm *g, float *C) {
 /* What cublasLtMatmul does with the plan (fp32, column-major). */
 static void emulate_lt(const zb_gemm_lt *p) {
     const zb_gemm_cm *c = &p->cm;
-    float *out = p->epi == ZB_LT_GELU_AUX_BIAS ? p->aux : p->D;
+    float *D = p->D, *aux = p->aux;
+    float *out = p->epi == ZB_LT_GELU_AUX_BIAS ? aux : D;
     int ld = p->epi == ZB_LT_GELU_AUX_BIAS ? (int)p->aux_ld : c->ldc;
     cblas_sgemm(CblasColMajor, c->transa ? CblasTrans : CblasNoTrans,
                 c->transb ? CblasTrans : CblasNoTrans, c->m, c->n, c->k,
@@ -62,8 +70,8 @@ static void emulate_lt(const zb_gemm_lt *p) {
         for (int r = 0; r < c->m; r++) out[(size_t)col * ld + r] += p->bias[r];
     if (p->epi == ZB_LT_GELU_AUX_BIAS)
         for (int col = 0; col < c->n; col++)
-            zb_gelu_forward(p->D + (size_t)col * c->ldc,
-                            p->aux + (size_t)col * ld, (size_t)c->m);
+            zb_gelu_forward(D + (size_t)col * c->ldc, aux + (size_t)col * ld,
+                            (size_t)c->m);
 }
 
 static double max_err(const float *got, const float *want, int rows, int cols,
@@ -136,6 +144,73 @@ START_TEST(lt_matches_rowmajor) {
 }
 END_TEST
 
+/* n bf16 elements of random values */
+static uint16_t *rand_bf(size_t n) {
+    uint16_t *p = aligned_alloc(64, ((n ? n : 1) * 2 + 63) / 64 * 64);
+    ck_assert_ptr_nonnull(p);
+    for (size_t i = 0; i < n; i++) p[i] = zb_bf16_from_f32(frand());
+    return p;
+}
+
+static float *widen(const void *p, size_t n) {
+    float *f = malloc((n ? n : 1) * sizeof *f);
+    ck_assert_ptr_nonnull(f);
+    zb_bf16_load(f, p, n);
+    return f;
+}
+
+/* A stage linear layer (out = inp @ w^T + bias, GELU) in bf16: plan, then
+ * the planned call emulated on the operands widened per cm.ab_type, its
+ * D and aux rounded to bf16 per cm.c_type; against the row-major result
+ * on the same bf16 inputs. */
+static void lt_bf16_case(int M, int N, int K, bool gelu) {
+    zb_gemm g = {.M = M, .N = N, .K = K, .tb = true, .lda = K, .ldb = K,
+                 .ldc = N, .batch = 1, .alpha = 1.0f, .beta = 0.0f,
+                 .ab_type = ZB_DT_BF16, .c_type = ZB_DT_BF16};
+    size_t nc = (size_t)M * N;
+    uint16_t *A = rand_bf((size_t)M * K), *B = rand_bf((size_t)N * K);
+    uint16_t *C = rand_bf(nc), *go = rand_bf(nc);
+    float *bias = rand_buf((size_t)N);
+    g.A = A, g.B = B, g.C = C, g.bias = bias, g.gelu_out = gelu ? go : NULL;
+    zb_gemm_lt p;
+    zb_gemm_lt_plan(&g, &p);
+    ck_assert_int_eq(p.epi, gelu ? ZB_LT_GELU_AUX_BIAS : ZB_LT_BIAS);
+    ck_assert_int_eq(p.cm.ab_type, ZB_DT_BF16);
+    ck_assert_int_eq(p.cm.c_type, ZB_DT_BF16);
+    ck_assert_ptr_eq(p.cm.A, B); /* swapped: cm.A is the weight */
+    /* the planned call on widened operands, fp32 D and aux */
+    zb_gemm_lt q = p;
+    float *a = widen(p.cm.A, (size_t)N * K), *b = widen(p.cm.B, (size_t)M * K);
+    float *d = rand_buf(nc), *aux = rand_buf(nc);
+    q.cm.A = a, q.cm.B = b;
+    q.D = gelu ? d : aux;
+    q.aux = gelu ? aux : NULL;
+    emulate_lt(&q);
+    uint16_t *outs[2] = {gelu ? go : C, C};
+    float *vals[2] = {q.D, aux};
+    for (int k = 0; k < (gelu ? 2 : 1); k++) zb_bf16_store(outs[k], vals[k], nc);
+    /* row-major meaning on the same bf16 inputs */
+    float *wa = widen(A, (size_t)M * K), *wb = widen(B, (size_t)N * K);
+    float *want = rand_buf(nc), *wgo = rand_buf(nc);
+    zb_gemm r = g;
+    r.A = wa, r.B = wb, r.ab_type = r.c_type = ZB_DT_F32;
+    ref_rowmajor(&r, want);
+    zb_gelu_forward(wgo, want, nc);
+    float *gc = widen(C, nc), *gg = widen(go, nc);
+    ck_assert_double_lt(max_err(gc, want, M, N, N), 1.0 / 128);
+    if (gelu) ck_assert_double_lt(max_err(gg, wgo, M, N, N), 1.0 / 128);
+    free(A), free(B), free(C), free(go), free(bias), free(a), free(b);
+    free(d), free(aux), free(wa), free(wb), free(want), free(wgo), free(gc);
+    free(gg);
+}
+
+START_TEST(lt_bf16_types) {
+    lt_bf16_case(64, 96, 32, true);  /* fc: bias + GELU */
+    lt_bf16_case(17, 24, 33, false); /* qkv: bias */
+    lt_bf16_case(5, 8, 3, true);
+}
+END_TEST
+
 /* The shapes the rules exclude fall back with a reason. */
 static void expect_none(const zb_gemm *g, const char *why) {
     zb_gemm_lt p;
@@ -200,6 +275,7 @@ static Suite *suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, lt_matches_rowmajor);
     tcase_add_test(tc, lt_fallbacks);
+    tcase_add_test(tc, lt_bf16_types);
     suite_add_tcase(s, tc);
     return s;
 }

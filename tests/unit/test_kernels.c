@@ -842,12 +842,13 @@ static void ce_fused_case(int N, int V, int ld, float scale) {
     tgt[N - 1] = V - 1;
     for (size_t i = 0; i < (size_t)N * ld; i++) d1[i] = d2[i] = -7.0f;
     double a1 = 0.5, a2 = 0.5, *M = st, *S = st + N, *Zt = st + 2 * N;
-    ck_assert_int_eq(o.ce_max(o.ctx, M, z, N, V, ld, &err), ZB_OK);
+    zb_act *za = (zb_act *)z, *d1a = (zb_act *)d1, *d2a = (zb_act *)d2;
+    ck_assert_int_eq(o.ce_max(o.ctx, M, za, N, V, ld, &err), ZB_OK);
     ck_assert_int_eq(o.ce_max_combine(o.ctx, M, 1, N, &err), ZB_OK);
-    ck_assert_int_eq(o.ce_stats(o.ctx, S, Zt, z, M, tgt, 0, N, V, ld, &err), ZB_OK);
+    ck_assert_int_eq(o.ce_stats(o.ctx, S, Zt, za, M, tgt, 0, N, V, ld, &err), ZB_OK);
     ck_assert_int_eq(o.ce_loss(o.ctx, &a1, l1, M, S, Zt, N, &err), ZB_OK);
-    ck_assert_int_eq(o.ce_bwd(o.ctx, d1, z, M, S, tgt, 0, scale, N, V, ld, &err), ZB_OK);
-    ck_assert_int_eq(o.ce_fused(o.ctx, &a2, l2, d2, z, tgt, scale, N, V, ld, &err), ZB_OK);
+    ck_assert_int_eq(o.ce_bwd(o.ctx, d1a, za, M, S, tgt, 0, scale, N, V, ld, &err), ZB_OK);
+    ck_assert_int_eq(o.ce_fused(o.ctx, &a2, l2, d2a, za, tgt, scale, N, V, ld, &err), ZB_OK);
     ck_assert(a1 == a2 && (V == 1 || a1 != 0.5)); /* V 1: loss 0 */
     ck_assert_mem_eq(l1, l2, (size_t)N * sizeof(float));
     ck_assert_mem_eq(d1, d2, (size_t)N * ld * sizeof(float));

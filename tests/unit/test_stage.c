@@ -11,7 +11,11 @@
  *    gradients bit for bit (pp 1, pp 2 V placement, interleaved, an empty
  *    middle stage, TP 2; split and fused BW), and hold less memory;
  *  - slots, out-of-order passes, AdamW by hand, grad norm ownership,
- *    checkpoints.
+ *    checkpoints;
+ *  - bf16 activation storage (the CPU ops' test hook ZB_ACT_BF16=1): the
+ *    exact bytes of the carve, deterministic, close to fp32 but not it,
+ *    a pipeline equal to the one-stage bf16 run, recompute's bits, at
+ *    pp 1, zb-v's placement, interleaved, TP 2 with vocabulary padding.
  * Plans are built in memory (spans and a schedule), no plan file. */
 #include <check.h>
 #include <math.h>
@@ -24,6 +28,7 @@
 
 #include "executor/stage/stage.h"
 #include "executor/stage/stage_params.h"
+#include "kernels/bf16.h"
 
 #define MAXR 4 /* pipeline ranks in these tests */
 
@@ -977,6 +982,250 @@ START_TEST(test_init) {
 }
 END_TEST
 
+/* ---- (g) bf16 activation storage: the CPU test hook ZB_ACT_BF16=1
+ * (ops.h) runs the stage program's bf16 orchestration (element sizes,
+ * strides, casts, half-size messages) with bf16 buffers ---- */
+
+/* kernels/bf16.h, the bf16 test ops' rounding: to nearest, ties to even,
+ * overflow to infinity, NaN kept, widening exact. */
+START_TEST(test_bf16_rounding) {
+    float one = 1.0f, tie_lo = 1.0f + 0x1p-8f, tie_hi = 1.0f + 3 * 0x1p-8f;
+    float above = 1.0f + 0x1p-8f + 0x1p-20f;
+    ck_assert(zb_bf16_to_f32(zb_bf16_from_f32(one)) == 1.0f);
+    ck_assert(zb_bf16_to_f32(zb_bf16_from_f32(tie_lo)) == 1.0f); /* even */
+    ck_assert(zb_bf16_to_f32(zb_bf16_from_f32(tie_hi)) == 1.0f + 0x1p-6f);
+    ck_assert(zb_bf16_to_f32(zb_bf16_from_f32(above)) == 1.0f + 0x1p-7f);
+    ck_assert(zb_bf16_to_f32(zb_bf16_from_f32(-tie_lo)) == -1.0f);
+    ck_assert(isinf(zb_bf16_to_f32(zb_bf16_from_f32(3.4e38f))));
+    ck_assert(isnan(zb_bf16_to_f32(zb_bf16_from_f32(NAN))));
+    ck_assert(signbit(zb_bf16_to_f32(zb_bf16_from_f32(-0.0f))));
+    for (uint32_t h = 0; h < 0x7f80; h += 37) /* every finite bf16 is exact */
+        ck_assert_uint_eq(zb_bf16_from_f32(zb_bf16_to_f32((uint16_t)h)), h);
+}
+END_TEST
+
+static size_t al(size_t bytes, size_t a) { return (bytes + a - 1) / a * a; }
+
+/* The activation peak of spec s on one rank (pp 1, tp 1) under the
+ * all-F-then-B-then-W list (all m microbatches held), from gpt.h's table
+ * alone: activations es bytes an element, LayerNorm statistics fp32, every
+ * buffer aligned to a bytes; the CPU attention keeps its probabilities
+ * [B, NH, T, T] as activations (recompute none only). */
+static double expect_peak(const spec *s, size_t es, size_t a) {
+    size_t N = (size_t)s->B * s->T, C = s->C, L = s->layers;
+    size_t nc = al(N * C * es, a), stat = al(N * sizeof(float), a);
+    size_t qkv = al(3 * N * C * es, a), nf = al(N * s->F * es, a);
+    size_t att = s->rc == ZB_RECOMPUTE_NONE
+                     ? al((size_t)s->B * s->NH * s->T * s->T * es, a)
+                     : 0;
+    /* ln1 atty res2 ln2, 2 x (mean, rstd), qkv, att, fch fch_gelu; then
+     * dres2 dln2 dln1, dqkv, dfch */
+    size_t layer = 4 * nc + 4 * stat + qkv + att + 2 * nf + 3 * nc + qkv + nf;
+    /* lnf dlnf, its statistics, dlogits [N, V] */
+    size_t head = 2 * nc + 2 * stat + al(N * s->V * es, a);
+    size_t fpart = (L + 1) * nc + nc + head + N * sizeof(int); /* + tokens */
+    size_t bpart = L * nc + L * layer; /* dresid, blocks */
+    return (double)s->m * (double)(fpart + bpart);
+}
+
+/* A layout of spec s run for `steps` steps (AdamW between them) with fp32
+ * or bf16 activations; loss[t] of each. */
+typedef struct {
+    layout_run lr;
+    double loss[4];
+} bf_run;
+
+static void layout_again(layout_run *lr, const spec *s, bool split) {
+    if (s->tp == 1) {
+        lr->loss = run_step(lr->st, &lr->plan, lr->args[0].tok,
+                            lr->args[0].tgt, split);
+        return;
+    }
+    pthread_t th[MAXR];
+    for (int r = 0; r < s->tp; r++)
+        ck_assert_int_eq(pthread_create(&th[r], NULL, tp_thread, &lr->args[r]), 0);
+    for (int r = 0; r < s->tp; r++) pthread_join(th[r], NULL);
+    lr->loss = lr->args[0].loss;
+}
+
+static void bf_layout(bf_run *b, const spec *s, bool bf16, const int *tok,
+                      const int *tgt, bool split, int steps) {
+    if (bf16) setenv("ZB_ACT_BF16", "1", 1);
+    layout_step(&b->lr, s, tok, tgt, split);
+    unsetenv("ZB_ACT_BF16");
+    b->lr.args[0].tok = tok; /* for layout_again at tp 1 */
+    b->lr.args[0].tgt = tgt;
+    b->loss[0] = b->lr.loss;
+    zb_err err;
+    for (int t = 1; t < steps; t++) {
+        if (s->tp == 1) sync_tied(b->lr.st, s->pp);
+        for (int r = 0; r < layout_ranks(s); r++)
+            ck_assert_msg(zb_stage_adamw(b->lr.st[r], 1e-2f, 1.0f, t, &err) ==
+                          ZB_OK, "%s", err.msg);
+        layout_again(&b->lr, s, split);
+        b->loss[t] = b->lr.loss;
+    }
+}
+
+/* Largest |a - b| of rank r's gradients over the largest |b|. */
+static double grad_rel_diff(zb_stage *a, zb_stage *b) {
+    size_t na, nb;
+    float *ga = zb_stage_grads(a, &na), *gb = zb_stage_grads(b, &nb);
+    ck_assert_uint_eq(na, nb);
+    double d = 0, mx = 0;
+    for (size_t i = 0; i < na; i++) {
+        d = fmax(d, fabs((double)ga[i] - gb[i]));
+        mx = fmax(mx, fabs((double)gb[i]));
+    }
+    return mx > 0 ? d / mx : d;
+}
+
+/* Layout s, 3 steps, with fp32 and twice with bf16 activations: bf16 is
+ * deterministic (bit for bit twice), differs from fp32 (so it did store
+ * bf16) by less than bf16 rounding explains (losses 1e-3 relative,
+ * gradients 5e-2 of the largest), and a pipeline layout gives the bf16
+ * one-stage run's first loss exactly (a message of the wrong size or a
+ * stride in floats would not). */
+static void check_bf16(spec s, bool split) {
+    enum { STEPS = 3 };
+    size_t n = (size_t)s.m * s.B * s.T;
+    int *tok = calloc(n, sizeof *tok), *tgt = calloc(n, sizeof *tgt);
+    make_tokens(&s, tok, tgt);
+    bf_run f, a, b, one;
+    bf_layout(&f, &s, false, tok, tgt, split, STEPS);
+    bf_layout(&a, &s, true, tok, tgt, split, STEPS);
+    bf_layout(&b, &s, true, tok, tgt, split, STEPS);
+    spec s1 = s;
+    s1.pp = s1.v = s1.tp = 1;
+    s1.pl = ZB_PLACE_LOOP;
+    memset(s1.split, 0, sizeof s1.split);
+    s1.split[0] = s.layers;
+    bf_layout(&one, &s1, true, tok, tgt, split, 1);
+    bool differs = false;
+    for (int t = 0; t < STEPS; t++) {
+        ck_assert_msg(a.loss[t] == b.loss[t], "step %d: bf16 loss %.9g then "
+                      "%.9g", t, a.loss[t], b.loss[t]);
+        double rel = fabs(a.loss[t] - f.loss[t]) / f.loss[t];
+        ck_assert_msg(rel < 1e-3, "step %d: bf16 loss %.9g, fp32 %.9g", t,
+                      a.loss[t], f.loss[t]);
+        differs |= rel > 0;
+    }
+    double rel1 = fabs(a.loss[0] - one.loss[0]) / one.loss[0];
+    ck_assert_msg(s.tp > 1 ? rel1 < 1e-5 : rel1 == 0, "bf16 layout loss %.9g, "
+                  "one stage %.9g", a.loss[0], one.loss[0]);
+    for (int r = 0; r < layout_ranks(&s); r++) {
+        size_t na, nb;
+        float *pa = zb_stage_params(a.lr.st[r], &na);
+        float *pb = zb_stage_params(b.lr.st[r], &nb);
+        ck_assert(na == nb && memcmp(pa, pb, na * sizeof *pa) == 0);
+        ck_assert_double_eq(grad_rel_diff(a.lr.st[r], b.lr.st[r]), 0);
+        double g = grad_rel_diff(a.lr.st[r], f.lr.st[r]);
+        ck_assert_msg(g < 5e-2, "rank %d: bf16 gradients off fp32 by %.3g of "
+                      "the largest", r, g);
+        differs |= g > 0;
+        ck_assert_uint_eq(zb_stage_msg_floats(a.lr.st[r]),
+                          (size_t)s.B * s.T * s.C / 2);
+    }
+    ck_assert_msg(differs, "bf16 storage gave the fp32 results");
+    bf_run *all[] = {&f, &a, &b};
+    for (int k = 0; k < 3; k++) layout_free(&all[k]->lr, &s);
+    layout_free(&one.lr, &s1);
+    free(tok);
+    free(tgt);
+}
+
+START_TEST(test_bf16_pp1) { check_bf16(base_spec(3), true); }
+END_TEST
+
+START_TEST(test_bf16_v_two_ranks) { /* zb-v's placement */
+    spec s = base_spec(4);
+    s.pp = 2;
+    s.v = 2;
+    s.pl = ZB_PLACE_V;
+    for (int i = 0; i < 4; i++) s.split[i] = 1;
+    check_bf16(s, true);
+    check_bf16(s, false);
+}
+END_TEST
+
+START_TEST(test_bf16_interleaved) {
+    spec s = base_spec(4);
+    s.pp = 2;
+    s.v = 2;
+    for (int i = 0; i < 4; i++) s.split[i] = 1;
+    check_bf16(s, true);
+}
+END_TEST
+
+START_TEST(test_bf16_tp2_vocab_padding) {
+    spec s = base_spec(2);
+    s.NH = 4;
+    s.C = 16;
+    s.F = 24;
+    s.tp = 2; /* V = 13: vocabulary padding on rank 1 */
+    check_bf16(s, true);
+    s.tied = false;
+    check_bf16(s, false);
+}
+END_TEST
+
+/* Recompute selective and full under bf16: recompute none's bits, less
+ * memory (check_recompute), on one stage, zb-v's placement and TP 2. */
+START_TEST(test_bf16_recompute) {
+    setenv("ZB_ACT_BF16", "1", 1);
+    check_recompute(base_spec(3));
+    spec s = base_spec(4);
+    s.pp = 2;
+    s.v = 2;
+    s.pl = ZB_PLACE_V;
+    for (int i = 0; i < 4; i++) s.split[i] = 1;
+    check_recompute(s);
+    s = base_spec(2);
+    s.NH = 4;
+    s.C = 16;
+    s.F = 24;
+    s.tp = 2;
+    check_recompute(s);
+    unsetenv("ZB_ACT_BF16");
+}
+END_TEST
+
+/* The bytes a bf16 stage holds: its activation peak is exactly what the
+ * carve of gpt.h's table gives with 2-byte elements and 16-byte
+ * alignment (and the fp32 stage's with 4 and 4), for every recompute
+ * setting; bf16 is under 60% of fp32 on these small shapes (the fp32
+ * statistics and the alignment keep it above half); the static bytes hold
+ * the GEMMs' bf16 copy of the weights (2 more bytes a parameter). */
+START_TEST(test_bf16_bytes) {
+    for (int rc = 0; rc < 3; rc++) {
+        spec s = base_spec(2);
+        s.rc = (zb_recompute)rc;
+        size_t n = (size_t)s.m * s.B * s.T;
+        int *tok = calloc(n, sizeof *tok), *tgt = calloc(n, sizeof *tgt);
+        make_tokens(&s, tok, tgt);
+        bf_run f, b;
+        bf_layout(&f, &s, false, tok, tgt, true, 1);
+        bf_layout(&b, &s, true, tok, tgt, true, 1);
+        double pf = zb_stage_act_peak_bytes(f.lr.st[0]);
+        double pb = zb_stage_act_peak_bytes(b.lr.st[0]);
+        ck_assert_msg(pf == expect_peak(&s, 4, 4), "recompute %d fp32: peak %g, "
+                      "expected %g", rc, pf, expect_peak(&s, 4, 4));
+        ck_assert_msg(pb == expect_peak(&s, 2, 16), "recompute %d bf16: peak "
+                      "%g, expected %g", rc, pb, expect_peak(&s, 2, 16));
+        ck_assert_msg(pb < 0.6 * pf, "recompute %d: bf16 %g, fp32 %g", rc, pb,
+                      pf);
+        size_t np;
+        zb_stage_params(b.lr.st[0], &np);
+        ck_assert(zb_stage_static_bytes(f.lr.st[0]) == 16.0 * (double)np);
+        ck_assert(zb_stage_static_bytes(b.lr.st[0]) == 18.0 * (double)np);
+        layout_free(&f.lr, &s);
+        layout_free(&b.lr, &s);
+        free(tok);
+        free(tgt);
+    }
+}
+END_TEST
+
 static Suite *stage_suite(void) {
     Suite *s = suite_create("stage");
     TCase *tc = tcase_create("core");
@@ -1003,6 +1252,13 @@ static Suite *stage_suite(void) {
     tcase_add_test(tc, test_grad_sumsq_dp);
     tcase_add_test(tc, test_checkpoint);
     tcase_add_test(tc, test_init);
+    tcase_add_test(tc, test_bf16_rounding);
+    tcase_add_test(tc, test_bf16_bytes);
+    tcase_add_test(tc, test_bf16_pp1);
+    tcase_add_test(tc, test_bf16_v_two_ranks);
+    tcase_add_test(tc, test_bf16_interleaved);
+    tcase_add_test(tc, test_bf16_tp2_vocab_padding);
+    tcase_add_test(tc, test_bf16_recompute);
     suite_add_tcase(s, tc);
     return s;
 }
