@@ -410,11 +410,9 @@ static void print_header(const args *a, const zb_plan *plan, int threads,
         printf("note: the cpu backend computes in fp32 and does not run "
                "sequence parallelism; the plan's precision and sequence "
                "parallelism shape only its predictions\n");
-    if (!strcmp(a->backend, "cuda") &&
-        (t->precision != ZB_PREC_FP32 || t->sequence_parallel))
-        printf("note: the cuda backend stores activations in fp32 (bf16 "
-               "plans get bf16 tensor-core GEMMs) and does not run sequence "
-               "parallelism; the plan's sequence parallelism shapes only its "
+    if (!strcmp(a->backend, "cuda") && t->sequence_parallel)
+        printf("note: the cuda backend does not run sequence parallelism; "
+               "the plan's sequence parallelism shapes only its "
                "predictions\n");
     if (t->tp_overlap || t->dp_overlap)
         printf("note: zbrun runs TP and DP collectives between passes, not "
