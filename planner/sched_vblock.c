@@ -148,13 +148,17 @@ static zb_status try_block(best_state *B, const int (*t)[4], int level,
         ZB_TRY(consider(B, q, err));
     }
     ZB_TRY(zb_vblock_order(B->p, B->m, t, "zb-auto-v", &s, err));
-    zb_status st = ZB_OK;
-    for (int b_first = 0; b_first < 2 && st == ZB_OK; b_first++) {
-        zb_err e2;
-        st = zb_vsqueeze(&s, &q, b_first, &e2);
-        if (st == ZB_ENOMEM) st = zb_fail(err, st, "%s", e2.msg);
-        else if (st == ZB_OK) st = consider(B, q, err);
-        else st = ZB_OK; /* a block that deadlocks: nothing to squeeze */
+    zb_schedule qb;
+    zb_err e2;
+    zb_status st = zb_vsqueeze(&s, &q, &qb, &e2);
+    if (st == ZB_ENOMEM) {
+        st = zb_fail(err, st, "%s", e2.msg);
+    } else if (st == ZB_OK) {
+        st = consider(B, q, err);
+        if (st == ZB_OK) st = consider(B, qb, err);
+        else zb_schedule_free(&qb);
+    } else {
+        st = ZB_OK; /* a block that deadlocks: nothing to squeeze */
     }
     if (st == ZB_OK) return consider(B, s, err);
     zb_schedule_free(&s);

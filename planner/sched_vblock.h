@@ -25,11 +25,12 @@ zb_status zb_vblock_order(int p, int m, const int (*t)[4], const char *name,
                           zb_schedule *out, zb_err *err);
 
 /* Pull the passes of a split V schedule into idle unit slots without
- * raising any rank's unit-model peak (sched_vsqueeze.c); b_first then also
- * pulls B into the slots W held and puts W only into what is left idle.
- * out is initialised by the call. */
-zb_status zb_vsqueeze(const zb_schedule *in, zb_schedule *out, bool b_first,
-                      zb_err *err);
+ * raising any rank's unit-model peak (sched_vsqueeze.c) into out; out_b
+ * (may be NULL) gets the same squeeze then also B pulled into the slots W
+ * held and W put only into what is left idle (b_first). Both are
+ * initialised by the call (and freed again on an error). */
+zb_status zb_vsqueeze(const zb_schedule *in, zb_schedule *out,
+                      zb_schedule *out_b, zb_err *err);
 
 /* Block t's order reordered in the unit model (sched_vreorder.c): passes
  * pulled into earlier free slots within the largest rank's unit peak, the

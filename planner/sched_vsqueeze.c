@@ -51,11 +51,14 @@ static void move(grid *G, int r, int from, int to, int delta) {
     for (int t = to; t < from; t++) mem[t] += delta;
 }
 
-static int fits(const grid *G, int r, int from, int to) {
+/* Lowest slot an F at slot from may move to on rank r: the unit memory
+ * of every slot it passes (to .. from-1) rises by one and must stay within
+ * the rank's peak, so it cannot pass the last slot already at the peak. */
+static int lowest_f(const grid *G, int r, int from) {
     const int *mem = G->mem + (size_t)r * G->T;
-    for (int t = to; t < from; t++)
-        if (mem[t] + 1 > G->peak[r]) return 0;
-    return 1;
+    int t = from - 1;
+    while (t >= 0 && mem[t] + 1 <= G->peak[r]) t--;
+    return t + 1;
 }
 
 /* b_first: take the W out and pull each B into the first idle slot after
@@ -107,10 +110,62 @@ static zb_status emit(const grid *G, const zb_schedule *in, int r, bool b_first,
     return ZB_OK;
 }
 
-zb_status zb_vsqueeze(const zb_schedule *in, zb_schedule *out, bool b_first,
-                      zb_err *err) {
+/* The grid of the input's unit-model timing res: each pass at its slot,
+ * each rank's unit memory and peak. G's arrays are allocated and zeroed. */
+static void fill_grid(grid *G, const zb_schedule *in, const zb_sim_result *res) {
+    for (int r = 0; r < G->p; r++) {
+        int *mem = G->mem + (size_t)r * G->T;
+        for (int i = 0; i < in->len[r]; i++) {
+            const zb_action *a = &in->acts[r][i];
+            int t = (int)res->start[res->off[r] + i];
+            G->occ[(size_t)r * G->T + t] = i + 1;
+            *cell(G, zb_vstage(in, r, a->chunk), a->mb, a->pass) = t;
+            mem[t] = a->pass == ZB_F ? 1 : a->pass == ZB_W ? -1 : 0;
+        }
+        for (int t = 0; t < G->T; t++) {
+            if (t) mem[t] += mem[t - 1];
+            if (mem[t] > G->peak[r]) G->peak[r] = mem[t];
+        }
+    }
+}
+
+/* In order of slot: pull each pass to the first idle slot it may take (an
+ * F not past the last slot at its rank's peak, lowest_f). */
+static void squeeze(grid *G, const zb_schedule *in) {
+    for (int t = 0; t < G->T; t++)
+        for (int r = 0; r < G->p; r++) {
+            int i = G->occ[(size_t)r * G->T + t] - 1;
+            if (i < 0) continue;
+            const zb_action *a = &in->acts[r][i];
+            int s = zb_vstage(in, r, a->chunk);
+            int to = earliest(G, s, a->mb, a->pass);
+            if (a->pass == ZB_F && to < t) {
+                int lo = lowest_f(G, r, t);
+                if (lo > to) to = lo;
+            }
+            for (; to < t; to++) {
+                if (G->occ[(size_t)r * G->T + to]) continue;
+                move(G, r, t, to, a->pass == ZB_F ? 1 : a->pass == ZB_W ? -1 : 0);
+                *cell(G, s, a->mb, a->pass) = to;
+                break;
+            }
+        }
+}
+
+/* Every rank's order from the grid into out (initialised here). */
+static zb_status emit_all(const grid *G, const zb_schedule *in, bool b_first,
+                          int *wq, zb_schedule *out, zb_err *err) {
+    ZB_TRY(zb_schedule_init(out, in->name, G->p, G->m, 2, ZB_PLACE_V, in->len[0], err));
+    zb_status st = ZB_OK;
+    for (int r = 0; r < G->p && st == ZB_OK; r++) st = emit(G, in, r, b_first, wq, out, err);
+    return st;
+}
+
+zb_status zb_vsqueeze(const zb_schedule *in, zb_schedule *out,
+                      zb_schedule *out_b, zb_err *err) {
     int p = in->p, m = in->m, n = 2 * p;
     memset(out, 0, sizeof *out);
+    if (out_b) memset(out_b, 0, sizeof *out_b);
     zb_costs c;
     ZB_TRY(zb_costs_uniform(&c, n, 1, 1, 1, 0, 1, 1, err));
     zb_sim_result res;
@@ -123,49 +178,25 @@ zb_status zb_vsqueeze(const zb_schedule *in, zb_schedule *out, bool b_first,
     grid G = {p, m, (int)res.last_end + 1, NULL, NULL, NULL, NULL};
     G.slot = zb_calloc((size_t)n * m * 3, sizeof(int), err);
     G.occ = zb_calloc(2 * (size_t)p * G.T + (size_t)p, sizeof(int), err);
-    if (!G.slot || !G.occ) st = ZB_ENOMEM;
+    int *wq = zb_calloc(2 * (size_t)m, sizeof(int), err);
+    if (!G.slot || !G.occ || !wq) st = ZB_ENOMEM;
     if (st == ZB_OK) {
         G.mem = G.occ + (size_t)p * G.T, G.peak = G.mem + (size_t)p * G.T;
-        for (int r = 0; r < p; r++) {
-            int *mem = G.mem + (size_t)r * G.T;
-            for (int i = 0; i < in->len[r]; i++) {
-                const zb_action *a = &in->acts[r][i];
-                int t = (int)res.start[res.off[r] + i];
-                G.occ[(size_t)r * G.T + t] = i + 1;
-                *cell(&G, zb_vstage(in, r, a->chunk), a->mb, a->pass) = t;
-                mem[t] = a->pass == ZB_F ? 1 : a->pass == ZB_W ? -1 : 0;
-            }
-            for (int t = 0; t < G.T; t++) {
-                if (t) mem[t] += mem[t - 1];
-                if (mem[t] > G.peak[r]) G.peak[r] = mem[t];
-            }
+        fill_grid(&G, in, &res);
+        squeeze(&G, in);
+        st = emit_all(&G, in, false, wq, out, err);
+        if (st == ZB_OK && out_b) {
+            pull_b(&G, in);
+            st = emit_all(&G, in, true, wq, out_b, err);
         }
-        /* in order of slot: pull each pass to the first idle slot it may take */
-        for (int t = 0; t < G.T; t++)
-            for (int r = 0; r < p; r++) {
-                int i = G.occ[(size_t)r * G.T + t] - 1;
-                if (i < 0) continue;
-                const zb_action *a = &in->acts[r][i];
-                int s = zb_vstage(in, r, a->chunk);
-                for (int to = earliest(&G, s, a->mb, a->pass); to < t; to++) {
-                    if (G.occ[(size_t)r * G.T + to]) continue;
-                    if (a->pass == ZB_F && !fits(&G, r, t, to)) continue;
-                    move(&G, r, t, to, a->pass == ZB_F ? 1 : a->pass == ZB_W ? -1 : 0);
-                    *cell(&G, s, a->mb, a->pass) = to;
-                    break;
-                }
-            }
-        if (b_first) pull_b(&G, in);
-        int *wq = st == ZB_OK ? zb_calloc(2 * (size_t)m, sizeof(int), err) : NULL;
-        if (!wq) st = ZB_ENOMEM;
-        if (st == ZB_OK)
-            st = zb_schedule_init(out, in->name, p, m, 2, ZB_PLACE_V, in->len[0], err);
-        for (int r = 0; r < p && st == ZB_OK; r++) st = emit(&G, in, r, b_first, wq, out, err);
-        free(wq);
     }
+    free(wq);
     free(G.slot);
     free(G.occ);
     zb_sim_result_free(&res);
-    if (st != ZB_OK) zb_schedule_free(out);
+    if (st != ZB_OK) {
+        zb_schedule_free(out);
+        if (out_b) zb_schedule_free(out_b);
+    }
     return st;
 }
