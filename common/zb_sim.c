@@ -249,40 +249,47 @@ static double ready_time(const zb_schedule *s, const zb_costs *c,
     }
 }
 
-/* Run action a at time t0 on rank r: record its end and memory. */
-static double run_action(const zb_costs *c, zb_sim_ws *ws, int r, int vs,
-                         int m, const zb_action *a, double t0) {
+/* One rank's running state (the hot loop keeps it in registers). */
+typedef struct {
+    double free_at, mem, first, busy, peak;
+} rank_state;
+
+/* Run action a at time t0 on a rank in state st: record its end and
+ * memory. */
+static inline double run_action(const zb_costs *c, zb_sim_ws *ws,
+                                rank_state *st, int vs, int m,
+                                const zb_action *a, double t0) {
     size_t cell = (size_t)vs * m + a->mb;
     double d;
     switch (a->pass) {
     case ZB_F:
         d = c->t_f[vs];
         ws->end_f[cell] = t0 + d;
-        ws->mem[r] += c->m_b[vs];
+        st->mem += c->m_b[vs];
         break;
     case ZB_B:
         d = c->t_b[vs];
         ws->end_b[cell] = t0 + d;
-        ws->mem[r] -= c->m_b[vs] - c->m_w[vs];
+        st->mem -= c->m_b[vs] - c->m_w[vs];
         break;
     case ZB_W:
         d = c->t_w[vs];
         ws->end_w[cell] = t0 + d;
-        ws->mem[r] -= c->m_w[vs];
+        st->mem -= c->m_w[vs];
         break;
     default: /* BW: its B part holds m_w - m_b more until its W part */
         d = c->t_b[vs] + c->t_w[vs];
         ws->end_b[cell] = ws->end_w[cell] = t0 + d;
         if (c->m_w[vs] > c->m_b[vs] &&
-            ws->mem[r] + (c->m_w[vs] - c->m_b[vs]) > ws->peak[r])
-            ws->peak[r] = ws->mem[r] + (c->m_w[vs] - c->m_b[vs]);
-        ws->mem[r] -= c->m_b[vs];
+            st->mem + (c->m_w[vs] - c->m_b[vs]) > st->peak)
+            st->peak = st->mem + (c->m_w[vs] - c->m_b[vs]);
+        st->mem -= c->m_b[vs];
         break;
     }
     /* B can raise memory too (m_w > m_b under full recompute, where B
      * rebuilds what W needs) */
-    if (ws->mem[r] > ws->peak[r]) ws->peak[r] = ws->mem[r];
-    ws->busy[r] += d;
+    if (st->mem > st->peak) st->peak = st->mem;
+    st->busy += d;
     return t0 + d;
 }
 
@@ -337,13 +344,44 @@ static inline void wake(zb_sim_ws *ws, const zb_schedule *s, int n, int r,
     }
 }
 
+/* Rank r runs as far as its dependencies allow; returns the passes run.
+ * start/end may be NULL. */
+static int advance(const zb_schedule *s, const zb_costs *c, zb_sim_ws *ws,
+                   int r, const int *off, double *start, double *end,
+                   int *top) {
+    int n = s->p * s->v, m = s->m, i = ws->idx[r], i0 = i, len = s->len[r];
+    const zb_action *acts = s->acts[r];
+    const int *vs_of = ws->vs_of + (size_t)r * s->v;
+    rank_state st = {ws->free_at[r], ws->mem[r], ws->first[r], ws->busy[r],
+                     ws->peak[r]};
+    for (; i < len; i++) {
+        const zb_action *a = &acts[i];
+        int vs = vs_of[a->chunk];
+        double ready = ready_at(ws, n, m, vs, a);
+        if (ready < 0) break;
+        double t0 = ready > st.free_at ? ready : st.free_at;
+        if (st.first < 0) st.first = t0;
+        double t1 = run_action(c, ws, &st, vs, m, a, t0);
+        st.free_at = t1;
+        if (start) {
+            start[off[r] + i] = t0;
+            end[off[r] + i] = t1;
+        }
+        wake(ws, s, n, r, vs, a->pass, top);
+    }
+    ws->idx[r] = i;
+    ws->free_at[r] = st.free_at, ws->mem[r] = st.mem, ws->first[r] = st.first;
+    ws->busy[r] = st.busy, ws->peak[r] = st.peak;
+    return i - i0;
+}
+
 /* The simulation proper. start/end may be NULL (fast path). Each rank
  * advances until its next pass waits; a pass that ends wakes the rank that
  * may wait for it. Times depend only on the DAG, not on this order. */
 static zb_status sim_core(const zb_schedule *s, const zb_costs *c,
                           zb_sim_ws *ws, const int *off, double *start,
                           double *end, zb_err *err) {
-    int p = s->p, n = p * s->v, m = s->m, top = 0, v = s->v;
+    int p = s->p, n = p * s->v, m = s->m, top = 0;
     if (c->n != n)
         return zb_fail(err, ZB_EINPUT, "costs cover %d virtual stages, the "
                        "schedule has %d", c->n, n);
@@ -364,23 +402,7 @@ static zb_status sim_core(const zb_schedule *s, const zb_costs *c,
     while (top > 0) {
         int r = ws->todo[--top];
         ws->on_stack[r] = 0;
-        while (ws->idx[r] < s->len[r]) {
-            const zb_action *a = &s->acts[r][ws->idx[r]];
-            int vs = ws->vs_of[r * v + a->chunk];
-            double ready = ready_at(ws, n, m, vs, a);
-            if (ready < 0) break;
-            double t0 = ready > ws->free_at[r] ? ready : ws->free_at[r];
-            if (ws->first[r] < 0) ws->first[r] = t0;
-            double t1 = run_action(c, ws, r, vs, m, a, t0);
-            ws->free_at[r] = t1;
-            if (start) {
-                start[off[r] + ws->idx[r]] = t0;
-                end[off[r] + ws->idx[r]] = t1;
-            }
-            ws->idx[r]++;
-            remaining--;
-            wake(ws, s, n, r, vs, a->pass, &top);
-        }
+        remaining -= advance(s, c, ws, r, off, start, end, &top);
     }
     return remaining > 0 ? deadlock(s, c, ws, err) : ZB_OK;
 }
