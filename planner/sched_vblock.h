@@ -59,4 +59,31 @@ zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
                          long budget, int reorder, zb_schedule *out,
                          int *found, zb_err *err);
 
+/* Building blocks to try, in order: block i's slots are t[i*p .. i*p+p-1],
+ * its reorder level level[i] (1: V-Min, V-Half; 2: the uniform-offset
+ * ones). */
+typedef struct {
+    int p, n, cap;
+    int (*t)[4];     /* [cap * p] */
+    int *level;      /* [cap] */
+} zb_vblock_list;
+
+/* zb_vblock_best's list for (p, m, budget, reorder): V-Min, V-Half, then
+ * the uniform-offset blocks until the budget is spent. L is initialised
+ * by the call; free it with zb_vblock_list_free. */
+zb_status zb_vblock_list_make(int p, int m, long budget, int reorder,
+                              zb_vblock_list *L, zb_err *err);
+void zb_vblock_list_free(zb_vblock_list *L);
+
+/* The best order over L's blocks (sched_vblock_eval.c): each block's
+ * order reordered (when reorder >= its level), squeezed, squeezed B-first
+ * and as laid out, timed with costs c; the shortest longest span within
+ * mem_limit, then the earlier last end, then the first in that order.
+ * The blocks are shared out to `threads` threads (0: one per core of the
+ * machine, at most 8); the result does not depend on how many. *found is
+ * 0 when none fits or on an error (out untouched). */
+zb_status zb_vblock_eval(const zb_vblock_list *L, int m, const zb_costs *c,
+                         double mem_limit, int reorder, int threads,
+                         zb_schedule *out, int *found, zb_err *err);
+
 #endif
