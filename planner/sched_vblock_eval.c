@@ -6,23 +6,19 @@
  * B-first (zb_vsqueeze) and as laid out (zb_vblock_order). Every order is
  * timed by zb_simulate_fast with the real costs; the best is the one with
  * the shortest longest span, then the earlier last end, within the memory
- * limit, and among equals the first in sequence (block by block). Threads
- * take blocks in turn from a shared counter and keep their own best with its
- * sequence number; the bests then merge by (span, end, sequence), so the
- * result is the one a single pass over the list in order would keep, on
- * any number of threads.
+ * limit, and among equals the first in sequence (block by block). The
+ * blocks are shared out to threads (par.h); each keeps its own best with
+ * its sequence number and the bests then merge by (span, end, sequence), so
+ * the result is the one a single pass over the list in order would keep,
+ * on any number of threads.
  */
 #include "planner/sched_vblock.h"
 
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-/* Most threads the blocks are shared out to. */
-#define MAX_THREADS 8
+#include "planner/par.h"
 
 typedef struct {
     const zb_vblock_list *L;
@@ -30,18 +26,18 @@ typedef struct {
     const zb_costs *c;
     double limit, tol;
     int reorder;
-    atomic_int next;          /* next block to take */
-    atomic_int failed;        /* a thread ran out of memory: all stop */
+    struct worker *w;         /* [threads] */
 } shared;
 
-typedef struct {
+typedef struct worker {
     shared *sh;
     zb_sim_ws *ws;
     zb_schedule best;
     double span, end;
     long seq;                 /* of best: block * 4 + order */
     int found;
-    zb_status st;
+    zb_status st;             /* of its failed block fail_b */
+    int fail_b;
     zb_err err;
 } worker;
 
@@ -94,19 +90,13 @@ static zb_status try_block(worker *w, int b) {
     return st;
 }
 
-static void *work(void *arg) {
-    worker *w = arg;
-    shared *sh = w->sh;
-    for (;;) {
-        int b = atomic_fetch_add(&sh->next, 1);
-        if (b >= sh->L->n || atomic_load(&sh->failed)) break;
-        w->st = try_block(w, b);
-        if (w->st != ZB_OK) {
-            atomic_store(&sh->failed, 1);
-            break;
-        }
-    }
-    return NULL;
+/* zb_par_fn: block b on worker `worker`. */
+static zb_status work(void *arg, int b, int worker) {
+    shared *sh = arg;
+    struct worker *w = &sh->w[worker];
+    zb_status st = try_block(w, b);
+    if (st != ZB_OK) w->st = st, w->fail_b = b;
+    return st;
 }
 
 /* Is a better than b: span, then end, then sequence. */
@@ -116,45 +106,28 @@ static int before(const worker *a, const worker *b) {
     return a->seq < b->seq;
 }
 
-static int thread_count(int threads, int blocks) {
-    long n = threads > 0 ? threads : sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1) n = 1;
-    if (n > MAX_THREADS) n = MAX_THREADS;
-    return blocks < n ? (blocks > 0 ? blocks : 1) : (int)n;
-}
-
 zb_status zb_vblock_eval(const zb_vblock_list *L, int m, const zb_costs *c,
                          double mem_limit, int reorder, int threads,
                          zb_schedule *out, int *found, zb_err *err) {
     *found = 0;
-    shared sh = {L, m, c, mem_limit, 1e-9 * fmax(1, fabs(mem_limit)), reorder,
-                 0, 0};
-    worker w[MAX_THREADS];
-    pthread_t tid[MAX_THREADS];
-    int nt = thread_count(threads, L->n), started = 1;
+    int nt = zb_par_threads(threads, L->n);
+    worker w[ZB_PAR_MAX];
+    shared sh = {L, m, c, mem_limit, 1e-9 * fmax(1, fabs(mem_limit)), reorder, w};
     memset(w, 0, sizeof w);
+    zb_status st = ZB_OK;
     for (int i = 0; i < nt; i++) {
         w[i].sh = &sh;
-        if (!(w[i].ws = zb_sim_ws_new())) w[i].st = ZB_ENOMEM;
+        if (!(w[i].ws = zb_sim_ws_new()))
+            st = zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
     }
-    for (int i = 0; i < nt; i++)
-        if (w[i].st != ZB_OK) atomic_store(&sh.failed, 1);
-    /* the calling thread is worker 0; a thread that cannot start leaves
-     * its share to the others */
-    for (; started < nt; started++)
-        if (pthread_create(&tid[started], NULL, work, &w[started]) != 0) break;
-    work(&w[0]);
-    for (int i = 1; i < started; i++) pthread_join(tid[i], NULL);
-    zb_status st = ZB_OK;
-    int win = -1;
+    if (st == ZB_OK) st = zb_par_for(L->n, nt, work, &sh);
+    int win = -1, failed = -1;
     for (int i = 0; i < nt; i++) {
-        if (w[i].st != ZB_OK && st == ZB_OK) {
-            st = w[i].st == ZB_ENOMEM && !w[i].err.msg[0]
-                     ? zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory")
-                     : zb_fail(err, w[i].st, "%s", w[i].err.msg);
-        }
+        if (w[i].st != ZB_OK && (failed < 0 || w[i].fail_b < w[failed].fail_b))
+            failed = i;
         if (w[i].found && (win < 0 || before(&w[i], &w[win]))) win = i;
     }
+    if (failed >= 0) st = zb_fail(err, w[failed].st, "%s", w[failed].err.msg);
     for (int i = 0; i < nt; i++) {
         if (w[i].found && (i != win || st != ZB_OK)) zb_schedule_free(&w[i].best);
         zb_sim_ws_free(w[i].ws);
