@@ -48,17 +48,26 @@ static int earliest(grid *G, int s, int mb, int pass) {
 static void move(grid *G, int r, int from, int to, int delta) {
     int *occ = G->occ + (size_t)r * G->T, *mem = G->mem + (size_t)r * G->T;
     occ[to] = occ[from], occ[from] = 0;
-    for (int t = to; t < from; t++) mem[t] += delta;
+    if (delta) /* B moves no memory */
+        for (int t = to; t < from; t++) mem[t] += delta;
 }
 
-/* Lowest slot an F at slot from may move to on rank r: the unit memory
- * of every slot it passes (to .. from-1) rises by one and must stay within
- * the rank's peak, so it cannot pass the last slot already at the peak. */
-static int lowest_f(const grid *G, int r, int from) {
+/* Lowest slot at or above `floor` an F at slot from may move to on rank
+ * r: the unit memory of every slot it passes (to .. from-1) rises by one
+ * and must stay within the rank's peak, so it cannot pass the last slot
+ * already at the peak; floor if no slot in floor .. from-1 is. */
+static int lowest_f(const grid *G, int r, int from, int floor) {
     const int *mem = G->mem + (size_t)r * G->T;
     int t = from - 1;
-    while (t >= 0 && mem[t] + 1 <= G->peak[r]) t--;
+    while (t >= floor && mem[t] + 1 <= G->peak[r]) t--;
     return t + 1;
+}
+
+/* First idle slot of rank r in to .. from-1, or from. */
+static int idle_from(const grid *G, int r, int to, int from) {
+    const int *occ = G->occ + (size_t)r * G->T;
+    while (to < from && occ[to]) to++;
+    return to;
 }
 
 /* b_first: take the W out and pull each B into the first idle slot after
@@ -130,7 +139,8 @@ static void fill_grid(grid *G, const zb_schedule *in, const zb_sim_result *res) 
 }
 
 /* In order of slot: pull each pass to the first idle slot it may take (an
- * F not past the last slot at its rank's peak, lowest_f). */
+ * F not past the last slot at its rank's peak, lowest_f, which is only
+ * looked for above the first idle slot). */
 static void squeeze(grid *G, const zb_schedule *in) {
     for (int t = 0; t < G->T; t++)
         for (int r = 0; r < G->p; r++) {
@@ -138,16 +148,14 @@ static void squeeze(grid *G, const zb_schedule *in) {
             if (i < 0) continue;
             const zb_action *a = &in->acts[r][i];
             int s = zb_vstage(in, r, a->chunk);
-            int to = earliest(G, s, a->mb, a->pass);
+            int to = idle_from(G, r, earliest(G, s, a->mb, a->pass), t);
             if (a->pass == ZB_F && to < t) {
-                int lo = lowest_f(G, r, t);
-                if (lo > to) to = lo;
+                int lo = lowest_f(G, r, t, to);
+                if (lo > to) to = idle_from(G, r, lo, t);
             }
-            for (; to < t; to++) {
-                if (G->occ[(size_t)r * G->T + to]) continue;
+            if (to < t) {
                 move(G, r, t, to, a->pass == ZB_F ? 1 : a->pass == ZB_W ? -1 : 0);
                 *cell(G, s, a->mb, a->pass) = to;
-                break;
             }
         }
 }
