@@ -176,24 +176,39 @@ static zb_status bad_action(zb_err *err, int r, int i, const zb_action *a,
                    what);
 }
 
-/* Every pass exactly once, indices in range. */
+/* Why action a of rank r cannot be taken, given its cell's passes seen so
+ * far (the checks in this order), or NULL. */
+static const char *action_fault(const zb_schedule *s, const zb_action *a,
+                                uint8_t seen) {
+    if (a->pass > ZB_BW) return "unknown pass";
+    if (a->chunk >= s->v) return "chunk out of range";
+    if (a->mb < 0 || a->mb >= s->m) return "microbatch out of range";
+    uint8_t bit = (uint8_t)(1u << a->pass);
+    if (seen & bit) return "repeated pass";
+    if ((bit == SEEN_BW && (seen & (SEEN_B | SEEN_W))) ||
+        (bit != SEEN_F && bit != SEEN_BW && (seen & SEEN_BW)))
+        return "mixes fused BW with split B/W";
+    return NULL;
+}
+
+/* Every pass exactly once, indices in range. The loop tests each action
+ * with one range test and one mask of the passes it clashes with (itself;
+ * BW with B and W, B and W with BW); action_fault names the fault. */
 static zb_status check_passes(const zb_schedule *s, zb_sim_ws *ws, zb_err *err) {
-    int n = s->p * s->v, m = s->m;
+    static const uint8_t clash[4] = {SEEN_F, SEEN_B | SEEN_BW, SEEN_W | SEEN_BW,
+                                     SEEN_BW | SEEN_B | SEEN_W};
+    int n = s->p * s->v, m = s->m, v = s->v;
     memset(ws->seen, 0, (size_t)n * (size_t)m);
     for (int r = 0; r < s->p; r++) {
+        const int *vs_of = ws->vs_of + (size_t)r * v;
         for (int i = 0; i < s->len[r]; i++) {
             const zb_action *a = &s->acts[r][i];
-            if (a->pass > ZB_BW) return bad_action(err, r, i, a, "unknown pass");
-            if (a->chunk >= s->v) return bad_action(err, r, i, a, "chunk out of range");
-            if (a->mb < 0 || a->mb >= m)
-                return bad_action(err, r, i, a, "microbatch out of range");
-            uint8_t bit = (uint8_t)(1u << a->pass);
-            uint8_t *cell = &ws->seen[(size_t)ws->vs_of[r * s->v + a->chunk] * m + a->mb];
-            if (*cell & bit) return bad_action(err, r, i, a, "repeated pass");
-            if ((bit == SEEN_BW && (*cell & (SEEN_B | SEEN_W))) ||
-                (bit != SEEN_F && bit != SEEN_BW && (*cell & SEEN_BW)))
-                return bad_action(err, r, i, a, "mixes fused BW with split B/W");
-            *cell |= bit;
+            if (a->pass > ZB_BW || a->chunk >= v || (unsigned)a->mb >= (unsigned)m)
+                return bad_action(err, r, i, a, action_fault(s, a, 0));
+            uint8_t *cell = &ws->seen[(size_t)vs_of[a->chunk] * m + a->mb];
+            if (*cell & clash[a->pass])
+                return bad_action(err, r, i, a, action_fault(s, a, *cell));
+            *cell |= (uint8_t)(1u << a->pass);
         }
     }
     for (int v = 0; v < n; v++) {

@@ -27,18 +27,18 @@ static zb_status rank_order(zb_schedule *out, int r, int m, const int *t,
         for (int k = 0; k < 4; k++) {
             int d = s - t[k];
             if (d < 0 || d % PERIOD || d / PERIOD >= m) continue;
-            ZB_TRY(zb_schedule_push(out, r, kind_pass[k], d / PERIOD, kind_chunk[k], err));
+            ZB_TRY(zb_sched_put(out, r, kind_pass[k], d / PERIOD, kind_chunk[k], err));
             if (kind_pass[k] == ZB_B) wq[qt++] = kind_chunk[k];
             placed = 1;
         }
         if (!placed && qh < qt) {
             int ch = wq[qh++];
-            ZB_TRY(zb_schedule_push(out, r, ZB_W, nw[ch]++, ch, err));
+            ZB_TRY(zb_sched_put(out, r, ZB_W, nw[ch]++, ch, err));
         }
     }
     while (qh < qt) {
         int ch = wq[qh++];
-        ZB_TRY(zb_schedule_push(out, r, ZB_W, nw[ch]++, ch, err));
+        ZB_TRY(zb_sched_put(out, r, ZB_W, nw[ch]++, ch, err));
     }
     return ZB_OK;
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "planner/sched_internal.h"
 #include "planner/sched_vblock.h"
 
 typedef struct {
@@ -104,17 +105,17 @@ static zb_status emit(const grid *G, const zb_schedule *in, int r, bool b_first,
         int i = occ[t] - 1;
         if (i >= 0) {
             const zb_action *a = &in->acts[r][i];
-            ZB_TRY(zb_schedule_push(out, r, (zb_pass)a->pass, a->mb, a->chunk, err));
+            ZB_TRY(zb_sched_put(out, r, (zb_pass)a->pass, a->mb, a->chunk, err));
             if (b_first && a->pass == ZB_B) wq[qt++] = a->chunk;
             started = 1;
         } else if (started && qh < qt) {
             int ch = wq[qh++];
-            ZB_TRY(zb_schedule_push(out, r, ZB_W, nw[ch]++, ch, err));
+            ZB_TRY(zb_sched_put(out, r, ZB_W, nw[ch]++, ch, err));
         }
     }
     while (qh < qt) {
         int ch = wq[qh++];
-        ZB_TRY(zb_schedule_push(out, r, ZB_W, nw[ch]++, ch, err));
+        ZB_TRY(zb_sched_put(out, r, ZB_W, nw[ch]++, ch, err));
     }
     return ZB_OK;
 }
