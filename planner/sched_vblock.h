@@ -32,6 +32,14 @@ zb_status zb_vblock_order(int p, int m, const int (*t)[4], const char *name,
 zb_status zb_vsqueeze(const zb_schedule *in, zb_schedule *out,
                       zb_schedule *out_b, zb_err *err);
 
+/* The unit-model timing of a complete split V schedule `in` (every pass
+ * one slot, transfers free; each pass at the first slot its rank and its
+ * dependency allow, the slots zb_simulate gives with unit costs): rank r's
+ * action i starts at slot start[off[r] + i] (off[r] = the actions of ranks
+ * before r). Returns the last end slot, -1 if the order deadlocks, -2 when
+ * out of memory. */
+int zb_vunit_times(const zb_schedule *in, const int *off, int *start);
+
 /* Block t's order reordered in the unit model (sched_vreorder.c): passes
  * pulled into earlier free slots within the largest rank's unit peak, the
  * warm-up with the W placed, the cool-down with and without them, then W

@@ -530,6 +530,60 @@ START_TEST(vblock_eval_threads_same_as_sequence) {
 }
 END_TEST
 
+START_TEST(vunit_times_match_the_simulator) {
+    /* every block order of a few shapes, squeezed ones too, and orders
+     * with a rank's list rotated (which may deadlock): the integer unit
+     * timing equals zb_simulate's with unit costs, deadlocks included */
+    int compared = 0, deadlocks = 0;
+    for (int p = 1; p <= 6; p++)
+        for (int m = 1; m <= 2 * p + 1; m += p) {
+            zb_vblock_list L;
+            zb_err err;
+            ck_assert_int_eq(zb_vblock_list_make(p, m, 60000, 2, &L, &err), ZB_OK);
+            zb_costs c;
+            uniform(&c, 2 * p, 1, 1, 1, 0, 1, 1);
+            for (int b = 0; b < L.n; b++) {
+                const int (*t)[4] = (const int (*)[4])L.t + (size_t)b * p;
+                zb_schedule o[3];
+                ck_assert_int_eq(zb_vblock_order(p, m, t, "t", &o[0], &err), ZB_OK);
+                int n = 1;
+                if (zb_vsqueeze(&o[0], &o[1], &o[2], &err) == ZB_OK) n = 3;
+                for (int k = 0; k < n; k++) {
+                    for (int rot = 0; rot < 2; rot++) {
+                        if (rot) { /* rank p-1's list rotated by one */
+                            zb_action *a = o[k].acts[p - 1];
+                            int len = o[k].len[p - 1];
+                            zb_action first = a[0];
+                            memmove(a, a + 1, (size_t)(len - 1) * sizeof *a);
+                            a[len - 1] = first;
+                        }
+                        int off[7] = {0}, start[6 * 6 * 13];
+                        for (int r = 0; r < p; r++) off[r + 1] = off[r] + o[k].len[r];
+                        int last = zb_vunit_times(&o[k], off, start);
+                        zb_sim_result res;
+                        zb_status st = zb_simulate(&o[k], &c, &res, &err);
+                        if (st != ZB_OK) {
+                            ck_assert_int_eq(last, -1);
+                            deadlocks++;
+                        } else {
+                            ck_assert_int_eq(last, (int)res.last_end);
+                            for (int i = 0; i < off[p]; i++)
+                                ck_assert_int_eq(start[i], (int)res.start[i]);
+                            compared++;
+                        }
+                        zb_sim_result_free(&res);
+                    }
+                    zb_schedule_free(&o[k]);
+                }
+            }
+            zb_costs_free(&c);
+            zb_vblock_list_free(&L);
+        }
+    ck_assert_int_gt(compared, 100);
+    ck_assert_int_gt(deadlocks, 0);
+}
+END_TEST
+
 int main(void) {
     Suite *su = suite_create("zb_auto");
     TCase *tc = tcase_create("zb_auto");
@@ -546,6 +600,7 @@ int main(void) {
     tcase_add_test(tc, unbalanced_with_comm_valid);
     tcase_add_test(tc, deterministic);
     tcase_add_test(tc, vblock_eval_threads_same_as_sequence);
+    tcase_add_test(tc, vunit_times_match_the_simulator);
     tcase_add_test(tc, issue9_authors_spans);
     tcase_add_test(tc, paper_configs_not_worse_than_authors);
     suite_add_tcase(su, tc);
