@@ -3,9 +3,9 @@
  * The schedule is a DAG: each rank's list is a chain, plus the cross-stage
  * dependencies. Every pass starts at max(its rank's previous end, its
  * dependency's end + comm), so any evaluation order that respects the DAG
- * gives the same times. We sweep the ranks round-robin, advancing each as
- * far as its dependencies allow; a full sweep with no progress while passes
- * remain is a deadlock.
+ * gives the same times. Each rank advances as far as its dependencies
+ * allow; a pass that ends wakes the one rank whose next pass may wait for
+ * it. Passes left when no rank can advance are a deadlock.
  */
 #include "common/zb_sim.h"
 
@@ -56,40 +56,66 @@ zb_status zb_costs_uniform(zb_costs *c, int n, double tf, double tb, double tw,
 }
 
 /* Reusable scratch: end times of F, B (or BW) and W per (vstage, mb), a
- * bitmask of passes seen per (vstage, mb), and per-rank cursors. */
+ * bitmask of passes seen per (vstage, mb), per-rank cursors, and the
+ * schedule's tables: the virtual stage of each (rank, chunk), the owner
+ * rank of each virtual stage, the transfer time into each virtual stage's
+ * F and B, and the ranks that may advance (a stack; on_stack[r] says r is
+ * on it). */
 struct zb_sim_ws {
-    size_t cells, ranks;
+    size_t cells, ranks, stages;
     double *end_f, *end_b, *end_w;
     uint8_t *seen;
     int *idx;
     double *free_at, *mem, *first, *busy, *peak;
+    int *vs_of;           /* [p * v] virtual stage of (rank, chunk) */
+    int *owner;           /* [n] rank of a virtual stage */
+    double *in_f, *in_b;  /* [n] transfer before F / B of a virtual stage */
+    int *todo;            /* [p] ranks to advance */
+    uint8_t *on_stack;    /* [p] */
     double last_end;      /* of the last zb_simulate_fast */
 };
 
 zb_sim_ws *zb_sim_ws_new(void) { return calloc(1, sizeof(zb_sim_ws)); }
 
-void zb_sim_ws_free(zb_sim_ws *ws) {
-    if (!ws) return;
+static void free_cells(zb_sim_ws *ws) {
     free(ws->end_f);
     free(ws->end_b);
     free(ws->end_w);
     free(ws->seen);
+}
+
+static void free_ranks(zb_sim_ws *ws) {
     free(ws->idx);
     free(ws->free_at);
     free(ws->mem);
     free(ws->first);
     free(ws->busy);
     free(ws->peak);
+    free(ws->todo);
+    free(ws->on_stack);
+}
+
+static void free_stages(zb_sim_ws *ws) {
+    free(ws->vs_of);
+    free(ws->owner);
+    free(ws->in_f);
+    free(ws->in_b);
+}
+
+void zb_sim_ws_free(zb_sim_ws *ws) {
+    if (!ws) return;
+    free_cells(ws);
+    free_ranks(ws);
+    free_stages(ws);
     free(ws);
 }
 
+/* Room for cells (vstage, mb) pairs, ranks ranks and stages virtual
+ * stages (also the (rank, chunk) pairs: as many). */
 static zb_status ws_reserve(zb_sim_ws *ws, size_t cells, size_t ranks,
-                            zb_err *err) {
+                            size_t stages, zb_err *err) {
     if (cells > ws->cells) {
-        free(ws->end_f);
-        free(ws->end_b);
-        free(ws->end_w);
-        free(ws->seen);
+        free_cells(ws);
         ws->end_f = malloc(cells * sizeof(double));
         ws->end_b = malloc(cells * sizeof(double));
         ws->end_w = malloc(cells * sizeof(double));
@@ -98,26 +124,47 @@ static zb_status ws_reserve(zb_sim_ws *ws, size_t cells, size_t ranks,
         if (!ws->end_f || !ws->end_b || !ws->end_w || !ws->seen) goto oom;
     }
     if (ranks > ws->ranks) {
-        free(ws->idx);
-        free(ws->free_at);
-        free(ws->mem);
-        free(ws->first);
-        free(ws->busy);
-        free(ws->peak);
+        free_ranks(ws);
         ws->idx = malloc(ranks * sizeof(int));
         ws->free_at = malloc(ranks * sizeof(double));
         ws->mem = malloc(ranks * sizeof(double));
         ws->first = malloc(ranks * sizeof(double));
         ws->busy = malloc(ranks * sizeof(double));
         ws->peak = malloc(ranks * sizeof(double));
+        ws->todo = malloc(ranks * sizeof(int));
+        ws->on_stack = malloc(ranks);
         ws->ranks = ranks;
         if (!ws->idx || !ws->free_at || !ws->mem || !ws->first || !ws->busy ||
-            !ws->peak) goto oom;
+            !ws->peak || !ws->todo || !ws->on_stack) goto oom;
+    }
+    if (stages > ws->stages) {
+        free_stages(ws);
+        ws->vs_of = malloc(stages * sizeof(int));
+        ws->owner = malloc(stages * sizeof(int));
+        ws->in_f = malloc(stages * sizeof(double));
+        ws->in_b = malloc(stages * sizeof(double));
+        ws->stages = stages;
+        if (!ws->vs_of || !ws->owner || !ws->in_f || !ws->in_b) goto oom;
     }
     return ZB_OK;
 oom:
-    ws->cells = ws->ranks = 0; /* force a fresh allocation next time */
+    ws->cells = ws->ranks = ws->stages = 0; /* a fresh allocation next time */
     return zb_fail(err, ZB_ENOMEM, "out of memory in the simulator");
+}
+
+/* The schedule's tables (see zb_sim_ws): the placement's virtual stages
+ * and owners, and the transfer into each stage (zb_lower_cross). */
+static void fill_tables(const zb_schedule *s, const zb_costs *c, zb_sim_ws *ws) {
+    int p = s->p, n = p * s->v;
+    for (int r = 0; r < p; r++)
+        for (int ch = 0; ch < s->v; ch++)
+            ws->vs_of[r * s->v + ch] = zb_vstage(s, r, ch);
+    for (int vs = 0; vs < n; vs++) {
+        int ch;
+        zb_vstage_owner(s, vs, &ws->owner[vs], &ch);
+        ws->in_f[vs] = vs > 0 && zb_lower_cross(s, vs - 1, vs) ? c->t_comm[vs - 1] : 0.0;
+        ws->in_b[vs] = vs < n - 1 && zb_lower_cross(s, vs, vs + 1) ? c->t_comm[vs] : 0.0;
+    }
 }
 
 enum { SEEN_F = 1, SEEN_B = 2, SEEN_W = 4, SEEN_BW = 8 };
@@ -129,24 +176,39 @@ static zb_status bad_action(zb_err *err, int r, int i, const zb_action *a,
                    what);
 }
 
-/* Every pass exactly once, indices in range. */
+/* Why action a of rank r cannot be taken, given its cell's passes seen so
+ * far (the checks in this order), or NULL. */
+static const char *action_fault(const zb_schedule *s, const zb_action *a,
+                                uint8_t seen) {
+    if (a->pass > ZB_BW) return "unknown pass";
+    if (a->chunk >= s->v) return "chunk out of range";
+    if (a->mb < 0 || a->mb >= s->m) return "microbatch out of range";
+    uint8_t bit = (uint8_t)(1u << a->pass);
+    if (seen & bit) return "repeated pass";
+    if ((bit == SEEN_BW && (seen & (SEEN_B | SEEN_W))) ||
+        (bit != SEEN_F && bit != SEEN_BW && (seen & SEEN_BW)))
+        return "mixes fused BW with split B/W";
+    return NULL;
+}
+
+/* Every pass exactly once, indices in range. The loop tests each action
+ * with one range test and one mask of the passes it clashes with (itself;
+ * BW with B and W, B and W with BW); action_fault names the fault. */
 static zb_status check_passes(const zb_schedule *s, zb_sim_ws *ws, zb_err *err) {
-    int n = s->p * s->v, m = s->m;
+    static const uint8_t clash[4] = {SEEN_F, SEEN_B | SEEN_BW, SEEN_W | SEEN_BW,
+                                     SEEN_BW | SEEN_B | SEEN_W};
+    int n = s->p * s->v, m = s->m, v = s->v;
     memset(ws->seen, 0, (size_t)n * (size_t)m);
     for (int r = 0; r < s->p; r++) {
+        const int *vs_of = ws->vs_of + (size_t)r * v;
         for (int i = 0; i < s->len[r]; i++) {
             const zb_action *a = &s->acts[r][i];
-            if (a->pass > ZB_BW) return bad_action(err, r, i, a, "unknown pass");
-            if (a->chunk >= s->v) return bad_action(err, r, i, a, "chunk out of range");
-            if (a->mb < 0 || a->mb >= m)
-                return bad_action(err, r, i, a, "microbatch out of range");
-            uint8_t bit = (uint8_t)(1u << a->pass);
-            uint8_t *cell = &ws->seen[(size_t)zb_vstage(s, r, a->chunk) * m + a->mb];
-            if (*cell & bit) return bad_action(err, r, i, a, "repeated pass");
-            if ((bit == SEEN_BW && (*cell & (SEEN_B | SEEN_W))) ||
-                (bit != SEEN_F && bit != SEEN_BW && (*cell & SEEN_BW)))
-                return bad_action(err, r, i, a, "mixes fused BW with split B/W");
-            *cell |= bit;
+            if (a->pass > ZB_BW || a->chunk >= v || (unsigned)a->mb >= (unsigned)m)
+                return bad_action(err, r, i, a, action_fault(s, a, 0));
+            uint8_t *cell = &ws->seen[(size_t)vs_of[a->chunk] * m + a->mb];
+            if (*cell & clash[a->pass])
+                return bad_action(err, r, i, a, action_fault(s, a, *cell));
+            *cell |= (uint8_t)(1u << a->pass);
         }
     }
     for (int v = 0; v < n; v++) {
@@ -202,40 +264,47 @@ static double ready_time(const zb_schedule *s, const zb_costs *c,
     }
 }
 
-/* Run action a at time t0 on rank r: record its end and memory. */
-static double run_action(const zb_costs *c, zb_sim_ws *ws, int r, int vs,
-                         int m, const zb_action *a, double t0) {
+/* One rank's running state (the hot loop keeps it in registers). */
+typedef struct {
+    double free_at, mem, first, busy, peak;
+} rank_state;
+
+/* Run action a at time t0 on a rank in state st: record its end and
+ * memory. */
+static inline double run_action(const zb_costs *c, zb_sim_ws *ws,
+                                rank_state *st, int vs, int m,
+                                const zb_action *a, double t0) {
     size_t cell = (size_t)vs * m + a->mb;
     double d;
     switch (a->pass) {
     case ZB_F:
         d = c->t_f[vs];
         ws->end_f[cell] = t0 + d;
-        ws->mem[r] += c->m_b[vs];
+        st->mem += c->m_b[vs];
         break;
     case ZB_B:
         d = c->t_b[vs];
         ws->end_b[cell] = t0 + d;
-        ws->mem[r] -= c->m_b[vs] - c->m_w[vs];
+        st->mem -= c->m_b[vs] - c->m_w[vs];
         break;
     case ZB_W:
         d = c->t_w[vs];
         ws->end_w[cell] = t0 + d;
-        ws->mem[r] -= c->m_w[vs];
+        st->mem -= c->m_w[vs];
         break;
     default: /* BW: its B part holds m_w - m_b more until its W part */
         d = c->t_b[vs] + c->t_w[vs];
         ws->end_b[cell] = ws->end_w[cell] = t0 + d;
         if (c->m_w[vs] > c->m_b[vs] &&
-            ws->mem[r] + (c->m_w[vs] - c->m_b[vs]) > ws->peak[r])
-            ws->peak[r] = ws->mem[r] + (c->m_w[vs] - c->m_b[vs]);
-        ws->mem[r] -= c->m_b[vs];
+            st->mem + (c->m_w[vs] - c->m_b[vs]) > st->peak)
+            st->peak = st->mem + (c->m_w[vs] - c->m_b[vs]);
+        st->mem -= c->m_b[vs];
         break;
     }
     /* B can raise memory too (m_w > m_b under full recompute, where B
      * rebuilds what W needs) */
-    if (ws->mem[r] > ws->peak[r]) ws->peak[r] = ws->mem[r];
-    ws->busy[r] += d;
+    if (st->mem > st->peak) st->peak = st->mem;
+    st->busy += d;
     return t0 + d;
 }
 
@@ -257,49 +326,100 @@ static zb_status deadlock(const zb_schedule *s, const zb_costs *c,
     return zb_fail(err, ZB_EINFEASIBLE, "deadlock");
 }
 
-/* The simulation proper. start/end may be NULL (fast path). */
+/* ready_time from the tables, for the hot loop: the same sums. */
+static inline double ready_at(const zb_sim_ws *ws, int n, int m, int vs,
+                              const zb_action *a) {
+    size_t j = (size_t)a->mb;
+    switch (a->pass) {
+    case ZB_F:
+        if (vs == 0) return 0.0;
+        if (ws->end_f[(size_t)(vs - 1) * m + j] < 0) return -1;
+        return ws->end_f[(size_t)(vs - 1) * m + j] + ws->in_f[vs];
+    case ZB_B:
+    case ZB_BW:
+        if (vs == n - 1) return ws->end_f[(size_t)vs * m + j];
+        if (ws->end_b[(size_t)(vs + 1) * m + j] < 0) return -1;
+        return ws->end_b[(size_t)(vs + 1) * m + j] + ws->in_b[vs];
+    default: /* W */
+        return ws->end_b[(size_t)vs * m + j];
+    }
+}
+
+/* After a pass of virtual stage vs ended on rank r: the rank whose next
+ * pass may have waited for it (the next stage's F, the previous stage's
+ * B) goes back on the stack if it was blocked. */
+static inline void wake(zb_sim_ws *ws, const zb_schedule *s, int n, int r,
+                        int vs, int pass, int *top) {
+    int to = pass == ZB_F ? vs + 1 : pass == ZB_W ? -1 : vs - 1;
+    if (to < 0 || to >= n) return;
+    int q = ws->owner[to];
+    if (q != r && !ws->on_stack[q] && ws->idx[q] < s->len[q]) {
+        ws->on_stack[q] = 1;
+        ws->todo[(*top)++] = q;
+    }
+}
+
+/* Rank r runs as far as its dependencies allow; returns the passes run.
+ * start/end may be NULL. */
+static int advance(const zb_schedule *s, const zb_costs *c, zb_sim_ws *ws,
+                   int r, const int *off, double *start, double *end,
+                   int *top) {
+    int n = s->p * s->v, m = s->m, i = ws->idx[r], i0 = i, len = s->len[r];
+    const zb_action *acts = s->acts[r];
+    const int *vs_of = ws->vs_of + (size_t)r * s->v;
+    rank_state st = {ws->free_at[r], ws->mem[r], ws->first[r], ws->busy[r],
+                     ws->peak[r]};
+    for (; i < len; i++) {
+        const zb_action *a = &acts[i];
+        int vs = vs_of[a->chunk];
+        double ready = ready_at(ws, n, m, vs, a);
+        if (ready < 0) break;
+        double t0 = ready > st.free_at ? ready : st.free_at;
+        if (st.first < 0) st.first = t0;
+        double t1 = run_action(c, ws, &st, vs, m, a, t0);
+        st.free_at = t1;
+        if (start) {
+            start[off[r] + i] = t0;
+            end[off[r] + i] = t1;
+        }
+        wake(ws, s, n, r, vs, a->pass, top);
+    }
+    ws->idx[r] = i;
+    ws->free_at[r] = st.free_at, ws->mem[r] = st.mem, ws->first[r] = st.first;
+    ws->busy[r] = st.busy, ws->peak[r] = st.peak;
+    return i - i0;
+}
+
+/* The simulation proper. start/end may be NULL (fast path). Each rank
+ * advances until its next pass waits; a pass that ends wakes the rank that
+ * may wait for it. Times depend only on the DAG, not on this order. */
 static zb_status sim_core(const zb_schedule *s, const zb_costs *c,
                           zb_sim_ws *ws, const int *off, double *start,
                           double *end, zb_err *err) {
-    int p = s->p, n = p * s->v, m = s->m;
+    int p = s->p, n = p * s->v, m = s->m, top = 0;
     if (c->n != n)
         return zb_fail(err, ZB_EINPUT, "costs cover %d virtual stages, the "
                        "schedule has %d", c->n, n);
     size_t cells = (size_t)n * (size_t)m;
-    ZB_TRY(ws_reserve(ws, cells, (size_t)p, err));
+    ZB_TRY(ws_reserve(ws, cells, (size_t)p, (size_t)n, err));
+    fill_tables(s, c, ws);
     ZB_TRY(check_passes(s, ws, err));
     for (size_t i = 0; i < cells; i++) ws->end_f[i] = ws->end_b[i] = ws->end_w[i] = -1;
-    for (int r = 0; r < p; r++) {
+    for (int r = p - 1; r >= 0; r--) {
         ws->idx[r] = 0;
         ws->free_at[r] = ws->mem[r] = ws->busy[r] = ws->peak[r] = 0;
         ws->first[r] = -1;
+        ws->on_stack[r] = 1;
+        ws->todo[top++] = r;
     }
     int remaining = 0;
     for (int r = 0; r < p; r++) remaining += s->len[r];
-    while (remaining > 0) {
-        int progressed = 0;
-        for (int r = 0; r < p; r++) {
-            while (ws->idx[r] < s->len[r]) {
-                const zb_action *a = &s->acts[r][ws->idx[r]];
-                int vs = zb_vstage(s, r, a->chunk), dp, dv;
-                double ready = ready_time(s, c, ws, vs, a, &dp, &dv);
-                if (ready < 0) break;
-                double t0 = ready > ws->free_at[r] ? ready : ws->free_at[r];
-                if (ws->first[r] < 0) ws->first[r] = t0;
-                double t1 = run_action(c, ws, r, vs, m, a, t0);
-                ws->free_at[r] = t1;
-                if (start) {
-                    start[off[r] + ws->idx[r]] = t0;
-                    end[off[r] + ws->idx[r]] = t1;
-                }
-                ws->idx[r]++;
-                progressed++;
-            }
-        }
-        if (!progressed) return deadlock(s, c, ws, err);
-        remaining -= progressed;
+    while (top > 0) {
+        int r = ws->todo[--top];
+        ws->on_stack[r] = 0;
+        remaining -= advance(s, c, ws, r, off, start, end, &top);
     }
-    return ZB_OK;
+    return remaining > 0 ? deadlock(s, c, ws, err) : ZB_OK;
 }
 
 zb_status zb_simulate_fast(const zb_schedule *s, const zb_costs *c,

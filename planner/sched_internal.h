@@ -3,7 +3,7 @@
  *
  * zb_sched_check_pm checks p and m. zb_sched_begin zeroes *out first, so
  * zb_schedule_free(out) is safe after any failure, then checks p and m and
- * allocates the per-rank lists.
+ * allocates the per-rank lists. zb_sched_put is zb_schedule_push inline.
  */
 #ifndef ZB_SCHED_INTERNAL_H
 #define ZB_SCHED_INTERNAL_H
@@ -33,6 +33,15 @@ static inline zb_status zb_sched_begin(zb_schedule *out, const char *name,
     memset(out, 0, sizeof *out);
     ZB_TRY(zb_sched_check_pm(name, p, m, err));
     return zb_schedule_init(out, name, p, m, v, pl, cap_per_rank, err);
+}
+
+/* zb_schedule_push, written in place while rank r's list has room (the
+ * generators size their lists): for the hot loops. */
+static inline zb_status zb_sched_put(zb_schedule *s, int r, zb_pass pass,
+                                     int mb, int chunk, zb_err *err) {
+    if (s->len[r] == s->cap[r]) return zb_schedule_push(s, r, pass, mb, chunk, err);
+    s->acts[r][s->len[r]++] = (zb_action){(uint8_t)pass, (uint8_t)chunk, 0, mb};
+    return ZB_OK;
 }
 
 /* Finish a generator: on failure release what was built. */

@@ -2,7 +2,6 @@
 #include "planner/sched_vblock.h"
 
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,18 +27,18 @@ static zb_status rank_order(zb_schedule *out, int r, int m, const int *t,
         for (int k = 0; k < 4; k++) {
             int d = s - t[k];
             if (d < 0 || d % PERIOD || d / PERIOD >= m) continue;
-            ZB_TRY(zb_schedule_push(out, r, kind_pass[k], d / PERIOD, kind_chunk[k], err));
+            ZB_TRY(zb_sched_put(out, r, kind_pass[k], d / PERIOD, kind_chunk[k], err));
             if (kind_pass[k] == ZB_B) wq[qt++] = kind_chunk[k];
             placed = 1;
         }
         if (!placed && qh < qt) {
             int ch = wq[qh++];
-            ZB_TRY(zb_schedule_push(out, r, ZB_W, nw[ch]++, ch, err));
+            ZB_TRY(zb_sched_put(out, r, ZB_W, nw[ch]++, ch, err));
         }
     }
     while (qh < qt) {
         int ch = wq[qh++];
-        ZB_TRY(zb_schedule_push(out, r, ZB_W, nw[ch]++, ch, err));
+        ZB_TRY(zb_sched_put(out, r, ZB_W, nw[ch]++, ch, err));
     }
     return ZB_OK;
 }
@@ -105,81 +104,35 @@ static int block_slots(int p, const int pat[4], int d0, int d1, int k0,
     return 1;
 }
 
-typedef struct {
-    int p, m;
-    const zb_costs *c;
-    double limit;
-    zb_sim_ws *ws;
-    zb_schedule *best;
-    double span, end;
-    int found;
-    int reorder;
-} best_state;
-
-/* Score s (consumed): kept in B if the best so far within the limit. */
-static zb_status consider(best_state *B, zb_schedule s, zb_err *err) {
-    double span, peak;
-    zb_err e2;
-    zb_status st = zb_simulate_fast(&s, B->c, B->ws, &span, &peak, &e2);
-    if (st == ZB_ENOMEM) {
-        zb_schedule_free(&s);
-        return zb_fail(err, st, "%s", e2.msg);
+/* Append block t (p ranks) at reorder level `level` to L. */
+static zb_status add_block(zb_vblock_list *L, const int (*t)[4], int level,
+                           zb_err *err) {
+    if (L->n == L->cap) {
+        int nc = L->cap ? 2 * L->cap : 64;
+        int (*nt)[4] = realloc(L->t, (size_t)nc * L->p * sizeof *nt);
+        if (nt) L->t = nt;
+        int *nl = nt ? realloc(L->level, (size_t)nc * sizeof *nl) : NULL;
+        if (nl) L->level = nl;
+        if (!nt || !nl) return zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
+        L->cap = nc;
     }
-    double end = st == ZB_OK ? zb_sim_ws_last_end(B->ws) : 0;
-    double tol = 1e-9 * fmax(1, fabs(B->limit));
-    if (st == ZB_OK && peak <= B->limit + tol &&
-        (!B->found || span < B->span || (span == B->span && end < B->end))) {
-        if (B->found) zb_schedule_free(B->best);
-        *B->best = s;
-        B->span = span, B->end = end, B->found = 1;
-        return ZB_OK;
-    }
-    zb_schedule_free(&s);
+    memcpy(L->t + (size_t)L->n * L->p, t, (size_t)L->p * sizeof *t);
+    L->level[L->n++] = level;
     return ZB_OK;
 }
 
-/* The block's order as laid out, squeezed (zb_vsqueeze) and, when
- * B->reorder >= level, reordered (zb_vreorder). */
-static zb_status try_block(best_state *B, const int (*t)[4], int level,
-                           zb_err *err) {
-    zb_schedule s, q;
-    if (B->reorder >= level) {
-        ZB_TRY(zb_vreorder(B->p, B->m, t, "zb-auto-v", &q, err));
-        ZB_TRY(consider(B, q, err));
-    }
-    ZB_TRY(zb_vblock_order(B->p, B->m, t, "zb-auto-v", &s, err));
-    zb_status st = ZB_OK;
-    for (int b_first = 0; b_first < 2 && st == ZB_OK; b_first++) {
-        zb_err e2;
-        st = zb_vsqueeze(&s, &q, b_first, &e2);
-        if (st == ZB_ENOMEM) st = zb_fail(err, st, "%s", e2.msg);
-        else if (st == ZB_OK) st = consider(B, q, err);
-        else st = ZB_OK; /* a block that deadlocks: nothing to squeeze */
-    }
-    if (st == ZB_OK) return consider(B, s, err);
-    zb_schedule_free(&s);
-    return st;
-}
-
-zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
-                         long budget, int reorder, zb_schedule *out,
-                         int *found, zb_err *err) {
-    *found = 0;
+zb_status zb_vblock_list_make(int p, int m, long budget, int reorder,
+                              zb_vblock_list *L, zb_err *err) {
+    memset(L, 0, sizeof *L);
+    L->p = p;
     int (*t)[4] = zb_calloc((size_t)p, sizeof *t, err);
-    zb_sim_ws *ws = zb_sim_ws_new();
-    if (!t || !ws) {
-        free(t);
-        zb_sim_ws_free(ws);
-        return zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
-    }
-    best_state B = {p, m, c, mem_limit, ws, out, 0, 0, 0, reorder};
+    if (!t) return ZB_ENOMEM;
     long per_block = (reorder >= 2 ? 4 : 3) * 6L * p * m;
-    long used = 0;
     zb_vblock_vmin(p, t);
-    zb_status st = try_block(&B, (const int (*)[4])t, 1, err);
+    zb_status st = add_block(L, (const int (*)[4])t, 1, err);
     zb_vblock_vhalf(p, t);
-    if (st == ZB_OK) st = try_block(&B, (const int (*)[4])t, 1, err);
-    used = 2 * per_block;
+    if (st == ZB_OK) st = add_block(L, (const int (*)[4])t, 1, err);
+    long used = 2 * per_block;
     for (int f1 = 1; f1 < PERIOD && st == ZB_OK && used < budget; f1++)
         for (int b1 = 1; b1 < PERIOD && st == ZB_OK && used < budget; b1++)
             for (int b0 = 1; b0 < PERIOD && st == ZB_OK && used < budget; b0++) {
@@ -189,14 +142,30 @@ zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
                     for (int d1 = 1; d1 <= d0 && st == ZB_OK && used < budget; d1++)
                         for (int k0 = 1; k0 < (p > 1 ? p : 2) && st == ZB_OK && used < budget; k0++) {
                             if (!block_slots(p, pat, d0, d1, k0, t)) continue;
-                            st = try_block(&B, (const int (*)[4])t, 2, err);
+                            st = add_block(L, (const int (*)[4])t, 2, err);
                             used += per_block;
                             if (d0 == d1) break; /* k0 changes nothing */
                         }
             }
     free(t);
-    zb_sim_ws_free(ws);
-    *found = B.found;
+    if (st != ZB_OK) zb_vblock_list_free(L);
+    return st;
+}
+
+void zb_vblock_list_free(zb_vblock_list *L) {
+    free(L->t);
+    free(L->level);
+    memset(L, 0, sizeof *L);
+}
+
+zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
+                         long budget, int reorder, zb_schedule *out,
+                         int *found, zb_err *err) {
+    *found = 0;
+    zb_vblock_list L;
+    ZB_TRY(zb_vblock_list_make(p, m, budget, reorder, &L, err));
+    zb_status st = zb_vblock_eval(&L, m, c, mem_limit, reorder, 0, out, found, err);
+    zb_vblock_list_free(&L);
     return st;
 }
 

@@ -25,11 +25,20 @@ zb_status zb_vblock_order(int p, int m, const int (*t)[4], const char *name,
                           zb_schedule *out, zb_err *err);
 
 /* Pull the passes of a split V schedule into idle unit slots without
- * raising any rank's unit-model peak (sched_vsqueeze.c); b_first then also
- * pulls B into the slots W held and puts W only into what is left idle.
- * out is initialised by the call. */
-zb_status zb_vsqueeze(const zb_schedule *in, zb_schedule *out, bool b_first,
-                      zb_err *err);
+ * raising any rank's unit-model peak (sched_vsqueeze.c) into out; out_b
+ * (may be NULL) gets the same squeeze then also B pulled into the slots W
+ * held and W put only into what is left idle (b_first). Both are
+ * initialised by the call (and freed again on an error). */
+zb_status zb_vsqueeze(const zb_schedule *in, zb_schedule *out,
+                      zb_schedule *out_b, zb_err *err);
+
+/* The unit-model timing of a complete split V schedule `in` (every pass
+ * one slot, transfers free; each pass at the first slot its rank and its
+ * dependency allow, the slots zb_simulate gives with unit costs): rank r's
+ * action i starts at slot start[off[r] + i] (off[r] = the actions of ranks
+ * before r). Returns the last end slot, -1 if the order deadlocks, -2 when
+ * out of memory. */
+int zb_vunit_times(const zb_schedule *in, const int *off, int *start);
 
 /* Block t's order reordered in the unit model (sched_vreorder.c): passes
  * pulled into earlier free slots within the largest rank's unit peak, the
@@ -57,5 +66,32 @@ void zb_vblock_vhalf(int p, int (*t)[4]);
 zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
                          long budget, int reorder, zb_schedule *out,
                          int *found, zb_err *err);
+
+/* Building blocks to try, in order: block i's slots are t[i*p .. i*p+p-1],
+ * its reorder level level[i] (1: V-Min, V-Half; 2: the uniform-offset
+ * ones). */
+typedef struct {
+    int p, n, cap;
+    int (*t)[4];     /* [cap * p] */
+    int *level;      /* [cap] */
+} zb_vblock_list;
+
+/* zb_vblock_best's list for (p, m, budget, reorder): V-Min, V-Half, then
+ * the uniform-offset blocks until the budget is spent. L is initialised
+ * by the call; free it with zb_vblock_list_free. */
+zb_status zb_vblock_list_make(int p, int m, long budget, int reorder,
+                              zb_vblock_list *L, zb_err *err);
+void zb_vblock_list_free(zb_vblock_list *L);
+
+/* The best order over L's blocks (sched_vblock_eval.c): each block's
+ * order reordered (when reorder >= its level), squeezed, squeezed B-first
+ * and as laid out, timed with costs c; the shortest longest span within
+ * mem_limit, then the earlier last end, then the first in that order.
+ * The blocks are shared out to `threads` threads (0: one per core of the
+ * machine, at most 8); the result does not depend on how many. *found is
+ * 0 when none fits or on an error (out untouched). */
+zb_status zb_vblock_eval(const zb_vblock_list *L, int m, const zb_costs *c,
+                         double mem_limit, int reorder, int threads,
+                         zb_schedule *out, int *found, zb_err *err);
 
 #endif

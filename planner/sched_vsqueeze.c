@@ -2,9 +2,9 @@
  * V schedule into idle unit slots.
  *
  * Unit model: every pass one slot, transfers free. The input order is first
- * timed in it (zb_simulate with unit costs: each pass at the first slot its
- * rank and its dependency allow). Then, in order of slot, each pass moves
- * to the first idle slot of its rank after its dependency (the previous
+ * timed in it (zb_vunit_times: each pass at the first slot its rank and
+ * its dependency allow). Then, in order of slot, each pass moves to the
+ * first idle slot of its rank after its dependency (the previous
  * virtual stage's F, the next one's B, its own B for W) and after the
  * previous microbatch of its kind on its chunk (microbatch order is kept),
  * if earlier than its slot; an F moves only where the rank's unit memory
@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "planner/sched_internal.h"
 #include "planner/sched_vblock.h"
 
 typedef struct {
@@ -48,14 +49,26 @@ static int earliest(grid *G, int s, int mb, int pass) {
 static void move(grid *G, int r, int from, int to, int delta) {
     int *occ = G->occ + (size_t)r * G->T, *mem = G->mem + (size_t)r * G->T;
     occ[to] = occ[from], occ[from] = 0;
-    for (int t = to; t < from; t++) mem[t] += delta;
+    if (delta) /* B moves no memory */
+        for (int t = to; t < from; t++) mem[t] += delta;
 }
 
-static int fits(const grid *G, int r, int from, int to) {
+/* Lowest slot at or above `floor` an F at slot from may move to on rank
+ * r: the unit memory of every slot it passes (to .. from-1) rises by one
+ * and must stay within the rank's peak, so it cannot pass the last slot
+ * already at the peak; floor if no slot in floor .. from-1 is. */
+static int lowest_f(const grid *G, int r, int from, int floor) {
     const int *mem = G->mem + (size_t)r * G->T;
-    for (int t = to; t < from; t++)
-        if (mem[t] + 1 > G->peak[r]) return 0;
-    return 1;
+    int t = from - 1;
+    while (t >= floor && mem[t] + 1 <= G->peak[r]) t--;
+    return t + 1;
+}
+
+/* First idle slot of rank r in to .. from-1, or from. */
+static int idle_from(const grid *G, int r, int to, int from) {
+    const int *occ = G->occ + (size_t)r * G->T;
+    while (to < from && occ[to]) to++;
+    return to;
 }
 
 /* b_first: take the W out and pull each B into the first idle slot after
@@ -92,80 +105,153 @@ static zb_status emit(const grid *G, const zb_schedule *in, int r, bool b_first,
         int i = occ[t] - 1;
         if (i >= 0) {
             const zb_action *a = &in->acts[r][i];
-            ZB_TRY(zb_schedule_push(out, r, (zb_pass)a->pass, a->mb, a->chunk, err));
+            ZB_TRY(zb_sched_put(out, r, (zb_pass)a->pass, a->mb, a->chunk, err));
             if (b_first && a->pass == ZB_B) wq[qt++] = a->chunk;
             started = 1;
         } else if (started && qh < qt) {
             int ch = wq[qh++];
-            ZB_TRY(zb_schedule_push(out, r, ZB_W, nw[ch]++, ch, err));
+            ZB_TRY(zb_sched_put(out, r, ZB_W, nw[ch]++, ch, err));
         }
     }
     while (qh < qt) {
         int ch = wq[qh++];
-        ZB_TRY(zb_schedule_push(out, r, ZB_W, nw[ch]++, ch, err));
+        ZB_TRY(zb_sched_put(out, r, ZB_W, nw[ch]++, ch, err));
     }
     return ZB_OK;
 }
 
-zb_status zb_vsqueeze(const zb_schedule *in, zb_schedule *out, bool b_first,
-                      zb_err *err) {
-    int p = in->p, m = in->m, n = 2 * p;
-    memset(out, 0, sizeof *out);
-    zb_costs c;
-    ZB_TRY(zb_costs_uniform(&c, n, 1, 1, 1, 0, 1, 1, err));
-    zb_sim_result res;
-    zb_status st = zb_simulate(in, &c, &res, err);
-    zb_costs_free(&c);
-    if (st != ZB_OK) {
-        zb_sim_result_free(&res);
-        return st;
+int zb_vunit_times(const zb_schedule *in, const int *off, int *start) {
+    int p = in->p, m = in->m, n = 2 * p, top = 0, remaining = 0, last = 0;
+    size_t cells = (size_t)n * m;
+    int *end_f = malloc((2 * cells + 4 * (size_t)p) * sizeof(int));
+    if (!end_f) return -2;
+    int *end_b = end_f + cells, *idx = end_b + cells, *free_at = idx + p;
+    int *todo = free_at + p, *on = todo + p;
+    for (size_t i = 0; i < 2 * cells; i++) end_f[i] = -1;
+    for (int r = p - 1; r >= 0; r--) {
+        idx[r] = free_at[r] = 0;
+        on[r] = 1, todo[top++] = r;
+        remaining += in->len[r];
     }
-    grid G = {p, m, (int)res.last_end + 1, NULL, NULL, NULL, NULL};
-    G.slot = zb_calloc((size_t)n * m * 3, sizeof(int), err);
-    G.occ = zb_calloc(2 * (size_t)p * G.T + (size_t)p, sizeof(int), err);
-    if (!G.slot || !G.occ) st = ZB_ENOMEM;
-    if (st == ZB_OK) {
-        G.mem = G.occ + (size_t)p * G.T, G.peak = G.mem + (size_t)p * G.T;
-        for (int r = 0; r < p; r++) {
-            int *mem = G.mem + (size_t)r * G.T;
-            for (int i = 0; i < in->len[r]; i++) {
-                const zb_action *a = &in->acts[r][i];
-                int t = (int)res.start[res.off[r] + i];
-                G.occ[(size_t)r * G.T + t] = i + 1;
-                *cell(&G, zb_vstage(in, r, a->chunk), a->mb, a->pass) = t;
-                mem[t] = a->pass == ZB_F ? 1 : a->pass == ZB_W ? -1 : 0;
+    while (top > 0) {
+        int r = todo[--top], i = idx[r];
+        on[r] = 0;
+        for (; i < in->len[r]; i++) {
+            const zb_action *a = &in->acts[r][i];
+            int vs = a->chunk == 0 ? r : n - 1 - r, to = -1, ready;
+            size_t c = (size_t)vs * m + a->mb;
+            if (a->pass == ZB_F) ready = vs == 0 ? 0 : end_f[c - m], to = vs + 1;
+            else if (a->pass == ZB_B) ready = vs == n - 1 ? end_f[c] : end_b[c + m], to = vs - 1;
+            else ready = end_b[c];
+            if (ready < 0) break;
+            int t0 = ready > free_at[r] ? ready : free_at[r];
+            start[off[r] + i] = t0;
+            free_at[r] = t0 + 1;
+            if (a->pass == ZB_F) end_f[c] = t0 + 1;
+            if (a->pass == ZB_B) end_b[c] = t0 + 1;
+            int q = to >= 0 && to < n ? (to < p ? to : n - 1 - to) : r;
+            if (q != r && !on[q]) on[q] = 1, todo[top++] = q;
+        }
+        remaining -= i - idx[r];
+        idx[r] = i;
+    }
+    for (int r = 0; r < p; r++)
+        if (free_at[r] > last) last = free_at[r];
+    free(end_f);
+    return remaining > 0 ? -1 : last;
+}
+
+/* The grid of the input's unit-model timing res: each pass at its slot,
+ * each rank's unit memory and peak. G's arrays are allocated and zeroed. */
+static void fill_grid(grid *G, const zb_schedule *in, const int *off,
+                      const int *start) {
+    for (int r = 0; r < G->p; r++) {
+        int *mem = G->mem + (size_t)r * G->T;
+        for (int i = 0; i < in->len[r]; i++) {
+            const zb_action *a = &in->acts[r][i];
+            int t = start[off[r] + i];
+            G->occ[(size_t)r * G->T + t] = i + 1;
+            *cell(G, zb_vstage(in, r, a->chunk), a->mb, a->pass) = t;
+            mem[t] = a->pass == ZB_F ? 1 : a->pass == ZB_W ? -1 : 0;
+        }
+        for (int t = 0; t < G->T; t++) {
+            if (t) mem[t] += mem[t - 1];
+            if (mem[t] > G->peak[r]) G->peak[r] = mem[t];
+        }
+    }
+}
+
+/* In order of slot: pull each pass to the first idle slot it may take (an
+ * F not past the last slot at its rank's peak, lowest_f, which is only
+ * looked for above the first idle slot). */
+static void squeeze(grid *G, const zb_schedule *in) {
+    for (int t = 0; t < G->T; t++)
+        for (int r = 0; r < G->p; r++) {
+            int i = G->occ[(size_t)r * G->T + t] - 1;
+            if (i < 0) continue;
+            const zb_action *a = &in->acts[r][i];
+            int s = zb_vstage(in, r, a->chunk);
+            int to = idle_from(G, r, earliest(G, s, a->mb, a->pass), t);
+            if (a->pass == ZB_F && to < t) {
+                int lo = lowest_f(G, r, t, to);
+                if (lo > to) to = idle_from(G, r, lo, t);
             }
-            for (int t = 0; t < G.T; t++) {
-                if (t) mem[t] += mem[t - 1];
-                if (mem[t] > G.peak[r]) G.peak[r] = mem[t];
+            if (to < t) {
+                move(G, r, t, to, a->pass == ZB_F ? 1 : a->pass == ZB_W ? -1 : 0);
+                *cell(G, s, a->mb, a->pass) = to;
             }
         }
-        /* in order of slot: pull each pass to the first idle slot it may take */
-        for (int t = 0; t < G.T; t++)
-            for (int r = 0; r < p; r++) {
-                int i = G.occ[(size_t)r * G.T + t] - 1;
-                if (i < 0) continue;
-                const zb_action *a = &in->acts[r][i];
-                int s = zb_vstage(in, r, a->chunk);
-                for (int to = earliest(&G, s, a->mb, a->pass); to < t; to++) {
-                    if (G.occ[(size_t)r * G.T + to]) continue;
-                    if (a->pass == ZB_F && !fits(&G, r, t, to)) continue;
-                    move(&G, r, t, to, a->pass == ZB_F ? 1 : a->pass == ZB_W ? -1 : 0);
-                    *cell(&G, s, a->mb, a->pass) = to;
-                    break;
-                }
-            }
-        if (b_first) pull_b(&G, in);
-        int *wq = st == ZB_OK ? zb_calloc(2 * (size_t)m, sizeof(int), err) : NULL;
-        if (!wq) st = ZB_ENOMEM;
-        if (st == ZB_OK)
-            st = zb_schedule_init(out, in->name, p, m, 2, ZB_PLACE_V, in->len[0], err);
-        for (int r = 0; r < p && st == ZB_OK; r++) st = emit(&G, in, r, b_first, wq, out, err);
-        free(wq);
+}
+
+/* Every rank's order from the grid into out (initialised here). */
+static zb_status emit_all(const grid *G, const zb_schedule *in, bool b_first,
+                          int *wq, zb_schedule *out, zb_err *err) {
+    ZB_TRY(zb_schedule_init(out, in->name, G->p, G->m, 2, ZB_PLACE_V, in->len[0], err));
+    zb_status st = ZB_OK;
+    for (int r = 0; r < G->p && st == ZB_OK; r++) st = emit(G, in, r, b_first, wq, out, err);
+    return st;
+}
+
+zb_status zb_vsqueeze(const zb_schedule *in, zb_schedule *out,
+                      zb_schedule *out_b, zb_err *err) {
+    int p = in->p, m = in->m, n = 2 * p;
+    memset(out, 0, sizeof *out);
+    if (out_b) memset(out_b, 0, sizeof *out_b);
+    int *off = zb_calloc((size_t)p + 1, sizeof(int), err);
+    if (!off) return ZB_ENOMEM;
+    for (int r = 0; r < p; r++) off[r + 1] = off[r] + in->len[r];
+    int *start = zb_calloc((size_t)off[p] + 1, sizeof(int), err);
+    int last = start ? zb_vunit_times(in, off, start) : -2;
+    zb_status st = ZB_OK;
+    if (last == -2) st = zb_fail(err, ZB_ENOMEM, "zb_vsqueeze: out of memory");
+    if (last == -1)
+        st = zb_fail(err, ZB_EINFEASIBLE, "%s: the order deadlocks", in->name);
+    grid G = {p, m, last + 1, NULL, NULL, NULL, NULL};
+    int *wq = NULL;
+    if (st == ZB_OK) {
+        G.slot = zb_calloc((size_t)n * m * 3, sizeof(int), err);
+        G.occ = zb_calloc(2 * (size_t)p * G.T + (size_t)p, sizeof(int), err);
+        wq = zb_calloc(2 * (size_t)m, sizeof(int), err);
+        if (!G.slot || !G.occ || !wq) st = ZB_ENOMEM;
     }
+    if (st == ZB_OK) {
+        G.mem = G.occ + (size_t)p * G.T, G.peak = G.mem + (size_t)p * G.T;
+        fill_grid(&G, in, off, start);
+        squeeze(&G, in);
+        st = emit_all(&G, in, false, wq, out, err);
+        if (st == ZB_OK && out_b) {
+            pull_b(&G, in);
+            st = emit_all(&G, in, true, wq, out_b, err);
+        }
+    }
+    free(wq);
     free(G.slot);
     free(G.occ);
-    zb_sim_result_free(&res);
-    if (st != ZB_OK) zb_schedule_free(out);
+    free(start);
+    free(off);
+    if (st != ZB_OK) {
+        zb_schedule_free(out);
+        if (out_b) zb_schedule_free(out_b);
+    }
     return st;
 }

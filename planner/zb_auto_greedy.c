@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "planner/par.h"
+
 typedef struct {
     int p, m, v, n;
     zb_placement pl;
@@ -452,6 +454,98 @@ static zb_status load_seed(zb_schedule *cur, const zb_schedule *seed,
     return ZB_OK;
 }
 
+/* The policies' runs, one item each (zb_par_fn), on the scheduler state
+ * and simulator workspace of the worker that runs it. */
+typedef struct {
+    greedy *g;                 /* [threads] */
+    zb_sim_ws **ws;            /* [threads] */
+    const zb_greedy_policy *pol;
+    zb_schedule *out;          /* [npol] each policy's order */
+    zb_status *run_st, *sim_st; /* [npol] of greedy_run, of the simulation */
+    zb_err *err;               /* [npol] */
+    double *span, *peak, *last; /* [npol] */
+} runs;
+
+static zb_status run_policy(void *arg, int i, int w) {
+    runs *R = arg;
+    R->run_st[i] = greedy_run(&R->g[w], &R->pol[i], &R->out[i], &R->err[i]);
+    R->sim_st[i] = R->run_st[i];
+    if (R->run_st[i] == ZB_OK) {
+        R->sim_st[i] = zb_simulate_fast(&R->out[i], R->g[w].c, R->ws[w],
+                                        &R->span[i], &R->peak[i], &R->err[i]);
+        if (R->sim_st[i] == ZB_OK) R->last[i] = zb_sim_ws_last_end(R->ws[w]);
+    }
+    /* a policy that stalls is no error of the loop */
+    return R->run_st[i] == ZB_EINFEASIBLE ? ZB_OK : R->sim_st[i];
+}
+
+static void runs_free(runs *R, int nt, int npol) {
+    for (int w = 0; w < nt; w++) {
+        if (R->g) greedy_free(&R->g[w]);
+        if (R->ws) zb_sim_ws_free(R->ws[w]);
+    }
+    for (int i = 0; i < npol && R->out; i++) zb_schedule_free(&R->out[i]);
+    free(R->g);
+    free(R->ws);
+    free(R->out);
+    free(R->run_st);
+    free(R->sim_st);
+    free(R->err);
+    free(R->span);
+    free(R->peak);
+    free(R->last);
+}
+
+/* Room for nt workers and npol runs. */
+static zb_status runs_alloc(runs *R, int nt, int npol, const char *name, int p,
+                            int m, int v, zb_placement pl, const zb_costs *c,
+                            double mem_limit, zb_err *err) {
+    size_t P = (size_t)npol;
+    R->g = zb_calloc((size_t)nt, sizeof *R->g, err);
+    R->ws = zb_calloc((size_t)nt, sizeof *R->ws, err);
+    R->out = zb_calloc(P, sizeof *R->out, err);
+    R->run_st = zb_calloc(P, sizeof *R->run_st, err);
+    R->sim_st = zb_calloc(P, sizeof *R->sim_st, err);
+    R->err = zb_calloc(P, sizeof *R->err, err);
+    R->span = zb_calloc(P, sizeof(double), err);
+    R->peak = zb_calloc(P, sizeof(double), err);
+    R->last = zb_calloc(P, sizeof(double), err);
+    if (!R->g || !R->ws || !R->out || !R->run_st || !R->sim_st || !R->err ||
+        !R->span || !R->peak || !R->last)
+        return ZB_ENOMEM;
+    for (int w = 0; w < nt; w++) {
+        ZB_TRY(greedy_alloc(&R->g[w], p, m, v, pl, c, mem_limit, err));
+        if (!(R->ws[w] = zb_sim_ws_new()))
+            return zb_fail(err, ZB_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < npol; i++)
+        ZB_TRY(zb_schedule_init(&R->out[i], name, p, m, v, pl, 0, err));
+    return ZB_OK;
+}
+
+/* The runs in policy order, as one loop over them would take them: a
+ * stalled run is skipped (its message kept), the first error ends it. */
+static zb_status replay(const runs *R, int npol, const char *name,
+                        double mem_limit, double tol, best_so_far *b,
+                        zb_err *stall, zb_err *err) {
+    for (int i = 0; i < npol; i++) {
+        if (R->run_st[i] == ZB_EINFEASIBLE) { /* this policy stalled */
+            *stall = R->err[i];
+            continue;
+        }
+        if (R->sim_st[i] != ZB_OK) {
+            *err = R->err[i];
+            return R->sim_st[i];
+        }
+        if (R->peak[i] > mem_limit + tol)
+            return zb_fail(err, ZB_ERUNTIME, "%s: internal error: policy %d "
+                           "peaks at %g over the limit %g", name, i,
+                           R->peak[i], mem_limit);
+        consider(b, &R->out[i], R->span[i], R->last[i]);
+    }
+    return ZB_OK;
+}
+
 zb_status zb_greedy_search(const char *name, int p, int m, int v,
                            zb_placement pl, const zb_costs *c,
                            double mem_limit, const zb_greedy_policy *pol,
@@ -459,37 +553,27 @@ zb_status zb_greedy_search(const char *name, int p, int m, int v,
                            zb_schedule *out, zb_err *err) {
     memset(out, 0, sizeof *out);
     ZB_TRY(zb_greedy_check(p, m, v, pl, c, mem_limit, name, err));
-    greedy g;
-    ZB_TRY(greedy_alloc(&g, p, m, v, pl, c, mem_limit, err));
+    /* the policies run in parallel (par.h), each into its own order */
+    int nt = zb_par_threads(0, npol);
+    runs R;
+    memset(&R, 0, sizeof R);
+    R.pol = pol;
     zb_schedule cur;
+    memset(&cur, 0, sizeof cur);
     zb_sim_ws *ws = zb_sim_ws_new();
     zb_status st = ws ? ZB_OK : zb_fail(err, ZB_ENOMEM, "out of memory");
+    if (st == ZB_OK)
+        st = runs_alloc(&R, nt, npol, name, p, m, v, pl, c, mem_limit, err);
     if (st == ZB_OK) st = zb_schedule_init(&cur, name, p, m, v, pl, 0, err);
-    if (st == ZB_OK) {
-        st = zb_schedule_init(out, name, p, m, v, pl, 0, err);
-        if (st != ZB_OK) zb_schedule_free(&cur);
-    }
-    if (st != ZB_OK) {
-        zb_sim_ws_free(ws);
-        greedy_free(&g);
-        return st;
-    }
+    if (st == ZB_OK) st = zb_schedule_init(out, name, p, m, v, pl, 0, err);
     best_so_far b = {out, INFINITY, INFINITY};
     zb_err stall = {""};
-    for (int i = 0; i < npol && st == ZB_OK; i++) {
-        double mk, peak;
-        st = greedy_run(&g, &pol[i], &cur, err);
-        if (st == ZB_EINFEASIBLE) { /* this policy stalled: try the next */
-            stall = *err;
-            st = ZB_OK;
-            continue;
-        }
-        if (st == ZB_OK) st = zb_simulate_fast(&cur, c, ws, &mk, &peak, err);
-        if (st == ZB_OK && peak > mem_limit + g.tol)
-            st = zb_fail(err, ZB_ERUNTIME, "%s: internal error: policy %d "
-                         "peaks at %g over the limit %g", name, i, peak,
-                         mem_limit);
-        if (st == ZB_OK) consider(&b, &cur, mk, zb_sim_ws_last_end(ws));
+    double tol = zb_greedy_mem_tol(mem_limit);
+    if (st == ZB_OK) {
+        /* every run below the first that failed has run: replay reports
+         * that failure in its place */
+        (void)zb_par_for(npol, nt, run_policy, &R);
+        st = replay(&R, npol, name, mem_limit, tol, &b, &stall, err);
     }
     for (int i = 0; i < nseeds && st == ZB_OK; i++) {
         double mk, peak;
@@ -498,7 +582,7 @@ zb_status zb_greedy_search(const char *name, int p, int m, int v,
         if (st != ZB_OK || !usable) continue;
         zb_err ignored; /* an invalid seed is simply not a candidate */
         if (zb_simulate_fast(&cur, c, ws, &mk, &peak, &ignored) != ZB_OK ||
-            peak > mem_limit + g.tol)
+            peak > mem_limit + tol)
             continue;
         consider(&b, &cur, mk, zb_sim_ws_last_end(ws));
     }
@@ -507,7 +591,7 @@ zb_status zb_greedy_search(const char *name, int p, int m, int v,
 
     zb_schedule_free(&cur);
     zb_sim_ws_free(ws);
-    greedy_free(&g);
+    runs_free(&R, nt, npol);
     if (st != ZB_OK) zb_schedule_free(out);
     return st;
 }

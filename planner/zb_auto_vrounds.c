@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "planner/par.h"
 #include "planner/zb_auto_greedy.h"
 
 typedef struct {
@@ -267,28 +268,59 @@ zb_status zb_vrounds_run(int p, int m, const zb_costs *c, double mem_limit,
     return st;
 }
 
+/* The eight switch combinations, one item each (zb_par_fn): a run, then
+ * the rerun with the first run's idle approved, into pair[k]. */
+typedef struct {
+    int p, m;
+    const zb_costs *c;
+    double limit;
+    zb_schedule (*pair)[2];   /* [8] */
+    int *got;                 /* [8] runs that succeeded */
+    double *bub;              /* [8 * p] */
+    zb_status *st;            /* [8] ZB_ENOMEM where a run ran out */
+    zb_err *err;              /* [8] */
+} combos;
+
+static zb_status run_combo(void *arg, int k, int w) {
+    (void)w;
+    combos *C = arg;
+    double *bub = C->bub + (size_t)k * C->p;
+    zb_vrounds_policy pol = {k & 1, (k >> 1) & 1, (k >> 2) & 1, NULL};
+    for (int again = 0; again < 2; again++) {
+        pol.approved = again ? bub : NULL;
+        zb_status r = zb_vrounds_run(C->p, C->m, C->c, C->limit, &pol,
+                                     &C->pair[k][again], again ? NULL : bub,
+                                     &C->err[k]);
+        if (r == ZB_ENOMEM) return C->st[k] = r;
+        if (r != ZB_OK) break; /* no idle to approve */
+        C->got[k]++;
+    }
+    return ZB_OK;
+}
+
 zb_status zb_vrounds_seeds(int p, int m, const zb_costs *c, double mem_limit,
                            zb_schedule *seeds, int *n, zb_err *err) {
     *n = 0;
-    double *bub = zb_calloc((size_t)p, sizeof(double), err);
+    zb_schedule pair[8][2];
+    int got[8] = {0};
+    zb_status sts[8] = {ZB_OK};
+    zb_err errs[8];
+    double *bub = zb_calloc(8 * (size_t)p, sizeof(double), err);
     if (!bub) return ZB_ENOMEM;
-    zb_status st = ZB_OK;
-    for (int k = 0; k < 8 && st == ZB_OK; k++) {
-        zb_vrounds_policy pol = {k & 1, (k >> 1) & 1, (k >> 2) & 1, NULL};
-        zb_err e2;
-        for (int again = 0; again < 2 && st == ZB_OK; again++) {
-            pol.approved = again ? bub : NULL;
-            zb_status r = zb_vrounds_run(p, m, c, mem_limit, &pol, &seeds[*n],
-                                         again ? NULL : bub, &e2);
-            if (r == ZB_OK) (*n)++;
-            else if (r == ZB_ENOMEM) st = zb_fail(err, r, "%s", e2.msg);
-            else break; /* no idle to approve */
+    combos C = {p, m, c, mem_limit, pair, got, bub, sts, errs};
+    /* the combinations run in parallel (par.h); their runs are kept in the
+     * order one loop over them makes, the first that ran out reported */
+    zb_status st = zb_par_for(8, zb_par_threads(0, 8), run_combo, &C);
+    for (int k = 0; k < 8 && st != ZB_OK; k++)
+        if (sts[k] != ZB_OK) {
+            st = zb_fail(err, sts[k], "%s", errs[k].msg);
+            break;
         }
-    }
-    if (st != ZB_OK) {
-        for (int i = 0; i < *n; i++) zb_schedule_free(&seeds[i]);
-        *n = 0;
-    }
+    for (int k = 0; k < 8; k++)
+        for (int i = 0; i < got[k]; i++) {
+            if (st == ZB_OK) seeds[(*n)++] = pair[k][i];
+            else zb_schedule_free(&pair[k][i]);
+        }
     free(bub);
     return st;
 }

@@ -50,7 +50,8 @@ zb_status zb_vrounds_run(int p, int m, const zb_costs *c, double mem_limit,
 
 /* Every switch combination, each also rerun with its own idle as the
  * approved idle (ZB_VROUNDS_MAX runs at most); failed runs are left out.
- * The caller frees seeds[0..*n-1]. */
+ * The combinations run in parallel (planner/par.h); seeds come in the
+ * order of one loop over them. The caller frees seeds[0..*n-1]. */
 #define ZB_VROUNDS_MAX 16
 zb_status zb_vrounds_seeds(int p, int m, const zb_costs *c, double mem_limit,
                            zb_schedule *seeds, int *n, zb_err *err);

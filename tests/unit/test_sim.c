@@ -131,6 +131,16 @@ START_TEST(rejects_bad_schedules) {
     const char *range[] = {"F0 BW0 F2 BW2", "F0 BW0"};
     expect_error(2, 1, 1, ZB_PLACE_LOOP, range,
                  "rank 0: action 2 (F mb 2 chunk 0): microbatch out of range");
+    /* BW after its B, a repeated F, a chunk past v: each named as such */
+    const char *b_then_bw[] = {"F0 B0 BW0", "F0 BW0"};
+    expect_error(2, 1, 1, ZB_PLACE_LOOP, b_then_bw,
+                 "rank 0: action 2 (BW mb 0 chunk 0): mixes fused BW with split B/W");
+    const char *two_f[] = {"F0 BW0", "F0 F0 BW0"};
+    expect_error(2, 1, 1, ZB_PLACE_LOOP, two_f,
+                 "rank 1: action 1 (F mb 0 chunk 0): repeated pass");
+    const char *chunk[] = {"F0 BW0 F0.1", "F0 BW0"};
+    expect_error(2, 1, 1, ZB_PLACE_LOOP, chunk,
+                 "rank 0: action 2 (F mb 0 chunk 1): chunk out of range");
 }
 END_TEST
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "planner/sched_vblock.h"
 #include "planner/schedules.h"
 #include "planner/zb_auto.h"
 
@@ -444,6 +445,145 @@ START_TEST(deterministic) {
 }
 END_TEST
 
+
+/* The reference for zb_vblock_eval, one block after another: the orders
+ * of each block in their sequence, the first with the least (span, last
+ * end) within the limit. Returns 1 and fills *best when one fits. */
+static int vblock_reference(const zb_vblock_list *L, int m, const zb_costs *c,
+                            double limit, int reorder, zb_schedule *best) {
+    zb_err err;
+    zb_sim_ws *ws = zb_sim_ws_new();
+    ck_assert_ptr_nonnull(ws);
+    double best_span = 0, best_end = 0, tol = 1e-9 * fmax(1, fabs(limit));
+    int found = 0;
+    for (int b = 0; b < L->n; b++) {
+        const int (*t)[4] = (const int (*)[4])L->t + (size_t)b * L->p;
+        zb_schedule o[4];
+        int n = 0;
+        if (reorder >= L->level[b])
+            ck_assert_int_eq(zb_vreorder(L->p, m, t, "zb-auto-v", &o[n++], &err), ZB_OK);
+        zb_schedule s;
+        ck_assert_int_eq(zb_vblock_order(L->p, m, t, "zb-auto-v", &s, &err), ZB_OK);
+        if (zb_vsqueeze(&s, &o[n], &o[n + 1], &err) == ZB_OK) n += 2;
+        o[n++] = s;
+        for (int i = 0; i < n; i++) {
+            double span, peak, end;
+            int ok = zb_simulate_fast(&o[i], c, ws, &span, &peak, &err) == ZB_OK &&
+                     peak <= limit + tol;
+            end = ok ? zb_sim_ws_last_end(ws) : 0;
+            if (ok && (!found || span < best_span ||
+                       (span == best_span && end < best_end))) {
+                if (found) zb_schedule_free(best);
+                *best = o[i];
+                best_span = span, best_end = end, found = 1;
+            } else {
+                zb_schedule_free(&o[i]);
+            }
+        }
+    }
+    zb_sim_ws_free(ws);
+    return found;
+}
+
+START_TEST(vblock_eval_threads_same_as_sequence) {
+    /* random instances, limits from infeasible to ample: any thread count
+     * keeps the order a pass over the blocks in sequence keeps (draws of
+     * their own, whatever ran before) */
+    rng = 2718281828459045235ull;
+    int agreed = 0, some = 0;
+    for (int k = 0; k < 24; k++) {
+        int p = irand(2, 6), m = irand(p, 3 * p), reorder = irand(0, 2);
+        zb_costs c;
+        random_costs(&c, 2 * p);
+        double limit = (0.5 + 2.5 * urand()) * p * 2.0;
+        zb_vblock_list L;
+        zb_err err;
+        ck_assert_int_eq(zb_vblock_list_make(p, m, 200000, reorder, &L, &err), ZB_OK);
+        ck_assert_int_ge(L.n, 2);
+        zb_schedule ref;
+        int ref_found = vblock_reference(&L, m, &c, limit, reorder, &ref);
+        some += ref_found;
+        static const int threads[] = {1, 2, 3, 8};
+        for (int i = 0; i < 4; i++) {
+            zb_schedule got;
+            int found = -1;
+            ck_assert_int_eq(zb_vblock_eval(&L, m, &c, limit, reorder, threads[i],
+                                            &got, &found, &err), ZB_OK);
+            ck_assert_int_eq(found, ref_found);
+            if (!found) continue;
+            for (int r = 0; r < p; r++) {
+                ck_assert_int_eq(got.len[r], ref.len[r]);
+                ck_assert_mem_eq(got.acts[r], ref.acts[r],
+                                 (size_t)ref.len[r] * sizeof(zb_action));
+            }
+            zb_schedule_free(&got);
+            agreed++;
+        }
+        if (ref_found) zb_schedule_free(&ref);
+        zb_vblock_list_free(&L);
+        zb_costs_free(&c);
+    }
+    /* both outcomes were exercised */
+    ck_assert_int_gt(some, 0);
+    ck_assert_int_lt(some, 24);
+    ck_assert_int_eq(agreed, 4 * some);
+}
+END_TEST
+
+START_TEST(vunit_times_match_the_simulator) {
+    /* every block order of a few shapes, squeezed ones too, and orders
+     * with a rank's list rotated (which may deadlock): the integer unit
+     * timing equals zb_simulate's with unit costs, deadlocks included */
+    int compared = 0, deadlocks = 0;
+    for (int p = 1; p <= 6; p++)
+        for (int m = 1; m <= 2 * p + 1; m += p) {
+            zb_vblock_list L;
+            zb_err err;
+            ck_assert_int_eq(zb_vblock_list_make(p, m, 60000, 2, &L, &err), ZB_OK);
+            zb_costs c;
+            uniform(&c, 2 * p, 1, 1, 1, 0, 1, 1);
+            for (int b = 0; b < L.n; b++) {
+                const int (*t)[4] = (const int (*)[4])L.t + (size_t)b * p;
+                zb_schedule o[3];
+                ck_assert_int_eq(zb_vblock_order(p, m, t, "t", &o[0], &err), ZB_OK);
+                int n = 1;
+                if (zb_vsqueeze(&o[0], &o[1], &o[2], &err) == ZB_OK) n = 3;
+                for (int k = 0; k < n; k++) {
+                    for (int rot = 0; rot < 2; rot++) {
+                        if (rot) { /* rank p-1's list rotated by one */
+                            zb_action *a = o[k].acts[p - 1];
+                            int len = o[k].len[p - 1];
+                            zb_action first = a[0];
+                            memmove(a, a + 1, (size_t)(len - 1) * sizeof *a);
+                            a[len - 1] = first;
+                        }
+                        int off[7] = {0}, start[6 * 6 * 13];
+                        for (int r = 0; r < p; r++) off[r + 1] = off[r] + o[k].len[r];
+                        int last = zb_vunit_times(&o[k], off, start);
+                        zb_sim_result res;
+                        zb_status st = zb_simulate(&o[k], &c, &res, &err);
+                        if (st != ZB_OK) {
+                            ck_assert_int_eq(last, -1);
+                            deadlocks++;
+                        } else {
+                            ck_assert_int_eq(last, (int)res.last_end);
+                            for (int i = 0; i < off[p]; i++)
+                                ck_assert_int_eq(start[i], (int)res.start[i]);
+                            compared++;
+                        }
+                        zb_sim_result_free(&res);
+                    }
+                    zb_schedule_free(&o[k]);
+                }
+            }
+            zb_costs_free(&c);
+            zb_vblock_list_free(&L);
+        }
+    ck_assert_int_gt(compared, 100);
+    ck_assert_int_gt(deadlocks, 0);
+}
+END_TEST
+
 int main(void) {
     Suite *su = suite_create("zb_auto");
     TCase *tc = tcase_create("zb_auto");
@@ -459,6 +599,8 @@ int main(void) {
     tcase_add_test(tc, zero_bubble_uniform);
     tcase_add_test(tc, unbalanced_with_comm_valid);
     tcase_add_test(tc, deterministic);
+    tcase_add_test(tc, vblock_eval_threads_same_as_sequence);
+    tcase_add_test(tc, vunit_times_match_the_simulator);
     tcase_add_test(tc, issue9_authors_spans);
     tcase_add_test(tc, paper_configs_not_worse_than_authors);
     suite_add_tcase(su, tc);
