@@ -31,21 +31,9 @@ extern "C" {
 }
 #include "kernels/cuda/kernels_cuda.h"
 #include "tests/cuda/cuda_present.h"
+#include "tests/cuda/cuda_test.h"
 
 typedef std::vector<float> vec;
-
-static int failures;
-static std::vector<void *> device_allocs; /* freed at exit */
-
-#define EXPECT_CUDA(call)                                                      \
-    do {                                                                       \
-        cudaError_t e_ = (call);                                               \
-        if (e_ != cudaSuccess) {                                               \
-            fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, \
-                    cudaGetErrorString(e_), zb_cuda_error_msg());              \
-            exit(1);                                                           \
-        }                                                                      \
-    } while (0)
 
 #define EXPECT_OK(call)                                                        \
     do {                                                                       \
@@ -57,26 +45,11 @@ static std::vector<void *> device_allocs; /* freed at exit */
         }                                                                      \
     } while (0)
 
-static unsigned long long rng = 4242;
-static float frand(void) { /* uniform in [-1, 1) */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((double)(rng >> 40) / (1 << 23) - 1.0);
-}
-
 /* n values of scale * U[-1, 1), already rounded to bf16 */
 static vec rand_bf(size_t n, float scale) {
     vec v(n);
     for (auto &x : v) x = zb_bf16_to_f32(zb_bf16_from_f32(scale * frand()));
     return v;
-}
-
-static void *dev_bytes(size_t bytes) {
-    void *d = nullptr;
-    EXPECT_CUDA(cudaMalloc(&d, bytes ? bytes : 1));
-    device_allocs.push_back(d);
-    return d;
 }
 
 /* h as bf16 / as fp32 on the device */
@@ -94,16 +67,8 @@ static float *up_f(const vec &h) {
     return d;
 }
 /* n bf16 / fp32 elements of NaN */
-static void *nan_bf(size_t n) {
-    void *d = dev_bytes(n * 2);
-    EXPECT_CUDA(cudaMemset(d, 0xff, n * 2));
-    return d;
-}
-static float *nan_f(size_t n) {
-    float *d = (float *)dev_bytes(n * sizeof(float));
-    EXPECT_CUDA(cudaMemset(d, 0xff, n * sizeof(float)));
-    return d;
-}
+static void *nan_bf(size_t n) { return nan_bytes(n * 2); }
+static float *nan_f(size_t n) { return (float *)nan_bytes(n * sizeof(float)); }
 
 static vec down_bf(const void *d, size_t n) {
     std::vector<uint16_t> b(n);
@@ -119,25 +84,6 @@ static vec down_f(const float *d, size_t n) {
     EXPECT_CUDA(cudaMemcpy(v.data(), d, n * sizeof(float),
                            cudaMemcpyDeviceToHost));
     return v;
-}
-
-/* |gpu - cpu| <= atol + rtol |cpu| for every element (NaN fails) */
-static void check(const char *what, const vec &cpu, const vec &gpu,
-                  double rtol, double atol) {
-    size_t bad = 0, first = 0;
-    double worst = 0;
-    for (size_t i = 0; i < cpu.size(); i++) {
-        double e = std::fabs((double)gpu[i] - cpu[i]);
-        if (!(e <= atol + rtol * std::fabs(cpu[i])) && !bad++) first = i;
-        if (!(e <= worst)) worst = e;
-    }
-    printf("%-34s n=%-8zu max |gpu-cpu| %.3g  %s\n", what, cpu.size(), worst,
-           bad ? "FAIL" : "ok");
-    if (bad) {
-        printf("  %zu mismatches, first [%zu]: gpu %.9g cpu %.9g\n", bad, first,
-               gpu[first], cpu[first]);
-        failures++;
-    }
 }
 
 #define BF 0.0079 /* two bf16 roundings (2 x 2^-8) relative */
@@ -163,12 +109,12 @@ static void test_layernorm(int N, int C) {
                                                       d_mean, d_rstd, N, C, 0));
     EXPECT_CUDA(zb_cuda_layernorm_backward_weight_bf16(
         d_dw, d_db, d_dy, d_x, d_mean, d_rstd, N, C, d_scr, 0));
-    check("bf16 layernorm out", y, down_bf(d_y, n), BF, 1e-3);
-    check("bf16 layernorm mean (fp32)", mean, down_f(d_mean, N), 1e-5, 1e-6);
-    check("bf16 layernorm rstd (fp32)", rstd, down_f(d_rstd, N), 1e-5, 0);
-    check("bf16 layernorm dinp +=", dx, down_bf(d_dx, n), BF, 1e-3);
-    check("bf16 layernorm dweight += (fp32)", dw, down_f(d_dw, C), 1e-4, 1e-3);
-    check("bf16 layernorm dbias += (fp32)", db, down_f(d_db, C), 1e-4, 1e-3);
+    compare_vec("bf16 layernorm out", y, down_bf(d_y, n), BF, 1e-3);
+    compare_vec("bf16 layernorm mean (fp32)", mean, down_f(d_mean, N), 1e-5, 1e-6);
+    compare_vec("bf16 layernorm rstd (fp32)", rstd, down_f(d_rstd, N), 1e-5, 0);
+    compare_vec("bf16 layernorm dinp +=", dx, down_bf(d_dx, n), BF, 1e-3);
+    compare_vec("bf16 layernorm dweight += (fp32)", dw, down_f(d_dw, C), 1e-4, 1e-3);
+    compare_vec("bf16 layernorm dbias += (fp32)", db, down_f(d_db, C), 1e-4, 1e-3);
 }
 
 static void test_elementwise(int N, int C) {
@@ -192,20 +138,20 @@ static void test_elementwise(int N, int C) {
     EXPECT_CUDA(zb_cuda_gelu_backward_bf16(d_dx, d_x, d_dy, n, 0));
     EXPECT_CUDA(zb_cuda_residual_add_bf16(d_r, d_x, d_p, d_b, N, C, 0));
     EXPECT_CUDA(zb_cuda_cast_bf16(d_c, d_p, n, 0));
-    check("bf16 gelu out", g, down_bf(d_g, n), BF, 1e-6);
-    check("bf16 gelu dinp +=", dx, down_bf(d_dx, n), BF, 1e-6);
-    check("bf16 residual add", r, down_bf(d_r, n), BF / 2, 0);
+    compare_vec("bf16 gelu out", g, down_bf(d_g, n), BF, 1e-6);
+    compare_vec("bf16 gelu dinp +=", dx, down_bf(d_dx, n), BF, 1e-6);
+    compare_vec("bf16 residual add", r, down_bf(d_r, n), BF / 2, 0);
     /* the cast is exactly the host's round to nearest even */
     vec want(n);
     for (size_t i = 0; i < n; i++)
         want[i] = zb_bf16_to_f32(zb_bf16_from_f32(cast[i]));
-    check("bf16 cast = host rounding", want, down_bf(d_c, n), 0, 0);
+    compare_vec("bf16 cast = host rounding", want, down_bf(d_c, n), 0, 0);
     /* bias column sums (fp32 out) */
     vec dbias(C, 0.25f);
     float *d_db = up_f(dbias), *d_scr = nan_f(zb_cuda_wgrad_scratch_floats(N, C));
     zb_colsum_add(dbias.data(), dy.data(), N, C);
     EXPECT_CUDA(zb_cuda_colsum_add_bf16(d_db, d_dy, N, C, d_scr, 0));
-    check("bf16 colsum_add += (fp32)", dbias, down_f(d_db, C), 1e-4, 1e-4);
+    compare_vec("bf16 colsum_add += (fp32)", dbias, down_f(d_db, C), 1e-4, 1e-4);
 }
 
 /* the fused classifier on bf16 logits (stride ld, padding never read:
@@ -230,7 +176,7 @@ static void test_ce_fused(int N, int V, int ld) {
     float *d_loss = nan_f(N);
     EXPECT_CUDA(zb_cuda_ce_fused_bf16(d_acc, d_loss, d_dz, d_z, d_t, scale, N,
                                       V, ld, 0));
-    check("bf16 ce fused losses (fp32)", loss, down_f(d_loss, N), 1e-5, 1e-5);
+    compare_vec("bf16 ce fused losses (fp32)", loss, down_f(d_loss, N), 1e-5, 1e-5);
     vec got = down_bf(d_dz, (size_t)N * ld), wantc, gotc;
     size_t touched = 0;
     for (int r = 0; r < N; r++)
@@ -241,7 +187,7 @@ static void test_ce_fused(int N, int V, int ld) {
                 gotc.push_back(got[k]);
             } else touched += !std::isnan(got[k]);
         }
-    check("bf16 ce fused dlogits", wantc, gotc, BF, 1e-9);
+    compare_vec("bf16 ce fused dlogits", wantc, gotc, BF, 1e-9);
     printf("%-34s %zu padded dlogits written  %s\n", "bf16 ce fused padding",
            touched, touched ? "FAIL" : "ok");
     if (touched) failures++;
@@ -290,14 +236,14 @@ static void test_ce_pieces(int N, int V, int v0, int Vl, int ld) {
         a.push_back((float)S[r]), b.push_back((float)st[N + r]);
         a.push_back((float)Zt[r]), b.push_back((float)st[2 * N + r]);
     }
-    check("bf16 ce pieces max, sum, target", a, b, 1e-5, 1e-6);
+    compare_vec("bf16 ce pieces max, sum, target", a, b, 1e-5, 1e-6);
     vec got = down_bf(d_dz, (size_t)N * ld), wc, gc;
     for (int r = 0; r < N; r++)
         for (int v = 0; v < Vl; v++) {
             wc.push_back(dz[(size_t)r * ld + v]);
             gc.push_back(got[(size_t)r * ld + v]);
         }
-    check("bf16 ce pieces dlogits", wc, gc, BF, 1e-9);
+    compare_vec("bf16 ce pieces dlogits", wc, gc, BF, 1e-9);
 }
 
 static void test_embed(int B, int T, int C) {
@@ -310,8 +256,8 @@ static void test_embed(int B, int T, int C) {
     void *d_out = nan_bf(n), *d_dout = up_bf(dout);
     EXPECT_CUDA(zb_cuda_embed_add_pos_bf16(d_out, d_tok, d_wpe, B, T, C, 0));
     EXPECT_CUDA(zb_cuda_embed_pos_backward_bf16(d_dwpe, d_dout, B, T, C, 0));
-    check("bf16 embed tok + wpe", out, down_bf(d_out, n), BF / 2, 0);
-    check("bf16 embed dwpe += (fp32)", dwpe, down_f(d_dwpe, (size_t)T * C),
+    compare_vec("bf16 embed tok + wpe", out, down_bf(d_out, n), BF / 2, 0);
+    compare_vec("bf16 embed dwpe += (fp32)", dwpe, down_f(d_dwpe, (size_t)T * C),
           1e-5, 1e-6);
     /* token rows [2, 9) of a vocabulary of 11 */
     int N = B * T, v0 = 2, nv = 7;
@@ -329,7 +275,7 @@ static void test_embed(int B, int T, int C) {
     EXPECT_CUDA(zb_cuda_embed_scratch_bytes(N, &sb));
     EXPECT_CUDA(zb_cuda_embed_tokens_backward_bf16(d_dw, d_dout, d_ids, v0, nv,
                                                    N, C, dev_bytes(sb), sb, 0));
-    check("bf16 embed dwte += (fp32)", dw, down_f(d_dw, dw.size()), 1e-5, 1e-6);
+    compare_vec("bf16 embed dwte += (fp32)", dw, down_f(d_dw, dw.size()), 1e-5, 1e-6);
 }
 
 static void test_softmax(int nmat, int T) {
@@ -340,27 +286,16 @@ static void test_softmax(int nmat, int T) {
     vec p = down_bf(d_a, n); /* the kernel's bf16 probabilities */
     vec want(a);
     zb_attn_softmax_causal(want.data(), T, (int)nmat);
-    check("bf16 attn softmax", want, p, BF, 1e-6);
+    compare_vec("bf16 attn softmax", want, p, BF, 1e-6);
     vec ds(dp);
     zb_attn_softmax_causal_backward(ds.data(), p.data(), T, (int)nmat);
     EXPECT_CUDA(zb_cuda_attn_softmax_causal_backward_bf16(d_dp, d_a, T, nmat, 0));
-    check("bf16 attn softmax backward", ds, down_bf(d_dp, n), BF, 1e-4);
+    compare_vec("bf16 attn softmax backward", ds, down_bf(d_dp, n), BF, 1e-4);
 }
 
 /* The op table opened as the stage opens it under precision bf16. */
-static void open_ops(zb_ops *ops, int wrows, int wcols) {
-    zb_ops_cuda_cfg cfg = {};
-    cfg.bf16 = true;
-    cfg.attn_gemm = true;
-    cfg.max_passes = 1;
-    cfg.upload_bytes = 64;
-    cfg.wgrad_rows = wrows;
-    cfg.wgrad_cols = wcols;
-    zb_err err = {};
-    if (zb_ops_cuda(&cfg, ops, &err) != ZB_OK) {
-        fprintf(stderr, "zb_ops_cuda: %s\n", err.msg);
-        exit(1);
-    }
+static void open_bf16_ops(zb_ops *ops, int wrows, int wcols) {
+    open_ops(true, true, wrows, wcols, ops);
     if (ops->act_dtype != ZB_DT_BF16) {
         printf("precision bf16 ops store act_dtype %d, not bf16  FAIL\n",
                (int)ops->act_dtype);
@@ -419,10 +354,10 @@ static void test_gemm(const zb_ops &ops, int M, int N, int K, bool ta,
     double atol = 1e-5 * std::sqrt((double)K) * (K + 1);
     double rtol = c_bf16 ? BF / 2 : 1e-5;
     vec got = c_bf16 ? down_bf(g.C, nc) : down_f((float *)g.C, nc);
-    check(what, want, got, rtol, atol);
+    compare_vec(what, want, got, rtol, atol);
     if (gelu) {
         vec gg = c_bf16 ? down_bf(g.gelu_out, nc) : down_f((float *)g.gelu_out, nc);
-        check("  its GELU output", wgelu, gg, c_bf16 ? BF : 1e-4, atol);
+        compare_vec("  its GELU output", wgelu, gg, c_bf16 ? BF : 1e-4, atol);
     }
 }
 
@@ -449,15 +384,15 @@ static void test_attention(const zb_ops &ops, int B, int T, int C, int NH) {
                            (zb_act *)d_qkv, (zb_act *)d_y, d_att, B, T, C, NH,
                            &err_));
     double tol = 4.0 * std::sqrt((double)C / NH + T) / 256;
-    check("bf16 attention out", y, down_bf(d_y, n1), 0, tol);
-    check("bf16 attention probabilities", att, down_bf(d_att, att.size()), BF,
+    compare_vec("bf16 attention out", y, down_bf(d_y, n1), 0, tol);
+    compare_vec("bf16 attention probabilities", att, down_bf(d_att, att.size()), BF,
           1e-3);
-    check("bf16 attention dqkv", dqkv, down_bf(d_dqkv, n3), 0, 4 * tol);
+    compare_vec("bf16 attention dqkv", dqkv, down_bf(d_dqkv, n3), 0, 4 * tol);
 }
 
 static void test_ops(void) {
     zb_ops ops;
-    open_ops(&ops, 64, 256);
+    open_bf16_ops(&ops, 64, 256);
     test_gemm(ops, 64, 96, 256, false, true, 1, true, false, false, 0.0f);
     test_gemm(ops, 64, 256, 96, false, false, 1, true, false, false, 1.0f);
     test_gemm(ops, 96, 256, 64, true, false, 1, false, false, false, 1.0f);
@@ -474,6 +409,7 @@ static void test_ops(void) {
 int main(void) {
     int present = zb_test_cuda_present();
     if (present != 0) return present;
+    rng = 4242;
     setenv("ZB_CUDA_GEMM_LOG", "1", 0);
     test_layernorm(37, 200);
     test_layernorm(256, 768);
@@ -485,7 +421,5 @@ int main(void) {
     test_softmax(3, 7);
     test_softmax(2, 200);
     test_ops();
-    for (void *p : device_allocs) cudaFree(p);
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return zb_test_finish();
 }

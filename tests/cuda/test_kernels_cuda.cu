@@ -30,28 +30,7 @@ extern "C" {
 }
 #include "kernels/cuda/kernels_cuda.h"
 #include "tests/cuda/cuda_present.h"
-
-static int failures;
-static std::vector<void *> device_allocs; /* freed at exit */
-
-/* main() may stop the program: a CUDA failure ends the test with 1. */
-#define EXPECT_CUDA(call)                                                      \
-    do {                                                                       \
-        cudaError_t e_ = (call);                                               \
-        if (e_ != cudaSuccess) {                                               \
-            fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, \
-                    cudaGetErrorString(e_), zb_cuda_error_msg());              \
-            exit(1);                                                           \
-        }                                                                      \
-    } while (0)
-
-static unsigned long long rng = 12345;
-static float frand(void) { /* uniform in [-1, 1) */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((double)(rng >> 40) / (1 << 23) - 1.0);
-}
+#include "tests/cuda/cuda_test.h"
 
 static std::vector<float> rand_vec(size_t n, float scale) {
     std::vector<float> v(n);
@@ -60,9 +39,7 @@ static std::vector<float> rand_vec(size_t n, float scale) {
 }
 
 template <typename T> static T *to_device(const std::vector<T> &h) {
-    T *d = nullptr;
-    EXPECT_CUDA(cudaMalloc(&d, (h.size() ? h.size() : 1) * sizeof(T)));
-    device_allocs.push_back(d);
+    T *d = (T *)dev_bytes(h.size() * sizeof(T));
     EXPECT_CUDA(cudaMemcpy(d, h.data(), h.size() * sizeof(T),
                            cudaMemcpyHostToDevice));
     return d;
@@ -70,33 +47,7 @@ template <typename T> static T *to_device(const std::vector<T> &h) {
 
 /* Device buffer of n floats filled with NaN: a kernel must overwrite it. */
 static float *nan_device(size_t n) {
-    float *d = nullptr;
-    EXPECT_CUDA(cudaMalloc(&d, n * sizeof(float)));
-    device_allocs.push_back(d);
-    EXPECT_CUDA(cudaMemset(d, 0xff, n * sizeof(float)));
-    return d;
-}
-
-/* Compare the GPU's floats (on the host) with the CPU result. */
-static void compare_vec(const char *what, const std::vector<float> &cpu,
-                        const std::vector<float> &gpu, double rtol,
-                        double atol) {
-    size_t bad = 0, first = 0;
-    double worst = 0.0;
-    for (size_t i = 0; i < cpu.size(); i++) {
-        double err = std::fabs((double)gpu[i] - cpu[i]);
-        if (!(err <= atol + rtol * std::fabs(cpu[i]))) {
-            if (!bad++) first = i;
-        }
-        if (err > worst || std::isnan(err)) worst = err;
-    }
-    printf("%-28s n=%-8zu max |gpu-cpu| %.3g  %s\n", what, cpu.size(), worst,
-           bad ? "FAIL" : "ok");
-    if (bad) {
-        printf("  %zu mismatches, first [%zu]: gpu %.9g cpu %.9g\n", bad, first,
-               gpu[first], cpu[first]);
-        failures++;
-    }
+    return (float *)nan_bytes(n * sizeof(float));
 }
 
 /* Copy n floats back and compare with the CPU result. */
@@ -289,9 +240,7 @@ static void test_embed(int B, int T, int C, int V, int v0, int nv) {
     for (int i = 0; i < N; i += 3) tok[i] = V / 2;        /* one hot row */
     size_t sb;
     EXPECT_CUDA(zb_cuda_embed_scratch_bytes(N, &sb));
-    void *d_scratch = NULL;
-    EXPECT_CUDA(cudaMalloc(&d_scratch, sb));
-    device_allocs.push_back(d_scratch);
+    void *d_scratch = dev_bytes(sb);
     float *d_wtel = to_device(wtel), *d_wpe = to_device(wpe), *d_dy = to_device(dy);
     float *d_dwtel = to_device(dwtel), *d_dwpe = to_device(dwpe);
     int *d_tok = to_device(tok);
@@ -360,25 +309,6 @@ static void test_attn_softmax(int nmat, int T) {
     zb_attn_softmax_causal_backward(ds.data(), p.data(), T, nmat);
     EXPECT_CUDA(zb_cuda_attn_softmax_causal_backward(d_ds, d_p, T, nmat, 0));
     compare("attn softmax backward", ds, d_ds, 1e-4, 1e-6);
-}
-
-/* The CUDA op table on device 0 (one pass timed, small uploads); a
- * failure ends the test. */
-static void open_ops(bool bf16, bool attn_gemm, int wgrad_rows,
-                     int wgrad_cols, zb_ops *ops) {
-    zb_ops_cuda_cfg cfg = {};
-    cfg.device = 0;
-    cfg.bf16 = bf16;
-    cfg.attn_gemm = attn_gemm;
-    cfg.max_passes = 1;
-    cfg.upload_bytes = 64;
-    cfg.wgrad_rows = wgrad_rows;
-    cfg.wgrad_cols = wgrad_cols;
-    zb_err err = {};
-    if (zb_ops_cuda(&cfg, ops, &err) != ZB_OK) {
-        fprintf(stderr, "zb_ops_cuda: %s\n", err.msg);
-        exit(1);
-    }
 }
 
 /* The CUDA op table's attention with attn_gemm (batched GEMMs around the
@@ -600,11 +530,9 @@ static void test_stage_ops(int N, int C) {
     float *d_y = nan_device(n);
     EXPECT_CUDA(zb_cuda_residual_add(d_y, d_x, d_p, d_b, N, C, 0));
     compare("residual add", y, d_y, 0, 0);
-    double *d_acc = nullptr, *d_scr = nullptr, acc[2] = {0.5, -0.25};
-    EXPECT_CUDA(cudaMalloc(&d_acc, 2 * sizeof(double)));
-    EXPECT_CUDA(cudaMalloc(&d_scr, zb_cuda_sum_scratch_doubles() * sizeof(double)));
-    device_allocs.push_back(d_acc);
-    device_allocs.push_back(d_scr);
+    double acc[2] = {0.5, -0.25};
+    double *d_acc = (double *)dev_bytes(sizeof acc);
+    double *d_scr = (double *)dev_bytes(zb_cuda_sum_scratch_doubles() * sizeof(double));
     EXPECT_CUDA(cudaMemcpy(d_acc, acc, sizeof acc, cudaMemcpyHostToDevice));
     EXPECT_CUDA(zb_cuda_sumsq_add(&d_acc[0], d_scr, d_x, n, 0));
     EXPECT_CUDA(zb_cuda_sum_add(&d_acc[1], d_scr, d_x, n, 0));
@@ -654,7 +582,5 @@ int main(void) {
     test_ops_attention(false, 2, 65, 96, 3);
     test_stage_ops(37, 53);
     test_stage_ops(1024, 768);
-    for (void *p : device_allocs) cudaFree(p);
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return zb_test_finish();
 }
