@@ -6,9 +6,9 @@
 
 /* ---- tables ---- */
 
-zb_status zb_rdv_init(zb_rdv *r, int world, int max_msgs, zb_err *err) {
-    void *(*ext_new)(int) = r->ext_new;
-    void (*ext_free)(void *, int) = r->ext_free;
+zb_status zb_rdv_init(zb_rdv *r, int world, int max_msgs,
+                      void *(*ext_new)(int n),
+                      void (*ext_free)(void *ext, int n), zb_err *err) {
     memset(r, 0, sizeof *r);
     r->ext_new = ext_new;
     r->ext_free = ext_free;
@@ -128,7 +128,6 @@ zb_status zb_rdv_claim(zb_rdv *r, const zb_transport *t, int peer, int tag,
                        tag, r->max_msgs);
     }
     slot->used = true;
-    slot->ready = false;
     slot->from = t->rank;
     slot->tag = tag;
     slot->n = n;
@@ -137,21 +136,20 @@ zb_status zb_rdv_claim(zb_rdv *r, const zb_transport *t, int peer, int tag,
     return ZB_OK;
 }
 
-void zb_rdv_post(zb_rdv_inbox *in, zb_rdv_slot *s) {
-    s->ready = true;
+void zb_rdv_post(zb_rdv_inbox *in) {
     pthread_cond_broadcast(&in->cv);
     pthread_mutex_unlock(&in->mu);
 }
 
 void zb_rdv_unclaim(zb_rdv_inbox *in, zb_rdv_slot *s) {
-    s->used = s->ready = false;
+    s->used = false;
     pthread_mutex_unlock(&in->mu);
 }
 
-static zb_rdv_slot *find_ready(zb_rdv *r, zb_rdv_inbox *in, int peer, int tag) {
+static zb_rdv_slot *find_slot(zb_rdv *r, zb_rdv_inbox *in, int peer, int tag) {
     for (int i = 0; i < r->max_msgs; i++) {
         zb_rdv_slot *s = &in->slots[i];
-        if (s->used && s->ready && s->from == peer && s->tag == tag) return s;
+        if (s->used && s->from == peer && s->tag == tag) return s;
     }
     return NULL;
 }
@@ -162,7 +160,7 @@ zb_status zb_rdv_take(zb_rdv *r, const zb_transport *t, int peer, int tag,
     zb_rdv_inbox *box = &r->inbox[t->rank];
     pthread_mutex_lock(&box->mu);
     zb_rdv_slot *slot;
-    while (!(slot = find_ready(r, box, peer, tag)) && !zb_rdv_is_aborted(r))
+    while (!(slot = find_slot(r, box, peer, tag)) && !zb_rdv_is_aborted(r))
         pthread_cond_wait(&box->cv, &box->mu);
     if (!slot) {
         pthread_mutex_unlock(&box->mu);
@@ -181,7 +179,7 @@ zb_status zb_rdv_take(zb_rdv *r, const zb_transport *t, int peer, int tag,
 }
 
 void zb_rdv_release(zb_rdv_inbox *in, zb_rdv_slot *s) {
-    s->used = s->ready = false;
+    s->used = false;
     pthread_cond_broadcast(&in->cv);
     pthread_mutex_unlock(&in->mu);
 }

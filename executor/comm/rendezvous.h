@@ -27,8 +27,9 @@ extern "C" {
 #endif
 
 typedef struct {
-    bool used;       /* holds a message (or one being enqueued) */
-    bool ready;      /* the message may be taken */
+    bool used;       /* holds a message; claimed, filled and posted under
+                        the inbox mutex, so a receiver never sees one
+                        half written */
     int from, tag;
     size_t n;        /* floats */
     float *data;     /* the transport's memory, max_msg_floats */
@@ -68,8 +69,12 @@ typedef struct zb_rdv {
 } zb_rdv;
 
 /* Tables for `world` ranks of max_msgs slots each (slot data left NULL
- * for the transport to place). On failure everything made is freed. */
-zb_status zb_rdv_init(zb_rdv *r, int world, int max_msgs, zb_err *err);
+ * for the transport to place); ext_new / ext_free (may be NULL) make and
+ * free the transport's per-group tables. On failure everything made is
+ * freed. */
+zb_status zb_rdv_init(zb_rdv *r, int world, int max_msgs,
+                      void *(*ext_new)(int n),
+                      void (*ext_free)(void *ext, int n), zb_err *err);
 /* Frees the tables (ext through ext_free); r may be half made or zeroed. */
 void zb_rdv_destroy(zb_rdv *r);
 
@@ -86,16 +91,16 @@ zb_status zb_rdv_check_peer(zb_rdv *r, const zb_transport *t, const char *op,
                             zb_err *err);
 
 /* Send: a free slot of peer's inbox, with its mutex held and the slot
- * marked used (from, tag, n set; ready false); fails (mutex released)
- * when the inbox is full. Mark it ready and post with zb_rdv_post, or
- * give it back with zb_rdv_unclaim. */
+ * marked used (from, tag, n set); fails (mutex released) when the inbox
+ * is full. Fill it, then post it with zb_rdv_post (wakes the receiver,
+ * releases the mutex), or give it back with zb_rdv_unclaim. */
 zb_status zb_rdv_claim(zb_rdv *r, const zb_transport *t, int peer, int tag,
                        size_t n, zb_rdv_inbox **in, zb_rdv_slot **s,
                        zb_err *err);
-void zb_rdv_post(zb_rdv_inbox *in, zb_rdv_slot *s);
+void zb_rdv_post(zb_rdv_inbox *in);
 void zb_rdv_unclaim(zb_rdv_inbox *in, zb_rdv_slot *s);
 
-/* Recv: waits for the ready slot (peer, tag) of t's inbox and returns it
+/* Recv: waits for the slot (peer, tag) of t's inbox and returns it
  * with the inbox mutex held; fails (mutex released, slot left alone) on
  * abort, or (slot freed) when it holds other than n floats. Copy out,
  * then zb_rdv_release. */

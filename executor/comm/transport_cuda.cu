@@ -112,7 +112,7 @@ static zb_status dl_send(zb_transport *t, int peer, int tag, const float *buf,
     ZB_CUDA(cudaSetDevice(w->device));
     ZB_TRY(zb_rdv_claim(&w->rdv, t, peer, tag, n, &in, &s, err));
     zb_status st = fill_slot(t, s, buf, n, err);
-    if (st == ZB_OK) zb_rdv_post(in, s);
+    if (st == ZB_OK) zb_rdv_post(in);
     else zb_rdv_unclaim(in, s);
     return st;
 }
@@ -313,9 +313,8 @@ static zb_status alloc_device(zb_cuda_world *w, zb_err *err) {
 }
 
 static zb_status alloc_world(zb_cuda_world *w, int max_msgs, zb_err *err) {
-    w->rdv.ext_new = group_ev_new;
-    w->rdv.ext_free = group_ev_free;
-    ZB_TRY(zb_rdv_init(&w->rdv, w->world, max_msgs, err));
+    ZB_TRY(zb_rdv_init(&w->rdv, w->world, max_msgs, group_ev_new,
+                       group_ev_free, err));
     size_t slots = (size_t)w->world * (size_t)max_msgs;
     w->slot_ev = (dl_slot_ev *)zb_calloc(slots, sizeof(dl_slot_ev), err);
     w->ends = (zb_transport *)zb_calloc((size_t)w->world, sizeof(zb_transport), err);

@@ -63,7 +63,7 @@ static zb_status local_send(zb_transport *t, int peer, int tag,
     if (zb_rdv_is_aborted(&w->rdv)) return zb_rdv_aborted_err(t, err);
     ZB_TRY(zb_rdv_claim(&w->rdv, t, peer, tag, n, &in, &s, err));
     memcpy(s->data, buf, n * sizeof *buf);
-    zb_rdv_post(in, s);
+    zb_rdv_post(in);
     return ZB_OK;
 }
 
@@ -132,7 +132,7 @@ static zb_status local_allreduce_f64(zb_transport *t, const zb_group *g,
 /* ---- world ---- */
 
 static zb_status alloc_world(zb_local_world *w, int max_msgs, zb_err *err) {
-    ZB_TRY(zb_rdv_init(&w->rdv, w->world, max_msgs, err));
+    ZB_TRY(zb_rdv_init(&w->rdv, w->world, max_msgs, NULL, NULL, err));
     size_t slots = (size_t)w->world * (size_t)max_msgs;
     if (w->max_msg_floats && slots > SIZE_MAX / sizeof(float) / w->max_msg_floats)
         return zb_fail(err, ZB_ENOMEM, "local transport: message pool of "
