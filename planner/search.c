@@ -482,7 +482,7 @@ static void prepare_placement(ctx *x, const split *s, zb_placement pl) {
                    x->mdl->cluster.devices_per_node, c);
     double max_params = 0, max_static = 0, lb = 0, head = 0;
     for (int r = 0; r < pp; r++) {
-        double prm = rank_params(x->mdl, &s->ct, x->spans, pp, v, pl, r), busy = 0;
+        double prm = rank_params(x->mdl, &s->ct, x->spans, pp, v, pl, r);
         x->static_r[pl][r] = zb_static_mem_bytes(x->mdl, prm, s->dp);
         if (prm > max_params) max_params = prm;
         if (x->static_r[pl][r] > max_static) max_static = x->static_r[pl][r];
@@ -495,7 +495,7 @@ static void prepare_placement(ctx *x, const split *s, zb_placement pl) {
             bwd += c->t_b[vs] + c->t_w[vs];
             buckets += sp->n_layers + sp->embed + sp->head;
         }
-        busy = fwd + bwd;
+        double busy = fwd + bwd;
         x->ar_r[pl][r] = s->measured_post ? 0
             : zb_dp_exposed_s(x->mdl, allreduce_s(x->mdl, prm, s->dp, s->tp, pp),
                               bwd, fwd, buckets);
