@@ -119,7 +119,7 @@ CU_OBJ   := $(if $(HAVE_CUDA),$(patsubst %.cu,$(BUILD)/%.cu.o,$(CU_SRC)))
 CU_TESTS := $(patsubst tests/cuda/%.cu,$(BUILD)/cuda/%,$(wildcard tests/cuda/test_*.cu))
 
 COMMON_SRC   := $(wildcard common/*.c)
-PLANNER_SRC  := $(filter-out planner/main.c,$(wildcard planner/*.c))
+PLANNER_SRC  := $(filter-out planner/cli/main.c,$(wildcard planner/*.c planner/*/*.c))
 KERNEL_SRC   := $(wildcard kernels/*.c)
 EXEC_SRC     := $(filter-out executor/run/main.c,$(wildcard executor/*.c $(addsuffix /*.c,$(EXEC_ROOMS))))
 EXEC_ASM     := $(wildcard $(addsuffix /*.S,$(EXEC_ROOMS)))
@@ -185,7 +185,7 @@ $(BUILD)/version.h: FORCE
 	@mkdir -p $(dir $@)
 	@echo '#define ZB_VERSION "$(ZB_VERSION)"' > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
-MAINS_O := $(BUILD)/executor/run/main.o $(BUILD)/planner/main.o $(BUILD)/compare/main.o
+MAINS_O := $(BUILD)/executor/run/main.o $(BUILD)/planner/cli/main.o $(BUILD)/compare/main.o
 $(MAINS_O): $(BUILD)/version.h
 $(MAINS_O): CFLAGS += -I$(BUILD)
 .PHONY: FORCE
@@ -223,7 +223,7 @@ $(LIB_EXEC): $(call obj,$(EXEC_SRC) $(KERNEL_SRC)) $(patsubst %.S,$(BUILD)/%.o,$
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 
-$(BIN)/zbplan: $(BUILD)/planner/main.o $(LIB_PLANNER) $(LIB_EXEC) $(LIB_COMMON)
+$(BIN)/zbplan: $(BUILD)/planner/cli/main.o $(LIB_PLANNER) $(LIB_EXEC) $(LIB_COMMON)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(GLPK_LIBS) $(YAML_LIBS) $(BLAS_LIBS) $(MPI_LIBS) -lpthread -lm
 $(BIN)/zbrun: $(BUILD)/executor/run/main.o $(LIB_EXEC) $(LIB_PLANNER) $(LIB_COMMON)

@@ -1,6 +1,6 @@
 /* profile.h - what a run measured, per virtual stage and per rank, beside the
  * plan's predictions, as a file `zbplan --profile` reads back (zbrun
- * --profile FILE). docs/zbrun.md describes the format; planner/profile.h
+ * --profile FILE). docs/zbrun.md describes the format; planner/cost/profile.h
  * reads it.
  *
  * Contents (seconds, bytes; means over the steps after the first, and over

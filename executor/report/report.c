@@ -11,7 +11,7 @@
 #include "executor/report/pass_times.h"
 #include "executor/report/replay.h"
 #include "executor/report/trace.h"
-#include "planner/cost.h"
+#include "planner/cost/cost.h"
 
 double zb_load_average(void) {
     FILE *f = fopen("/proc/loadavg", "r");

@@ -44,7 +44,7 @@
 #include "executor/report/profile.h"
 #include "executor/report/report.h"
 #include "executor/run/run_checks.h"
-#include "planner/cost_fit.h"
+#include "planner/cost/plan_fit.h"
 #include "executor/host/signals.h"
 #include "executor/host/stdfds.h"
 #include "executor/run/runtime.h"

@@ -24,8 +24,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "planner/schedules.h"
-#include "planner/zb_auto.h"
+#include "planner/registry/registry.h"
+#include "planner/auto/auto_loop.h"
 
 static double clock_s(clockid_t id) {
     struct timespec ts;

@@ -35,8 +35,8 @@
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
 #include "common/zb_sim.h"
-#include "planner/schedules.h"
-#include "planner/search.h"
+#include "planner/registry/registry.h"
+#include "planner/search/search.h"
 
 #define RUNS 5
 

@@ -38,8 +38,8 @@ extern "C" {
 #include "common/zb_plan.h"
 #include "executor/run/runtime.h"
 #include "executor/stage/stage.h"
-#include "planner/partition.h"
-#include "planner/schedules.h"
+#include "planner/cost/partition.h"
+#include "planner/registry/registry.h"
 }
 
 #define STEPS 5

@@ -12,8 +12,8 @@
 #include "common/zb_plan.h"
 #include "executor/run/runtime.h"
 #include "executor/stage/stage.h"
-#include "planner/partition.h"
-#include "planner/schedules.h"
+#include "planner/cost/partition.h"
+#include "planner/registry/registry.h"
 
 START_TEST(names) {
     ck_assert_str_eq(zb_backend_name(ZB_BACKEND_CPU), "cpu");

@@ -6,8 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "planner/cost.h"
-#include "planner/cost_dp.h"
+#include "planner/cost/cost.h"
+#include "planner/cost/dp.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 

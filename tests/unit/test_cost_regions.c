@@ -1,13 +1,13 @@
 /* test_cost_regions.c - OpenMP regions per pass of the CPU backend
- * (planner/cost_regions.c) and their price in the cpu cost model: a rank
+ * (planner/cost/regions.c) and their price in the cpu cost model: a rank
  * with more than one thread pays regions x omp_region_s per pass and its
  * one-thread kernels at one core's rate; a rank with one thread nothing. */
 #include <check.h>
 #include <math.h>
 #include <string.h>
 
-#include "planner/cost.h"
-#include "planner/cost_regions.h"
+#include "planner/cost/cost.h"
+#include "planner/cost/regions.h"
 
 /* models/tiny.yaml's shape: 8 layers, h 64, 4 heads, s 64, V 256, b 2 */
 static zb_model tiny(void) {

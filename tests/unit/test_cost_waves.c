@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "planner/cost.h"
+#include "planner/cost/cost.h"
 
 /* A100-80GB, GPT-3 175B's layer shape at tp 8 as in Narayanan 2021 */
 static zb_model gpt3(int sms) {

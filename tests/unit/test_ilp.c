@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner/ilp.h"
-#include "planner/schedules.h"
-#include "planner/zb_auto.h"
+#include "planner/ilp/ilp_loop.h"
+#include "planner/registry/registry.h"
+#include "planner/auto/auto_loop.h"
 
 /* ---- brute force ---- */
 

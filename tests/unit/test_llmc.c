@@ -31,8 +31,8 @@
 #include "executor/state/llmc.h"
 #include "executor/run/runtime.h"
 #include "executor/stage/stage_params.h"
-#include "planner/partition.h"
-#include "planner/schedules.h"
+#include "planner/cost/partition.h"
+#include "planner/registry/registry.h"
 
 #define NL 4
 #define NC 16

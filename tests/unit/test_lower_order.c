@@ -24,7 +24,7 @@
 
 #include "common/zb_lower.h"
 #include "executor/comm/p2p_channel.h"
-#include "planner/schedules.h"
+#include "planner/registry/registry.h"
 
 typedef struct { int msg, vstage, mb; } msg_id;
 

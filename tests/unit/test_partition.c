@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner/partition.h"
+#include "planner/cost/partition.h"
 
 /* A model whose shape only matters through layers, vocab*hidden (tied
  * copy) and the precision: bf16 without ZeRO-1 is 16 bytes per parameter

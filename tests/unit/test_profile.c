@@ -1,4 +1,4 @@
-/* test_profile.c - planner/profile.h: fitting measured vstage times to per
+/* test_profile.c - planner/cost/profile.h: fitting measured vstage times to per
  * layer / embedding / head pass times, the fallback scaling, covering, and
  * reading a profile file (good and bad). */
 #include <check.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner/profile.h"
+#include "planner/cost/profile.h"
 
 static zb_model tiny_model(void) {
     zb_model m;

@@ -11,7 +11,7 @@
 #include "common/zb_model.h"
 #include "common/zb_sim.h"
 #include "executor/report/replay.h"
-#include "planner/search.h"
+#include "planner/search/search.h"
 
 /* models/tiny.yaml planned at pp 2 with one schedule. */
 static void make_plan(const char *schedule, zb_plan *pl) {

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common/zb_sim.h"
-#include "planner/schedules.h"
+#include "planner/registry/registry.h"
 
 #define TOL 1e-9
 

@@ -1,4 +1,4 @@
-/* test_search.c - the plan search (planner/search.c): forced choices,
+/* test_search.c - the plan search (planner/search/search.c): forced choices,
  * layout rules, memory dropping, ranking (checked against an exhaustive
  * run without pruning), the step-time formula by hand, and the plan made
  * from the winner surviving zb_plan_write / zb_plan_read. */
@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include "common/zb_plan.h"
-#include "planner/cost.h"
-#include "planner/cost_fit.h"
-#include "planner/explain.h"
-#include "planner/partition.h"
-#include "planner/schedules.h"
-#include "planner/search.h"
+#include "planner/cost/cost.h"
+#include "planner/cost/plan_fit.h"
+#include "planner/cli/explain.h"
+#include "planner/cost/partition.h"
+#include "planner/registry/registry.h"
+#include "planner/search/search.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 

@@ -17,8 +17,8 @@
 #include "common/zb_plan.h"
 #include "executor/run/runtime.h"
 #include "executor/stage/stage_params.h"
-#include "planner/partition.h"
-#include "planner/schedules.h"
+#include "planner/cost/partition.h"
+#include "planner/registry/registry.h"
 #include "tests/unit/layout_check.h"
 
 #define STEPS 3

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner/sched_vblock.h"
-#include "planner/schedules.h"
-#include "planner/zb_auto.h"
+#include "planner/schedules/vblock.h"
+#include "planner/registry/registry.h"
+#include "planner/auto/auto_loop.h"
 
 /* Reproducible random numbers (xorshift). */
 static uint64_t rng = 88172645463325252ull;

@@ -1,0 +1,149 @@
+/* auto/vlocal.c - see auto/vlocal.h. */
+#include "planner/auto/vlocal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* Sweeps without a strict improvement before the search stops. */
+#define PATIENCE 4
+
+typedef struct {
+    const zb_costs *c;
+    zb_sim_ws *ws;
+    double limit, span, end, sum;
+    long used, budget;
+} vl_state;
+
+/* 2 if s scores better than the best so far (which it then becomes), 1 if
+ * equal, 0 if worse or invalid, -1 when out of memory. */
+static int better(vl_state *V, const zb_schedule *s) {
+    double span, peak;
+    zb_err e2;
+    zb_status st = zb_simulate_fast(s, V->c, V->ws, &span, &peak, &e2);
+    V->used += (long)s->p * 6 * s->m;
+    if (st == ZB_ENOMEM) return -1;
+    if (st != ZB_OK || peak > V->limit + 1e-9 * fmax(1, fabs(V->limit))) return 0;
+    double end = zb_sim_ws_last_end(V->ws), sum = 0;
+    const double *re = zb_sim_ws_rank_end(V->ws);
+    for (int r = 0; r < s->p; r++) sum += re[r];
+    int eq = span == V->span && end == V->end && sum == V->sum;
+    if (eq || span < V->span || (span == V->span && (end < V->end ||
+                                                     (end == V->end && sum < V->sum)))) {
+        V->span = span, V->end = end, V->sum = sum;
+        return eq ? 1 : 2;
+    }
+    return 0;
+}
+
+/* May a and b (adjacent, a first) trade places? Not two passes of one kind
+ * and chunk (microbatch order), not a pass and the next of its microbatch
+ * on the same chunk. */
+static int swappable(const zb_action *a, const zb_action *b) {
+    if (a->pass == b->pass && a->chunk == b->chunk) return 0;
+    return !(a->mb == b->mb && a->chunk == b->chunk);
+}
+
+/* Same kinds and chunks as the pair (x, x + 1), the same microbatch
+ * distance between them? */
+static int same_pair(const zb_action *x, const zb_action *y) {
+    return x[0].pass == y[0].pass && x[0].chunk == y[0].chunk &&
+           x[1].pass == y[1].pass && x[1].chunk == y[1].chunk &&
+           x[1].mb - x[0].mb == y[1].mb - y[0].mb;
+}
+
+static void swap_at(zb_action *a) {
+    zb_action t = a[0];
+    a[0] = a[1], a[1] = t;
+}
+
+/* The periodic move of the pair at i on rank r: every pair of the rank
+ * like it (same_pair, left to right, not overlapping) swapped at once, so
+ * that a steady state changes its pattern in one step. Kept like a single
+ * swap; at[] (len[r] / 2 + 1 ints) records the swaps to undo. Returns
+ * better()'s value, or 0 without simulating when fewer than two pairs
+ * match. */
+static int periodic(vl_state *V, zb_schedule *s, int r, int i, int *at) {
+    zb_action key[2] = {s->acts[r][i], s->acts[r][i + 1]};
+    int n = 0;
+    for (int j = 0; j + 1 < s->len[r]; j++) {
+        zb_action *a = &s->acts[r][j];
+        if (!same_pair(a, key) || !swappable(&a[0], &a[1])) continue;
+        swap_at(a);
+        at[n++] = j++;
+    }
+    int r0 = n > 1 ? better(V, s) : 0;
+    if (r0 == 0)
+        while (n > 0) swap_at(&s->acts[r][at[--n]]);
+    return r0;
+}
+
+/* One sweep over rank r: at each place the periodic move (when at is not
+ * NULL), then the single swap. Returns better()'s last value (-1: out of
+ * memory); *gain is set when a move shortened the schedule strictly. */
+static int sweep_rank(vl_state *V, zb_schedule *s, int r, int *at, int *gain) {
+    int r0 = 1;
+    for (int i = 0; i + 1 < s->len[r] && V->used < V->budget; i++) {
+        zb_action *a = &s->acts[r][i];
+        if (!swappable(&a[0], &a[1])) continue;
+        if (at) {
+            r0 = periodic(V, s, r, i, at);
+            if (r0 < 0) return r0;
+            if (r0 == 2) *gain = 1;
+            if (r0 > 0) continue;
+        }
+        swap_at(a);
+        r0 = better(V, s);
+        if (r0 < 0) return r0;
+        if (r0 == 2) *gain = 1;
+        if (r0 == 0) swap_at(a);
+    }
+    return r0;
+}
+
+/* Sweeps until PATIENCE sweeps without a strict gain or V->used reaches
+ * the budget; periodic moves when at is not NULL. -1: out of memory. */
+static int search(vl_state *V, zb_schedule *s, int *at) {
+    int r0 = 1, idle = 0;
+    while (r0 >= 0 && idle < PATIENCE && V->used < V->budget) {
+        int gain = 0;
+        for (int q = 0; q < s->p && r0 >= 0 && V->used < V->budget; q++)
+            r0 = sweep_rank(V, s, s->p - 1 - q, at, &gain);
+        idle = gain ? 0 : idle + 1;
+    }
+    return r0;
+}
+
+zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
+                    long budget, zb_err *err) {
+    vl_state V = {c, zb_sim_ws_new(), mem_limit, INFINITY, INFINITY, INFINITY, 0, budget};
+    int maxlen = 0;
+    for (int r = 0; r < s->p; r++)
+        if (s->len[r] > maxlen) maxlen = s->len[r];
+    int *at = malloc(((size_t)maxlen / 2 + 1) * sizeof *at);
+    if (!V.ws || !at) {
+        zb_sim_ws_free(V.ws);
+        free(at);
+        return zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
+    }
+    /* from the same start, single swaps alone (sa) and with periodic
+     * moves (s); the better is kept, so never longer than sa alone */
+    zb_schedule sa;
+    zb_status st = zb_schedule_copy(&sa, s, err);
+    int r0 = st == ZB_OK ? better(&V, &sa) : -1;
+    if (r0 >= 0) r0 = search(&V, &sa, NULL);
+    double a_span = V.span, a_end = V.end, a_sum = V.sum;
+    V.span = V.end = V.sum = INFINITY, V.used = 0;
+    if (r0 >= 0) r0 = better(&V, s);
+    if (r0 >= 0) r0 = search(&V, s, at);
+    int a_better = a_span < V.span ||
+                   (a_span == V.span && (a_end < V.end || (a_end == V.end && a_sum < V.sum)));
+    if (r0 >= 0 && a_better) {
+        zb_schedule t = *s;
+        *s = sa, sa = t;
+    }
+    if (st == ZB_OK) zb_schedule_free(&sa);
+    zb_sim_ws_free(V.ws);
+    free(at);
+    if (st != ZB_OK) return st;
+    return r0 < 0 ? zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory") : ZB_OK;
+}

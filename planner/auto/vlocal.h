@@ -1,0 +1,29 @@
+/* auto/vlocal.h - local search over a V schedule's pass order (internal
+ * to the planner; used by zb_auto_v at tight memory limits).
+ *
+ * zb_vlocal improves s in place: it swaps two adjacent passes of a rank
+ * (not two of one kind and chunk, not two of one microbatch and chunk),
+ * simulates the order with the real costs (zb_simulate_fast) and keeps the
+ * swap when the longest rank span gets shorter, or equal with an earlier
+ * last end (then a smaller sum of rank ends), or all equal (a sideways
+ * move), and the peak stays within mem_limit (same tolerance as the
+ * heuristic); orders that deadlock are rejected. Sweeps over every rank
+ * until 4 sweeps keep no strict gain or `budget` passes have been
+ * simulated. Two such searches run from s: single swaps only, and one
+ * that first tries at each place the periodic move (the pair swapped on
+ * every repeat of the rank's steady state at once: same kinds, chunks and
+ * microbatch distance), which changes a steady state's pattern in one
+ * step where single swaps would each lengthen it; the better result is
+ * kept, so it is never longer than the single swaps alone. s must be a
+ * valid order within the limit. ZB_ENOMEM is the only failure.
+ */
+#ifndef ZB_AUTO_VLOCAL_H
+#define ZB_AUTO_VLOCAL_H
+
+#include "common/zb_schedule.h"
+#include "common/zb_sim.h"
+
+zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
+                    long budget, zb_err *err);
+
+#endif
