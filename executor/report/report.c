@@ -11,7 +11,7 @@
 #include "executor/report/pass_times.h"
 #include "executor/report/replay.h"
 #include "executor/report/trace.h"
-#include "planner/cost/cost.h"
+#include "planner/cost/plan_fit.h"
 
 double zb_load_average(void) {
     FILE *f = fopen("/proc/loadavg", "r");
@@ -23,7 +23,7 @@ double zb_load_average(void) {
 }
 
 double zb_report_margin_bytes(const zb_plan *plan) {
-    return zb_workspace_bytes(&plan->model);
+    return zb_plan_workspace_bytes(plan);
 }
 
 double zb_report_pred_mem(const zb_plan *plan, int r) {

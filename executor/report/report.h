@@ -47,7 +47,7 @@ double zb_load_average(void);
  * workspace margin the planner adds (64 MiB on the cpu device): the basis
  * of the measured number, which counts only what the stage allocates. */
 double zb_report_pred_mem(const zb_plan *plan, int r);
-/* That margin, as the planner computes it (planner/cost/cost.h). */
+/* That margin, as the planner computes it (planner/cost/plan_fit.h). */
 double zb_report_margin_bytes(const zb_plan *plan);
 
 /* YAML report, written atomically:

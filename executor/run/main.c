@@ -495,7 +495,7 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     int threads = a->threads ? a->threads : proc.tr ? zb_procs_threads(l)
                              : zb_threads_per_rank(omp_get_num_procs(), here);
     /* rank 0 writes the outputs and holds the checkpoint folder's lock */
-    char fit_note[256];   /* cost_fit.h: refuse a plan too big for this host */
+    char fit_note[256];   /* plan_fit.h: refuse a plan too big for this host */
     bool limited;
     double avail = zb_host_mem_available(&limited);
     if (zb_plan_fit_host(&plan, a->plan_path, !strcmp(a->backend, "cpu"),

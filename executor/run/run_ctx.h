@@ -15,7 +15,7 @@
 #include "common/zb_lower.h"
 #include "common/zb_plan.h"
 #include "executor/state/data.h"
-#include "executor/run/runtime.h"
+#include "executor/run/run_opts.h"
 #include "executor/stage/stage.h"
 #include "executor/comm/transport.h"
 

@@ -1,4 +1,4 @@
-/* auto/auto_loop.c - zb_auto_heuristic: the automatic zero-bubble schedule for the
+/* auto_loop.c - zb_auto_heuristic: the automatic zero-bubble schedule for the
  * LOOP placement (v = 1), after the heuristic of Qi et al., "Zero Bubble
  * Pipeline Parallelism" (2023), sec. 3.1: warm up with as many F as memory
  * allows, then prefer B, fill gaps with W, and finish with the remaining W.
@@ -22,9 +22,9 @@
 
 #include <stdlib.h>
 
-#include "planner/registry/registry.h"
 #include "planner/auto/greedy.h"
 #include "planner/auto/rounds.h"
+#include "planner/schedules/handmade.h"
 
 typedef struct {
     int cap_a, cap_b;  /* cap[r] = cap_a (p - r) + cap_b; cap_a = 0: none */

@@ -1,4 +1,4 @@
-/* auto/auto_v.c - zb_auto_v: the automatic zero-bubble schedule for the V
+/* auto_v.c - zb_auto_v: the automatic zero-bubble schedule for the V
  * placement (v = 2; chunk 0 of rank r is virtual stage r, chunk 1 is stage
  * 2p-1-r), the shape of ZB-V (Qi et al., "Zero Bubble Pipeline
  * Parallelism", 2023, sec. 6), under a per-rank memory limit.
@@ -18,16 +18,16 @@
  * then the authors' V-Min and V-Half orders) and, on instances of at most
  * 16384 passes, the winner is improved by a local search (auto/vlocal.h).
  */
-#include "planner/auto/auto_loop.h"
+#include "planner/auto/auto_v.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "planner/schedules/vblock.h"
-#include "planner/registry/registry.h"
 #include "planner/auto/greedy.h"
 #include "planner/auto/vlocal.h"
 #include "planner/auto/vrounds.h"
+#include "planner/schedules/handmade.h"
+#include "planner/schedules/vblock_search.h"
 
 typedef struct {
     int f_first, cap_2p;   /* cap_2p: FILL's cap is 2p (else p) */

@@ -1,4 +1,4 @@
-/* auto/greedy.c - see auto/greedy.h.
+/* greedy.c - see auto/greedy.h.
  *
  * State: for every virtual stage s, how many F, B, W it has started (they
  * run in microbatch order) and the end time of each F and B; for every rank,

@@ -1,4 +1,4 @@
-/* auto/greedy.h - the list scheduler behind zb_auto_heuristic and
+/* greedy.h - the list scheduler behind zb_auto_heuristic and
  * zb_auto_v (internal to the planner).
  *
  * It simulates time while it decides: ranks are visited in order of the time

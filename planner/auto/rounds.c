@@ -1,4 +1,4 @@
-/* auto/rounds.c - see auto/rounds.h.
+/* rounds.c - see auto/rounds.h.
  *
  * State: per rank (= stage) the passes placed of each kind (they run in
  * microbatch order), when the rank is free (e), its memory and its idle

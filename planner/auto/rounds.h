@@ -1,4 +1,4 @@
-/* auto/rounds.h - the round scheduler behind zb-auto (LOOP placement,
+/* rounds.h - the round scheduler behind zb-auto (LOOP placement,
  * v = 1; internal to the planner), after the idea of the ZB-2p heuristic of
  * Qi et al., "Zero Bubble Pipeline Parallelism" (2023).
  *

@@ -1,4 +1,4 @@
-/* auto/vlocal.c - see auto/vlocal.h. */
+/* vlocal.c - see auto/vlocal.h. */
 #include "planner/auto/vlocal.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* auto/vlocal.h - local search over a V schedule's pass order (internal
+/* vlocal.h - local search over a V schedule's pass order (internal
  * to the planner; used by zb_auto_v at tight memory limits).
  *
  * zb_vlocal improves s in place: it swaps two adjacent passes of a rank

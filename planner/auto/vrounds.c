@@ -1,4 +1,4 @@
-/* auto/vrounds.c - see auto/vrounds.h.
+/* vrounds.c - see auto/vrounds.h.
  *
  * State: per virtual stage the passes placed of each kind (microbatch
  * order) and the end of every F and B (INFINITY until placed); per rank

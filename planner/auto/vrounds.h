@@ -1,4 +1,4 @@
-/* auto/vrounds.h - the round scheduler behind zb-auto-v (V placement,
+/* vrounds.h - the round scheduler behind zb-auto-v (V placement,
  * v = 2; internal to the planner), after the idea of the ZB-V heuristic of
  * Qi et al., "Zero Bubble Pipeline Parallelism" (2023, sec. 6).
  *

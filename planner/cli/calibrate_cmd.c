@@ -1,4 +1,4 @@
-/* cli/calibrate_cmd.c - see cli/calibrate_cmd.h. */
+/* calibrate_cmd.c - see cli/calibrate_cmd.h. */
 #include "planner/cli/calibrate_cmd.h"
 
 #include <limits.h>

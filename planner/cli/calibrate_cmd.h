@@ -1,5 +1,5 @@
-/* cli/calibrate_cmd.h - `zbplan calibrate`: measure this machine (cost/calibrate.h),
- * print what was measured beside the cost model's fit, and write the device
+/* calibrate_cmd.h - `zbplan calibrate`: measure this machine
+ * (cost/calibrate.h), print what was measured beside the cost model's fit, and write the device
  * constants (or a copy of a model file with them). This is a command, not a
  * library: it prints. docs/zbplan.md documents it. */
 #ifndef ZB_CALIBRATE_CMD_H

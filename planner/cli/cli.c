@@ -1,4 +1,4 @@
-/* cli/cli.c - see cli/cli.h. */
+/* cli.c - see cli/cli.h. */
 #include "planner/cli/cli.h"
 
 #include <errno.h>

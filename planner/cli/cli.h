@@ -1,4 +1,4 @@
-/* cli/cli.h - command-line parsing helpers for zbplan (cli/main.c, cli/sim_cmd.c).
+/* cli.h - command-line parsing helpers for zbplan (cli/main.c, cli/sim_cmd.c).
  *
  * Options take their value as the next argument or after '=' ("--pp 4",
  * "--pp=4"). Every problem is ZB_EINPUT with one line naming the option,

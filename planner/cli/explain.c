@@ -1,4 +1,4 @@
-/* cli/explain.c - a candidate taken apart (cli/explain.h). */
+/* explain.c - a candidate taken apart (cli/explain.h). */
 #include "planner/cli/explain.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* cli/explain.h - why this plan (zbplan's output, --explain): one candidate's
+/* explain.h - why this plan (zbplan's output, --explain): one candidate's
  * predicted step time and memory taken apart, and why the winner beat the
  * runner-up. docs/zbplan.md shows the output.
  *

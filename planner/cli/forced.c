@@ -1,4 +1,4 @@
-/* cli/forced.c - see cli/forced.h. */
+/* forced.c - see cli/forced.h. */
 #include "planner/cli/forced.h"
 
 zb_status zb_explain_forced(const zb_model *m, const zb_search_opts *o,

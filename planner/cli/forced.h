@@ -1,4 +1,4 @@
-/* cli/forced.h - forced options that can never give a layout, named by their
+/* forced.h - forced options that can never give a layout, named by their
  * real cause before the search runs (the search itself can only say that
  * no layout was left). */
 #ifndef ZB_FORCED_H

@@ -1,4 +1,4 @@
-/* cli/guard.c - see cli/guard.h. */
+/* guard.c - see cli/guard.h. */
 #include "planner/cli/guard.h"
 
 #include <stdbool.h>

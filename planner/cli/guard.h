@@ -1,4 +1,4 @@
-/* cli/guard.h - zbplan's checks of its input and output paths before any work:
+/* guard.h - zbplan's checks of its input and output paths before any work:
  * the model must not be a zb plan (that is zbrun's input), and the plan
  * must not be written over the model it was made from. */
 #ifndef ZB_GUARD_H

@@ -1,4 +1,4 @@
-/* cli/main.c - zbplan: plan zero-bubble pipeline-parallel training.
+/* main.c - zbplan: plan zero-bubble pipeline-parallel training.
  *
  *   zbplan MODEL.yaml [options]   search, print the best candidates, write
  *                                 the plan (docs/zbplan.md)
@@ -19,16 +19,18 @@
 #include "common/zb_plan.h"
 #include "common/zb_suggest.h"
 #include "common/zb_yaml.h"
-#include "planner/cost/calibrate.h"
 #include "planner/cli/calibrate_cmd.h"
 #include "planner/cli/cli.h"
 #include "planner/cli/explain.h"
 #include "planner/cli/forced.h"
 #include "planner/cli/guard.h"
+#include "planner/cli/sim_cmd.h"
+#include "planner/cost/calibrate.h"
+#include "planner/cost/calibrate_regions.h"
 #include "planner/cost/profile.h"
 #include "planner/registry/registry.h"
+#include "planner/search/levers.h"
 #include "planner/search/search.h"
-#include "planner/cli/sim_cmd.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 

@@ -1,4 +1,4 @@
-/* cli/sim_cmd.c - see cli/sim_cmd.h.
+/* sim_cmd.c - see cli/sim_cmd.h.
  *
  * Costs are per pipeline rank and uniform: a schedule with v chunks per rank
  * gets t_F = F/v, t_B = B/v, t_W = W/v, M_B = mem-f/v and M_W = mem-w/v per

@@ -1,4 +1,4 @@
-/* cli/sim_cmd.h - `zbplan sim`: the researcher's simulator command. Builds one
+/* sim_cmd.h - `zbplan sim`: the researcher's simulator command. Builds one
  * schedule (or all of them) for uniform per-stage costs given on the
  * command line or per-stage costs from a file (--costs, cli/sim_costs.h), or
  * reads an order in PyTorch's CSV (--import, common/zb_schedule_csv.h),

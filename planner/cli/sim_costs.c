@@ -1,4 +1,4 @@
-/* cli/sim_costs.c - see cli/sim_costs.h. */
+/* sim_costs.c - see cli/sim_costs.h. */
 #include "planner/cli/sim_costs.h"
 
 #include <errno.h>

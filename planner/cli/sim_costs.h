@@ -1,4 +1,4 @@
-/* cli/sim_costs.h - `zbplan sim --costs FILE`: per-stage costs from a small CSV
+/* sim_costs.h - `zbplan sim --costs FILE`: per-stage costs from a small CSV
  * file (internal to the planner's sim command).
  *
  * One line per stage, six numbers separated by commas: F, B, W, comm,

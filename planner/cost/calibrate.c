@@ -1,4 +1,4 @@
-/* cost/calibrate.c - see cost/calibrate.h. */
+/* calibrate.c - see cost/calibrate.h. */
 #include "planner/cost/calibrate.h"
 
 #include <cblas.h>
@@ -12,6 +12,7 @@
 #include "kernels/attention.h"
 #include "kernels/gelu.h"
 #include "kernels/layernorm.h"
+#include "planner/cost/calibrate_regions.h"
 #include "planner/cost/cost.h"
 
 #define STREAM_EFF 0.80  /* the cost model's BW_EFF (cost/cost.c) */
@@ -54,8 +55,8 @@ static void max_sizes(const zb_calib_shape *s, int n, int sq, size_t sz[3]) {
     }
 }
 
-/* The model's GEMMs at tp 1 (cost/cost.c block_gemms, F/B/W orientations) and the
- * LM head forward. */
+/* The model's GEMMs at tp 1 (cost.c block_gemms, F/B/W orientations) and
+ * the LM head forward. */
 static int model_shapes(const zb_model *m, zb_calib_shape *s) {
     double b = m->train.micro_batch > 0 ? m->train.micro_batch : 1;
     double bs = b * m->arch.seq_len, h = m->arch.hidden, f = m->arch.ffn_hidden;

@@ -1,4 +1,4 @@
-/* cost/calibrate.h - `zbplan calibrate`: measure the local CPU with OpenBLAS and
+/* calibrate.h - `zbplan calibrate`: measure the local CPU with OpenBLAS and
  * write device constants the cost model reads (docs/zbplan.md).
  *
  * Measured on this machine, with `threads` BLAS threads (a rank of a
@@ -61,7 +61,7 @@ typedef struct {
                                  charges 2) */
     double elem_bwd_over_fwd; /* the same for LayerNorm + GELU (model: 2) */
     double omp_region_s; /* one OpenMP parallel region of region_threads
-                            threads (cost/calibrate_regions.c); 0 on one core */
+                            threads (cost/calibrate_regions.h); 0 on one core */
     int region_threads;  /* threads it was measured with: --threads, at
                             least 2, at most this machine's cores */
     int n_shapes;
@@ -75,18 +75,6 @@ void zb_calib_opts_default(zb_calib_opts *o);
  * and the bandwidth are measured and gemm_eff stays 0 (the default). */
 zb_status zb_calibrate(const zb_calib_opts *o, const zb_model *m,
                        zb_calib_result *out, zb_err *err);
-
-/* Median cost of one OpenMP parallel region on `threads` threads (> 1)
- * beyond its share of the work, from reps rounds (cost/calibrate_regions.c),
- * in seconds into *out; threads < 2: 0. */
-zb_status zb_calib_omp_region_s(int threads, int reps, double *out,
-                                zb_err *err);
-
-/* zbrun's OpenMP wait policy (passive unless OMP_WAIT_POLICY is set):
- * libgomp reads it only when loaded, so this sets it and re-executes the
- * program with argv (the whole command line); returns only when nothing
- * was to be done or the re-execution failed. */
-void zb_calib_openmp_as_zbrun(char **argv);
 
 /* The device mapping for a model file's cluster.device, named `name`:
  * {name, peak_bf16_tflops (= fp32: the CPU backend computes in fp32),

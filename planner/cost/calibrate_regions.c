@@ -1,5 +1,5 @@
-/* cost/calibrate_regions.c - the cost of one OpenMP parallel region (see
- * cost/calibrate.h, zb_calib_omp_region_s).
+/* calibrate_regions.c - the cost of one OpenMP parallel region (see
+ * cost/calibrate_regions.h, zb_calib_omp_region_s).
  *
  * A pass of zbrun's CPU backend alternates parallel regions (GEMM blocks,
  * LayerNorm rows, ...) with short serial stretches (memsets, copies, small
@@ -17,7 +17,7 @@
  * calibrate` does the same (zb_calib_openmp_as_zbrun): a sleeping worker
  * is what makes a region cost microseconds.
  */
-#include "planner/cost/calibrate.h"
+#include "planner/cost/calibrate_regions.h"
 
 #include <math.h>
 #include <omp.h>

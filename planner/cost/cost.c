@@ -1,4 +1,4 @@
-/* cost/cost.c - the cost model of cost/cost.h. docs/cost-model.md derives every
+/* cost.c - the cost model of cost/cost.h. docs/cost-model.md derives every
  * formula below and gives its source; the constants are estimates to be
  * calibrated against zbrun measurements.
  *

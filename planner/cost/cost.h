@@ -1,11 +1,11 @@
-/* cost/cost.h - the cost model: per transformer layer (and the embedding and the
+/* cost.h - the cost model: per transformer layer (and the embedding and the
  * head) FLOPs, time and activation memory of F, B and W for one microbatch
  * on one device, for a TP degree, sequence parallelism and recompute; the
  * static memory per device; and alpha-beta communication times.
  * docs/cost-model.md gives every formula with its source.
  *
  * FLOPs per layer per microbatch (b sequences, s tokens, h hidden, MLP f):
- *   F = b*s*h*(8h + 4f + 4s)... written out in cost/cost.c/doc; with f = 4h this is
+ *   F = b*s*h*(8h + 4f + 4s)... written out in cost.c/doc; with f = 4h this is
  *   bsh(24h + 4s), B = bsh(24h + 8s), W = bsh(24h) (DESIGN.md), each / tp.
  * Time = FLOPs / (peak * efficiency(M, N, K)) summed over the layer's GEMMs,
  * plus TP all-reduces (ring, 2(n-1)/n) on the critical path of F and B.

@@ -1,4 +1,4 @@
-/* cost/dp.c - see cost/dp.h. */
+/* dp.c - see cost/dp.h. */
 #include "planner/cost/dp.h"
 
 /* What of `part` (s) shows when its buckets run under `window` (s): at

@@ -1,4 +1,4 @@
-/* cost/dp.h - how much of a rank's data-parallel gradient reduction shows
+/* dp.h - how much of a rank's data-parallel gradient reduction shows
  * in the step (docs/cost-model.md, "DP overlap").
  *
  * Without training.dp_overlap the reduction starts after the rank's last

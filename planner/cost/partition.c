@@ -1,4 +1,4 @@
-/* cost/partition.c - see cost/partition.h.
+/* partition.c - see cost/partition.h.
  *
  * zb_partition is exact: a min-max dynamic program over contiguous splits,
  * run twice. Pass 1 finds T*, the smallest possible largest stage time,

@@ -1,4 +1,4 @@
-/* cost/partition.h - assigning transformer layers, the embedding and the head to
+/* partition.h - assigning transformer layers, the embedding and the head to
  * virtual stages so the slowest stage is as fast as possible (exact, by
  * dynamic programming over contiguous splits), under a per-rank memory
  * limit; and turning a partition into the simulator's per-stage costs.

@@ -1,4 +1,4 @@
-/* cost/plan_fit.c - per-rank memory of a plan on a device (cost/plan_fit.h). */
+/* plan_fit.c - per-rank memory of a plan on a device (cost/plan_fit.h). */
 #include "planner/cost/plan_fit.h"
 
 #include <stdio.h>
@@ -27,6 +27,10 @@ static double rank_params(const zb_plan *p, const zb_cost_table *ct, int r) {
     }
     if (embed && head && p->model.arch.tied_embeddings) params -= ct->vocab_params;
     return params;
+}
+
+double zb_plan_workspace_bytes(const zb_plan *plan) {
+    return zb_workspace_bytes(&plan->model);
 }
 
 zb_status zb_plan_mem_need(const zb_plan *plan, const char *device,

@@ -1,5 +1,7 @@
-/* cost/plan_fit.h - the memory a written plan needs per pipeline rank on a given
- * device: the cost model (cost/cost.h) re-evaluated for the plan's sizes,
+/* plan_fit.h - what zbrun asks of the cost model, and the only planner
+ * header the executor includes: the memory a written plan needs per
+ * pipeline rank on a given device, the cost model (cost/cost.h)
+ * re-evaluated for the plan's sizes,
  * stages and schedule with that device's memory layout. zbrun uses it at
  * start-up to refuse a plan that cannot fit where it runs, also one made
  * for another device (a GPU plan run on the cpu backend keeps every
@@ -10,14 +12,18 @@
  * executor does it), the simulated peak of its activations under the
  * plan's schedule, and the device's workspace margin.
  */
-#ifndef ZB_COST_FIT_H
-#define ZB_COST_FIT_H
+#ifndef ZB_PLAN_FIT_H
+#define ZB_PLAN_FIT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "common/zb_error.h"
 #include "common/zb_plan.h"
+
+/* The workspace margin the cost model adds to every device's peak for
+ * plan's model (zb_workspace_bytes, cost/cost.h), in bytes. */
+double zb_plan_workspace_bytes(const zb_plan *plan);
 
 /* device: a device table name (zb_device_lookup); "cpu" is zbrun's CPU
  * backend. need: caller's array of plan->pp doubles. */

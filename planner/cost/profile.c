@@ -1,4 +1,4 @@
-/* cost/profile.c - see cost/profile.h. */
+/* profile.c - see cost/profile.h. */
 #include "planner/cost/profile.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* cost/profile.h - measured pass times from `zbrun --profile FILE` (the format is
+/* profile.h - measured pass times from `zbrun --profile FILE` (the format is
  * executor/report/profile.h's, described in docs/zbrun.md) turned into cost-table
  * entries for the plan search (`zbplan --profile FILE`).
  *

@@ -1,4 +1,4 @@
-/* cost/regions.c - see cost/regions.h. Mirrors the pass programs of
+/* regions.c - see cost/regions.h. Mirrors the pass programs of
  * executor/stage/gpt_passes.c on the CPU ops (executor/stage/ops_cpu.c) and
  * the thresholds of the kernels they call; change both together. */
 #include "planner/cost/regions.h"

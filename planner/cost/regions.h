@@ -1,4 +1,4 @@
-/* cost/regions.h - OpenMP parallel regions per pass of zbrun's CPU
+/* regions.h - OpenMP parallel regions per pass of zbrun's CPU
  * backend, for the cost model of the `cpu` device (docs/cost-model.md 2.5).
  *
  * A rank with more than one thread pays a fixed cost for every parallel

@@ -1,4 +1,4 @@
-/* ilp/glpk.c - see ilp/glpk.h. */
+/* glpk.c - see ilp/glpk.h. */
 #include "planner/ilp/glpk.h"
 
 #include <limits.h>

@@ -1,4 +1,4 @@
-/* ilp/glpk.h - what the schedule MIPs (ilp/ilp_loop.c: LOOP, ilp/ilp_v.c: V) share
+/* glpk.h - what the schedule MIPs (ilp/ilp_loop.c: LOOP, ilp/ilp_v.c: V) share
  * (internal to the planner): a row builder that merges duplicate columns
  * (GLPK aborts the process on them), solving with a warm start offered at
  * the first heuristic callback, and the solver report.
@@ -13,7 +13,7 @@
 #include <glpk.h>
 #include <stdbool.h>
 
-#include "planner/registry/registry.h"
+#include "planner/schedules/generator.h"
 
 typedef struct {
     int nrows, cap_rows;

@@ -1,5 +1,5 @@
-/* ilp/ilp_loop.c - zb_ilp_schedule: the exact LOOP (v = 1) split-B/W schedule problem
- * as a MIP, solved with GLPK and warm-started from a given schedule.
+/* ilp_loop.c - zb_ilp_schedule: the exact LOOP (v = 1) split-B/W schedule
+ * problem as a MIP, solved with GLPK and warm-started from a given schedule.
  *
  * Passes: F, B, W of microbatch j on stage s (= rank s); E(X) is the end
  * time of pass X, t(X) its duration. The model (all rows are linear):

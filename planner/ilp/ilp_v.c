@@ -1,4 +1,4 @@
-/* ilp/ilp_v.c - zb_ilp_v_schedule: the V placement (v = 2) split-B/W schedule
+/* ilp_v.c - zb_ilp_v_schedule: the V placement (v = 2) split-B/W schedule
  * problem as a MIP, solved with GLPK and warm-started (ilp/ilp_loop.h).
  *
  * Rank r holds virtual stages r (chunk 0) and 2p-1-r (chunk 1). Passes:
@@ -15,7 +15,7 @@
  * before it (constants where the graph orders them, binaries otherwise)
  * <= limit. The objective: C >= E(last W of each chunk of rank r) - S_r,
  * minimise C, the longest rank span; S_r, the start of rank r's first pass
- * F(r,0), is fixed at its earliest as in ilp/ilp_loop.c (the simulator starts every
+ * F(r,0), is fixed at its earliest as in ilp_loop.c (the simulator starts every
  * pass as early as its order allows). Windows: earliest ends along the
  * graph; latest ends S + H minus the paths to a rank's end, H the warm
  * schedule's span. Warm start, time limit, acceptance (simulated, no worse
@@ -23,7 +23,7 @@
  * Weaker than the LOOP model (no work or memory-precedence rows): meant for
  * small instances; above MAX_V_PASSES passes the warm schedule comes back.
  */
-#include "planner/ilp/ilp_loop.h"
+#include "planner/ilp/ilp_v.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,6 +1,7 @@
-/* registry/registry.c - the schedule registry: names, chunks per rank, and
+/* registry.c - the schedule registry: names, chunks per rank, and
  * zb_schedule_make, which dispatches to the hand-made generators
- * (sched_*.c) and the automatic schedules (auto/auto_loop.h, ilp/ilp_loop.h).
+ * (schedules/handmade.h) and the automatic schedules (auto/, ilp/): the
+ * only file that includes every generator.
  *
  * Memory limits of the automatic schedules, per rank, in costs->m_b units:
  *   zb-auto    prm->mem_limit (required, > 0)
@@ -8,10 +9,10 @@
  *   zb-auto-v  prm->mem_limit when > 0 (also above the default), else
  *              2p * max m_b, ZB-V's p*M_B with M_B = 2 chunks
  * For zb-1p and zb-2p a positive prm->mem_limit that is tighter wins.
- * Solver (zb-auto, zb-1p, zb-2p): the heuristic always runs; the ILP is
- * warm-started from it when prm->solver is ZB_SOLVER_ILP, or ZB_SOLVER_AUTO
- * and 3*p*m <= ZB_ILP_AUTO_MAX_PASSES. zb-auto-v has no ILP (the model is
- * LOOP only) and always uses the heuristic.
+ * Solver (zb-auto, zb-1p, zb-2p, zb-auto-v): the heuristic always runs;
+ * the ILP (LOOP: ilp/ilp_loop.h; zb-auto-v: ilp/ilp_v.h) is warm-started
+ * from it when prm->solver is ZB_SOLVER_ILP, or ZB_SOLVER_AUTO and its
+ * passes (3*v*p*m) are at most ZB_ILP_AUTO_MAX_PASSES.
  * zb_schedule_chunks returns 0 for an unknown name.
  */
 #include "planner/registry/registry.h"
@@ -20,9 +21,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "planner/ilp/ilp_loop.h"
-#include "planner/schedules/build.h"
 #include "planner/auto/auto_loop.h"
+#include "planner/auto/auto_v.h"
+#include "planner/ilp/ilp_loop.h"
+#include "planner/ilp/ilp_v.h"
+#include "planner/schedules/build.h"
+#include "planner/schedules/handmade.h"
 
 enum { S_GPIPE, S_1F1B, S_INTERLEAVED, S_ZBH1, S_ZBH2, S_ZBV,
        S_AUTO, S_1P, S_2P, S_AUTO_V, S_COUNT, S_VHALF = S_COUNT, S_VMIN,
@@ -183,4 +187,16 @@ zb_status zb_schedule_make(const char *name, const zb_sched_params *prm,
     rep->solve_s = now_s() - t0;
     if (st != ZB_OK) zb_schedule_free(out);
     return st;
+}
+
+zb_status zb_schedule_refine(const char *name, const zb_sched_params *prm,
+                             const zb_schedule *warm, zb_schedule *out,
+                             zb_sched_report *rep, zb_err *err) {
+    int k = find(name);
+    if (k < S_AUTO || k > S_AUTO_V)
+        return zb_fail(err, ZB_EINPUT, "schedule '%s' has no exact solver",
+                       name ? name : "(null)");
+    return (k == S_AUTO_V ? zb_ilp_v_schedule : zb_ilp_schedule)(
+        prm->p, prm->m, prm->costs, prm->mem_limit, warm, prm->time_limit_s,
+        prm->mip_gap, out, rep, err);
 }

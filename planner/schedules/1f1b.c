@@ -1,10 +1,10 @@
-/* schedules/1f1b.c - 1F1B (PipeDream-Flush, Narayanan et al. 2021): rank r warms
+/* 1f1b.c - 1F1B (PipeDream-Flush, Narayanan et al. 2021): rank r warms
  * up with p-r-1 forwards, then alternates one forward and one fused
  * backward, and drains the remaining backwards. v = 1, LOOP placement.
  * At most p-r microbatches are in flight on rank r, so the peak is
  * min(p, m)*M_B on rank 0; bubble (p-1)(T_F+T_B+T_W).
  */
-#include "planner/registry/registry.h"
+#include "planner/schedules/handmade.h"
 #include "planner/schedules/build.h"
 
 static zb_status one_f_one_b_rank(zb_schedule *s, int r, zb_err *err) {

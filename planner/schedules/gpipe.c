@@ -1,8 +1,8 @@
-/* schedules/gpipe.c - GPipe (Huang et al. 2019): every rank runs the forward of
+/* gpipe.c - GPipe (Huang et al. 2019): every rank runs the forward of
  * all m microbatches, then their fused backwards in the same order.
  * v = 1, LOOP placement. Bubble (p-1)(T_F+T_B+T_W), peak m*M_B per rank.
  */
-#include "planner/registry/registry.h"
+#include "planner/schedules/handmade.h"
 #include "planner/schedules/build.h"
 
 static zb_status gpipe_rank(zb_schedule *s, int r, zb_err *err) {

@@ -1,4 +1,4 @@
-/* schedules/interleaved.c - interleaved 1F1B (Narayanan et al. 2021, "Efficient
+/* interleaved.c - interleaved 1F1B (Narayanan et al. 2021, "Efficient
  * large-scale language model training on GPU clusters using Megatron-LM",
  * sec. 2.2): each rank holds v chunks, chunk c of rank r being virtual stage
  * c*p + r (LOOP placement), with fused backwards.
@@ -12,7 +12,7 @@
  * Needs m % p == 0 and v >= 2; bubble (p-1)(T_F+T_B+T_W)/v for per-rank
  * totals T_F, T_B, T_W (each chunk costs 1/v of them).
  */
-#include "planner/registry/registry.h"
+#include "planner/schedules/handmade.h"
 #include "planner/schedules/build.h"
 
 /* Microbatch and chunk of a rank's k-th forward (backward: bwd = 1). */

@@ -1,4 +1,4 @@
-/* schedules/vblock.c - see schedules/vblock.h. */
+/* vblock.c - see schedules/vblock.h. */
 #include "planner/schedules/vblock.h"
 
 #include <limits.h>
@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "planner/schedules/build.h"
-#include "planner/registry/registry.h"
+#include "planner/schedules/handmade.h"
+#include "planner/schedules/vreorder.h"
 
 enum { K_F0 = 0, K_F1 = 1, K_B1 = 2, K_B0 = 3, PERIOD = 6 };
 
@@ -156,17 +157,6 @@ void zb_vblock_list_free(zb_vblock_list *L) {
     free(L->t);
     free(L->level);
     memset(L, 0, sizeof *L);
-}
-
-zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
-                         long budget, int reorder, zb_schedule *out,
-                         int *found, zb_err *err) {
-    *found = 0;
-    zb_vblock_list L;
-    ZB_TRY(zb_vblock_list_make(p, m, budget, reorder, &L, err));
-    zb_status st = zb_vblock_eval(&L, m, c, mem_limit, reorder, 0, out, found, err);
-    zb_vblock_list_free(&L);
-    return st;
 }
 
 /* The named schedules: the block reordered (zb_vreorder). */

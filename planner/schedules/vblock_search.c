@@ -1,5 +1,6 @@
-/* schedules/vblock_search.c - zb_vblock_eval (schedules/vblock.h): the best order
- * over a list of building blocks, the blocks shared out to threads.
+/* vblock_search.c - zb_vblock_eval and zb_vblock_best
+ * (schedules/vblock_search.h): the best order over a list of building
+ * blocks, the blocks shared out to threads.
  *
  * Each block gives up to four orders, in this sequence: reordered
  * (zb_vreorder, when the reorder level asks for it), squeezed, squeezed
@@ -12,13 +13,15 @@
  * the result is the one a single pass over the list in order would keep,
  * on any number of threads.
  */
-#include "planner/schedules/vblock.h"
+#include "planner/schedules/vblock_search.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "planner/par.h"
+#include "planner/schedules/vreorder.h"
+#include "planner/schedules/vsqueeze.h"
 
 typedef struct {
     const zb_vblock_list *L;
@@ -136,5 +139,17 @@ zb_status zb_vblock_eval(const zb_vblock_list *L, int m, const zb_costs *c,
         *out = w[win].best;
         *found = 1;
     }
+    return st;
+}
+
+zb_status zb_vblock_best(int p, int m, const zb_costs *c, double mem_limit,
+                         long budget, int reorder, zb_schedule *out,
+                         int *found, zb_err *err) {
+    *found = 0;
+    zb_vblock_list L;
+    ZB_TRY(zb_vblock_list_make(p, m, budget, reorder, &L, err));
+    zb_status st = zb_vblock_eval(&L, m, c, mem_limit, reorder, 0, out, found,
+                                  err);
+    zb_vblock_list_free(&L);
     return st;
 }

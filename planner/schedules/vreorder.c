@@ -1,4 +1,4 @@
-/* schedules/vreorder.c - zb_vreorder (schedules/vblock.h): a building block's order
+/* vreorder.c - zb_vreorder (vreorder.h): a building block's order
  * reordered in the unit-time model in three steps, after the squeeze and
  * reorder of Qi et al., "Pipeline Parallelism with Controllable Memory"
  * (2024), sec. 4 (our own code).
@@ -24,11 +24,12 @@
  * Memory per rank: O(p m) ints; time O(p m T) at worst, T the slots, in
  * practice a few moves per pass.
  */
+#include "planner/schedules/vreorder.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "planner/schedules/build.h"
-#include "planner/schedules/vblock.h"
 
 enum { K_F0, K_F1, K_B1, K_B0, K_W }; /* K_W: W of either chunk */
 

@@ -1,4 +1,4 @@
-/* schedules/vsqueeze.c - zb_vsqueeze (schedules/vblock.h): pull passes of a split
+/* vsqueeze.c - zb_vsqueeze (vsqueeze.h): pull passes of a split
  * V schedule into idle unit slots.
  *
  * Unit model: every pass one slot, transfers free. The input order is first
@@ -15,12 +15,13 @@
  * first), so W only fill what F and B leave, as the paper's second
  * squeeze does.
  */
+#include "planner/schedules/vsqueeze.h"
+
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "planner/schedules/build.h"
-#include "planner/schedules/vblock.h"
 
 typedef struct {
     int p, m, T;

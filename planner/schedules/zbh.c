@@ -1,4 +1,4 @@
-/* schedules/zbh.c - the handcrafted zero-bubble schedules ZB-H1 and ZB-H2 of
+/* zbh.c - the handcrafted zero-bubble schedules ZB-H1 and ZB-H2 of
  * Qi et al., "Zero Bubble Pipeline Parallelism" (2023), sec. 2 and fig. 3.
  * Both split the backward into B (input gradient) and W (weight gradient),
  * v = 1, LOOP placement.
@@ -19,7 +19,7 @@
  * (Conditions on the costs found by simulation; the paper assumes equal
  * pass times.)
  */
-#include "planner/registry/registry.h"
+#include "planner/schedules/handmade.h"
 #include "planner/schedules/build.h"
 
 static zb_status zbh_rank(zb_schedule *s, int r, int warm, int defer,

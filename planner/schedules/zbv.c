@@ -1,4 +1,4 @@
-/* schedules/zbv.c - ZB-V (Qi et al., "Pipeline Parallelism with Controllable
+/* zbv.c - ZB-V (Qi et al., "Pipeline Parallelism with Controllable
  * Memory", 2024; the V schedule of the Zero Bubble authors): v = 2 chunks
  * per rank in the V placement, chunk 0 of rank r is virtual stage r and
  * chunk 1 is stage 2p-1-r, so a microbatch goes down the ranks and back up,
@@ -21,7 +21,7 @@
  * of microbatches >= m are dropped: still valid and within memory, but no
  * longer bubble-free.
  */
-#include "planner/registry/registry.h"
+#include "planner/schedules/handmade.h"
 #include "planner/schedules/build.h"
 
 typedef struct {

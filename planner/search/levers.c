@@ -1,4 +1,4 @@
-/* search/levers.c - the memory levers as search dimensions (search/search.h,
+/* levers.c - the memory levers as search dimensions (search/levers.h,
  * zb_search_levers): recompute none/selective/full, sequence parallelism
  * and ZeRO-1. Each combination is a zb_search of the model with those
  * settings; the results merge into one top-k by step time, then memory,
@@ -11,7 +11,7 @@
  * (1T parameters on 16384 GPUs: 0.7 s of CPU, tests/bench/bench_search.c;
  * none first took 1.5 s, most of it simulating layouts that do not fit.)
  */
-#include "planner/search/search.h"
+#include "planner/search/levers.h"
 
 #include <stdlib.h>
 #include <string.h>

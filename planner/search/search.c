@@ -1,4 +1,4 @@
-/* search/search.c - see search/search.h. docs/zbplan.md explains the search in prose.
+/* search.c - see search/search.h. docs/zbplan.md explains the search in prose.
  *
  * The search is a branch and bound over "splits" (dp, tp, pp, micro-batch)
  * and, inside a split, "groups" (one chunk count v: one partition into
@@ -29,9 +29,9 @@
 
 #include "planner/cost/cost.h"
 #include "planner/cost/dp.h"
-#include "planner/ilp/ilp_loop.h"
 #include "planner/cost/partition.h"
 #include "planner/cost/profile.h"
+#include "planner/registry/registry.h"
 
 #define MAX_JOBS 64
 
@@ -786,15 +786,15 @@ static zb_status refine_one(const zb_model *model, zb_candidate *c,
         if (d.static_r[r] > max_static) max_static = d.static_r[r];
     double room = c->capacity_bytes - max_static - ws;
     if (st != ZB_OK || !(room > 0)) { detail_free(&d); return st; }
-    bool v = strcmp(c->schedule, "zb-auto-v") == 0;
+    zb_sched_params prm = {.p = c->pp, .m = c->m, .costs = &d.costs,
+                           .mem_limit = room, .time_limit_s = limit_s,
+                           .mip_gap = mip_gap};
     zb_schedule out;
     zb_sched_report rep;
     zb_sim_result sim;
     memset(&rep, 0, sizeof rep);
     memset(&sim, 0, sizeof sim);
-    st = (v ? zb_ilp_v_schedule : zb_ilp_schedule)(
-        c->pp, c->m, &d.costs, room, &c->sched, limit_s, mip_gap, &out, &rep,
-        err);
+    st = zb_schedule_refine(c->schedule, &prm, &c->sched, &out, &rep, err);
     if (st == ZB_OK) st = zb_simulate(&out, &d.costs, &sim, err);
     if (st == ZB_OK && sim.last_end < d.sim.last_end &&
         peak_of(mdl, &(detail){.static_r = d.static_r, .sim = sim}, c->pp) <=

@@ -1,4 +1,4 @@
-/* search/search.h - the plan search: every data/tensor/pipeline split, micro-batch
+/* search.h - the plan search: every data/tensor/pipeline split, micro-batch
  * size, chunk count and schedule for a model and cluster, ranked by the
  * predicted step time; and turning the winner into a zb_plan.
  * docs/zbplan.md describes the search space, the pruning and the formulas.
@@ -82,7 +82,7 @@ typedef struct {
     bool exhaustive;         /* no pruning, automatic schedules on every
                                 split, keep candidates over memory */
     const struct zb_profile *profile; /* measured costs where it covers a
-                                candidate (planner/cost/profile.h); NULL: none */
+                                candidate (cost/profile.h); NULL: none */
 } zb_search_opts;
 
 typedef struct {
@@ -131,10 +131,6 @@ zb_status zb_search(const zb_model *m, const zb_search_opts *o,
                     zb_search_result *res, zb_err *err);
 void zb_search_result_free(zb_search_result *res);
 
-/* Search, and with o->levers every combination of the memory levers the
- * model and layout allow, merged into one top-k (search/levers.c). */
-zb_status zb_search_levers(const zb_model *m, const zb_search_opts *o,
-                           zb_search_result *res, zb_err *err);
 /* m with candidate c's memory levers (recompute, SP, ZeRO-1). */
 zb_model zb_candidate_model(const zb_model *m, const zb_candidate *c);
 

@@ -393,7 +393,7 @@ END_TEST
 
 /* The new terms: p2p overhead, TP overlap, fused attention, elementwise
  * work priced by memory bandwidth, a calibrated GEMM efficiency. */
-/* cost_dp.h: what of a DP reduction shows, by hand */
+/* planner/cost/dp.h: what of a DP reduction shows, by hand */
 START_TEST(dp_exposed) {
     zb_model m = gpt2();
     ck_assert(zb_dp_exposed_s(&m, 1.0, 0.3, 0.2, 10) == 1.0);  /* off */

@@ -16,9 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner/ilp/ilp_loop.h"
-#include "planner/registry/registry.h"
 #include "planner/auto/auto_loop.h"
+#include "planner/auto/auto_v.h"
+#include "planner/ilp/ilp_loop.h"
+#include "planner/ilp/ilp_v.h"
+#include "planner/registry/registry.h"
+#include "planner/schedules/handmade.h"
 
 /* ---- brute force ---- */
 

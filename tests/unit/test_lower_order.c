@@ -25,6 +25,7 @@
 #include "common/zb_lower.h"
 #include "executor/comm/p2p_channel.h"
 #include "planner/registry/registry.h"
+#include "planner/schedules/handmade.h"
 
 typedef struct { int msg, vstage, mb; } msg_id;
 

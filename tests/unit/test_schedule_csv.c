@@ -22,8 +22,10 @@
 
 #include "common/zb_schedule_csv.h"
 #include "common/zb_sim.h"
-#include "planner/registry/registry.h"
 #include "planner/auto/auto_loop.h"
+#include "planner/auto/auto_v.h"
+#include "planner/registry/registry.h"
+#include "planner/schedules/handmade.h"
 
 static const char authors_zbv[] =
     "0F0,0F1,0F2,0F3,5F0,5I0,5F1,5I1,5W0,5F2,5I2,5W1,5W2,0I0,5F3,5I3,0W0,5W3,0I1,0W1,0I2,0W2,0I3,0W3\r\n"

@@ -13,6 +13,7 @@
 
 #include "common/zb_sim.h"
 #include "planner/registry/registry.h"
+#include "planner/schedules/handmade.h"
 
 #define TOL 1e-9
 

@@ -10,11 +10,12 @@
 #include <unistd.h>
 
 #include "common/zb_plan.h"
-#include "planner/cost/cost.h"
-#include "planner/cost/plan_fit.h"
 #include "planner/cli/explain.h"
+#include "planner/cost/cost.h"
 #include "planner/cost/partition.h"
+#include "planner/cost/plan_fit.h"
 #include "planner/registry/registry.h"
+#include "planner/search/levers.h"
 #include "planner/search/search.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -363,7 +364,7 @@ START_TEST(formulas_by_hand) {
 }
 END_TEST
 
-/* dp_overlap (cost_dp.h), pp 1 so the rank's reduction starts at the
+/* dp_overlap (planner/cost/dp.h), pp 1 so the rank's reduction starts at the
  * pipeline's end: buckets 4 layers + embedding + head, windows one
  * microbatch's B + W and F; with zero1 the halves overlap each window. */
 START_TEST(dp_overlap_by_hand) {
@@ -494,7 +495,7 @@ START_TEST(shipped_models) {
 }
 END_TEST
 
-/* zbrun's start-up check (cost_fit.h): a cpu plan needs exactly what the
+/* zbrun's start-up check (planner/cost/plan_fit.h): a cpu plan needs exactly what the
  * search predicted per rank; the same plan made for a GPU is said so and
  * needs more on the cpu backend (fp32, every activation kept) than on the
  * GPU; a host with less available is refused with one line. */
@@ -594,7 +595,7 @@ START_TEST(explain_parts) {
 }
 END_TEST
 
-/* --levers (search_levers.c): on a tight device it beats the model's full
+/* --levers (planner/search/levers.c): on a tight device it beats the model's full
  * recomputation, ranks by step time, and the plan carries the winner's
  * levers; without --levers every candidate has the model's. */
 START_TEST(levers_searched) {

@@ -15,9 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner/schedules/vblock.h"
-#include "planner/registry/registry.h"
 #include "planner/auto/auto_loop.h"
+#include "planner/auto/auto_v.h"
+#include "planner/registry/registry.h"
+#include "planner/schedules/vblock.h"
+#include "planner/schedules/vblock_search.h"
+#include "planner/schedules/vreorder.h"
+#include "planner/schedules/vsqueeze.h"
 
 /* Reproducible random numbers (xorshift). */
 static uint64_t rng = 88172645463325252ull;
