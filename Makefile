@@ -144,7 +144,7 @@ TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 MPI_TESTS := $(patsubst tests/mpi/%.c,$(BUILD)/mpi/%,$(wildcard tests/mpi/*.c))
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps run compare test unit e2e asan valgrind bench plans validate cuda cuda-test clean fuzz
+.PHONY: all deps run compare test test-hosts unit e2e asan valgrind bench plans validate cuda cuda-test clean fuzz
 all: $(BIN)/zbplan $(BIN)/zbrun $(BIN)/zbreport
 
 deps:
@@ -260,6 +260,11 @@ e2e: all $(MPI_TESTS)
 test: all $(TESTS) $(MPI_TESTS)
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory e2e
+
+# The suite as other machines see it (scripts/test-hosts): idle, every core
+# busy, OPENBLAS_CORETYPE set to other kernels, and a second run in a row.
+test-hosts: all
+	scripts/test-hosts
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin OPT=-O1 \

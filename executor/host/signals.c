@@ -3,8 +3,29 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 volatile sig_atomic_t zb_stop_signal = 0;
+static volatile sig_atomic_t go_signal = 0;
+
+static void on_go(int sig) {
+    (void)sig;
+    go_signal = 1;
+}
+
+void zb_signals_install_go(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_go;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
+void zb_signals_wait_go(void) {
+    const struct timespec tick = {0, 10 * 1000 * 1000};
+    while (!go_signal && !zb_stop_signal) nanosleep(&tick, NULL);
+}
 
 static void on_signal(int sig) {
     if (!zb_stop_signal) zb_stop_signal = sig;

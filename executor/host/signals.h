@@ -27,6 +27,14 @@ int zb_signals_install(void);
 /* Ignore SIGPIPE only (before anything is printed). */
 void zb_signals_ignore_pipe(void);
 
+/* A test's hold (ZB_TEST_HOLD, docs/zbrun.md): zb_signals_install_go makes
+ * SIGUSR1 set the go flag (call it only when a hold is asked for: SIGUSR1
+ * otherwise keeps its default, ending the process); zb_signals_wait_go
+ * returns once SIGUSR1 or a stop signal (the flag above) has arrived,
+ * looking every 10 ms. */
+void zb_signals_install_go(void);
+void zb_signals_wait_go(void);
+
 /* fflush(f); when that fails with EPIPE, set the flag to SIGPIPE (if no
  * signal set it before). */
 void zb_signals_flush(FILE *f);

@@ -95,7 +95,8 @@ static const char usage[] =
     "  --backend cuda: ZB_CUDA_SHARE=1 (every rank on device 0, sharing it;\n"
     "  default: rank r on device r when there are as many devices as ranks)\n"
     "  and ZB_CUDA_SYNC=1 (wait after every pass to name the one that\n"
-    "  faulted; slow) (docs/zbrun.md).\n"
+    "  faulted; slow); for tests, ZB_TEST_HOLD=N (every rank waits after step\n"
+    "  N until SIGUSR1; SIGINT or SIGTERM stops there) (docs/zbrun.md).\n"
     "Launchers: under mpirun, srun or a torchrun-style environment each process\n"
     "  runs one rank; otherwise every rank is a thread of this process.\n"
     "Exit status: 0 done; 2 bad usage, bad plan or missing data (nothing run);\n"
@@ -263,6 +264,31 @@ static void print_step_line(const zb_step_info *s, double eta_s) {
            s->grad_norm, s->tokens_per_s, s->step_s * 1e3, s->elapsed_s, eta_s);
     if (!isnan(s->val_loss)) printf(" val_loss %.6f", s->val_loss);
     printf("\n");
+}
+
+/* A test's hold (ZB_TEST_HOLD): every rank says so, then waits for SIGUSR1
+ * (go on) or SIGINT/SIGTERM (stop after this step). */
+static void on_hold(int rank, int step, void *ctx) {
+    (void)ctx;
+    fprintf(stderr, "zbrun: rank %d: held after step %d (ZB_TEST_HOLD): "
+            "SIGUSR1 goes on, SIGINT or SIGTERM stops\n", rank, step);
+    fflush(stderr);
+    zb_signals_wait_go();
+}
+
+/* ZB_TEST_HOLD=N: a step number >= 1, or unset (0). */
+static zb_status test_hold(int *step, zb_err *err) {
+    const char *v = getenv("ZB_TEST_HOLD");
+    *step = 0;
+    if (!v) return ZB_OK;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || end == v || *end || n < 1 || n > INT_MAX)
+        return zb_fail(err, ZB_EINPUT, "ZB_TEST_HOLD '%s' is not a step number "
+                       "(1 or more)", v);
+    *step = (int)n;
+    return ZB_OK;
 }
 
 static void on_step(const zb_step_info *s, void *ctx) {
@@ -464,6 +490,8 @@ static zb_status load_plan(const args *a, zb_plan *plan, zb_err *err) {
 
 static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                           int *stopped, zb_err *err) {
+    int hold;
+    ZB_TRY(test_hold(&hold, err));
     char blas[256];
     zb_blas_describe(blas, sizeof blas);
     zb_report_meta meta = {.backend = a->backend, .plan_path = a->plan_path,
@@ -533,7 +561,8 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                      .resume_changed = a->resume_changed, .stop = &zb_stop_signal,
                      .max_loss_ratio = a->max_loss_ratio, .proc = proc,
                      .keep_params = a->export_path != NULL,
-                     .backend = backend};
+                     .backend = backend, .on_hold = on_hold,
+                     .hold_after_step = hold};
     if (!a->quiet) print_header(a, &plan, threads, here, proc.tr != NULL);
     if (!a->quiet && fit_note[0]) printf("%s\n", fit_note);
     if (!a->quiet && pr.metrics)
@@ -547,6 +576,7 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     zb_signals_flush(stdout);
     zb_run_result res;
     zb_signals_install();
+    if (o.hold_after_step) zb_signals_install_go();
     st = zb_run(&plan, &o, &res, err);
     if (pr.tty && pr.started) printf("\r\033[K");
     zb_err merr;

@@ -530,6 +530,8 @@ static zb_status rank_run(zb_rank *rk, zb_err *err) {
     for (int step = c->first_step; step <= c->total_steps; step++) {
         bool stop;
         ZB_TRY(rank_step(rk, step, err));
+        if (step == c->opts->hold_after_step && c->opts->on_hold)
+            c->opts->on_hold(rk->rank, step, c->opts->on_step_ctx);
         if (step < c->total_steps) ZB_TRY(stop_here(rk, step, &stop, err));
         record_boundary(rk, step - c->first_step);
         if (step < c->total_steps && stop) break;

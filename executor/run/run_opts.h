@@ -45,6 +45,9 @@ typedef struct {
     bool keep_params;       /* copy each rank's final parameters into res */
     zb_backend backend;     /* cpu (0) or cuda: every rank's stage */
     zb_step_fn on_step;     /* may be NULL */
+    int hold_after_step;    /* > 0: after this step every rank calls on_hold
+                               and waits in it (a test's hold, ZB_TEST_HOLD) */
+    void (*on_hold)(int rank, int step, void *ctx);   /* gets on_step_ctx */
     void *on_step_ctx;
     zb_run_proc proc;       /* one process per rank; zero: threads
                                (on_step: only in rank 0's process) */

@@ -14,6 +14,7 @@ ok() { checks=$((checks + 1)); }
 bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL: $*"; }
 
 [ -x "$BIN/zbplan" ] && [ -x "$BIN/zbrun" ] || { echo "zb_hostile.sh: build $BIN first"; exit 1; }
+. tests/e2e/lib/hold.sh
 
 # run PROG ARGS...: rc, $tmp/out, $tmp/err (killed after 120 s: a hang fails)
 run() {
@@ -62,8 +63,10 @@ mkfifo "$tmp/fifo"
 cat "$tmp/fifo" >"$tmp/fifo.out" &
 reader=$!
 run "$BIN/zbplan" models/tiny.yaml -q -o "$tmp/fifo"
-for _ in $(seq 50); do kill -0 "$reader" 2>/dev/null || break; sleep 0.1; done
-kill "$reader" 2>/dev/null; wait "$reader" 2>/dev/null
+# the writer has closed the FIFO: the reader gets its end of file; a
+# zbplan that never opened it leaves the reader blocked: end it
+[ "$rc" -eq 0 ] || kill "$reader" 2>/dev/null
+wait "$reader" 2>/dev/null || true
 [ "$rc" -eq 0 ] && [ -p "$tmp/fifo" ] && grep -q '^schedule:' "$tmp/fifo.out" &&
     ok || bad "-o to a FIFO: rc $rc, still a FIFO? plan read through it?"
 run "$BIN/zbplan" models/tiny.yaml -q -o "$tmp/adir"
@@ -115,13 +118,14 @@ run "$BIN/zbrun" "$plan" --steps 2 --threads 1 --checkpoint-every 1 --checkpoint
     ok || bad "checkpoint folder under a file: rc $rc, $(cat "$tmp/err")"
 # an output that fails at the end: the others are still written, it is named
 mkdir "$tmp/late"
-"$BIN/zbrun" "$plan" --steps 30 --threads 1 --report "$tmp/late/r.yaml" \
-    --trace "$tmp/late/t.json" --svg "$tmp/late/t.svg" >"$tmp/out" 2>"$tmp/err" &
-pid=$!
-for _ in $(seq 200); do grep -q '^step 1/' "$tmp/out" && break; sleep 0.05; done
+start_held 1 "$tmp/out" "$tmp/err" "$BIN/zbrun" "$plan" --steps 30 --threads 1 \
+    --report "$tmp/late/r.yaml" --trace "$tmp/late/t.json" --svg "$tmp/late/t.svg"
+wait_held 1 "$tmp/err" "$held_pid" || bad "late output failure: never held"
 mkdir "$tmp/late/r.yaml"   # the report's name becomes a folder mid-run
-rc=0; wait "$pid" || rc=$?
-[ "$rc" -eq 1 ] && grep -q "r.yaml" "$tmp/err" && [ -s "$tmp/late/t.json" ] && [ -s "$tmp/late/t.svg" ] &&
+kill -USR1 "$held_pid" 2>/dev/null
+rc=0; wait "$held_pid" || rc=$?
+[ "$rc" -eq 1 ] && grep -q "^zbrun: cannot write .*r.yaml" "$tmp/err" && [ -s "$tmp/late/t.json" ] &&
+    [ -s "$tmp/late/t.svg" ] && [ "$(grep -c '^step ' "$tmp/out")" -eq 30 ] &&
     ok || bad "late output failure: rc $rc, trace/svg written? $(cat "$tmp/err")"
 
 # ---- checkpoint index fields and the folder lock -----------------------------
@@ -148,22 +152,19 @@ run "$BIN/zbrun" "$tmp/lr50.yaml" --steps 30 --threads 1 -q
     ok || bad "lr 50: rc $rc, $(cat "$tmp/err")"
 
 # ---- Ctrl-C and kill: stop after the step, checkpoint, say how to resume ------
+# The run is held after step 3 (every rank waits there) until the signal:
+# it stops after exactly that step, on any machine, idle or loaded.
 for sig in INT TERM; do
     rm -rf "$tmp/sck"
-    # job control on: a background job of a script would ignore SIGINT
-    set -m
-    "$BIN/zbrun" "$plan" --steps 400 --threads 1 --checkpoint-every 1000 \
-        --checkpoint-dir "$tmp/sck" --report "$tmp/sig.yaml" >"$tmp/out" 2>"$tmp/err" &
-    pid=$!
-    set +m
-    # a loaded machine can take long to reach step 3: wait up to 120 s for it
-    for _ in $(seq 2400); do grep -q '^step 3/' "$tmp/out" && break; sleep 0.05; done
-    grep -q '^step 3/' "$tmp/out" || bad "SIG$sig: step 3 never printed"
-    kill -s "$sig" "$pid"
-    rc=0; wait "$pid" || rc=$?
+    start_held 3 "$tmp/out" "$tmp/err" "$BIN/zbrun" "$plan" --steps 400 --threads 1 \
+        --checkpoint-every 1000 --checkpoint-dir "$tmp/sck" --report "$tmp/sig.yaml"
+    wait_held 3 "$tmp/err" "$held_pid" || bad "SIG$sig: never held after step 3"
+    kill -s "$sig" "$held_pid"
+    rc=0; wait "$held_pid" || rc=$?
     want=$([ "$sig" = INT ] && echo 130 || echo 143)
     last=$(grep -c '^step ' "$tmp/out")
-    if [ "$rc" -eq "$want" ] && grep -q "stopped by SIG$sig after step $last of 400" "$tmp/err" &&
+    if [ "$rc" -eq "$want" ] && [ "$last" -eq 3 ] &&
+        grep -q "stopped by SIG$sig after step 3 of 400" "$tmp/err" &&
         grep -q -- "--resume --checkpoint-dir $tmp/sck" "$tmp/err" &&
         grep -q "^step: $last$" "$tmp/sck/latest.yaml" && [ -s "$tmp/sig.yaml" ]; then ok
     else bad "SIG$sig: rc $rc (want $want), $last steps, $(cat "$tmp/err")"; fi

@@ -23,6 +23,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 BIN=${BIN:-bin}
 case "$BIN" in /*) ;; *) BIN=$ROOT/$BIN ;; esac
+. "$ROOT/tests/e2e/lib/hold.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0 checks=0
@@ -148,16 +149,14 @@ run p.yaml "${A[@]}" --report /dev/full
 : >afile
 run p.yaml "${A[@]}" --checkpoint-every 1 --checkpoint-dir afile/ck
 expect 2 "^zbrun: cannot create checkpoint folder 'afile/ck'" "an uncreatable checkpoint folder"
-set -m   # a background job of a script would ignore SIGINT
-"$BIN/zbrun" p.yaml --threads 1 --steps 100000 --checkpoint-every 100000 \
-    --checkpoint-dir "my ck" -q >"$tmp/out" 2>"$tmp/err" &
-pid=$!
-set +m
-for _ in $(seq 200); do [ -e "my ck/.lock" ] && break; sleep 0.05; done
-sleep 0.3
-kill -INT "$pid"
-rc=0; wait "$pid" || rc=$?
-[ "$rc" -eq 130 ] && grep -q -- "--resume --checkpoint-dir 'my ck' --steps 100000$" "$tmp/err" && ok ||
+# held after step 1 until the signal: it cannot end first (lib/hold.sh)
+start_held 1 "$tmp/out" "$tmp/err" "$BIN/zbrun" p.yaml --threads 1 --steps 100000 \
+    --checkpoint-every 100000 --checkpoint-dir "my ck" -q
+wait_held 1 "$tmp/err" "$held_pid" || bad "resume hint with a space: never held"
+kill -INT "$held_pid"
+rc=0; wait "$held_pid" || rc=$?
+[ "$rc" -eq 130 ] && grep -q "stopped by SIGINT after step 1 of 100000" "$tmp/err" &&
+    grep -q -- "--resume --checkpoint-dir 'my ck' --steps 100000$" "$tmp/err" && ok ||
     bad "resume hint with a space: exit $rc, $(cat "$tmp/err")"
 
 echo "zbrun_guard_io.sh: $((checks - fails))/$checks checks passed"

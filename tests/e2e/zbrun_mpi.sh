@@ -32,6 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-bin}
+. tests/e2e/lib/hold.sh
 STEPS=5
 tmp=$(mktemp -d)
 bg=
@@ -183,22 +184,22 @@ done
 KSTEPS=60
 kargs=("$tmp/kill.yaml" --steps $KSTEPS --threads 1)
 "$BIN/zbrun" "${kargs[@]}" >"$tmp/full.out" 2>&1 || bad "uninterrupted run failed"
-"${MPIRUN[@]}" -np 2 bash -c 'echo $$ >"$0.$OMPI_COMM_WORLD_RANK"; exec "$@"' "$tmp/pid" \
+# both ranks held after step 3 (lib/hold.sh) until rank 1 is killed: the
+# run cannot end first, however fast or loaded this machine is
+ZB_TEST_HOLD=3 "${MPIRUN[@]}" -x ZB_TEST_HOLD -np 2 \
+    bash -c 'echo $$ >"$0.$OMPI_COMM_WORLD_RANK"; exec "$@"' "$tmp/pid" \
     "$BIN/zbrun" "${kargs[@]}" --checkpoint-every 1 --checkpoint-dir "$tmp/kck" \
     >"$tmp/killed.out" 2>"$tmp/killed.err" &
 bg=$!
-for _ in $(seq 1 1500); do   # up to 30 s for step 3 to appear
-    grep -q "^step 3/" "$tmp/killed.out" 2>/dev/null && break
-    kill -0 "$bg" 2>/dev/null || break
-    sleep 0.02
-done
+wait_held 3 "$tmp/killed.err" "$bg" 0 && wait_held 3 "$tmp/killed.err" "$bg" 1 ||
+    bad "kill -9 of rank 1: the ranks were never held after step 3"
 victim=$(cat "$tmp/pid.1" 2>/dev/null || true)
 [ -n "$victim" ] && kill -9 "$victim" 2>/dev/null || bad "could not kill rank 1"
 t0=$(date +%s.%N)
 status=0
-for _ in $(seq 1 300); do kill -0 "$bg" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 1 1200); do kill -0 "$bg" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$bg" 2>/dev/null; then
-    bad "mpirun still running 30 s after kill -9 of rank 1"
+    bad "mpirun still running 120 s after kill -9 of rank 1"
     kill -9 "$bg" 2>/dev/null || true
 fi
 wait "$bg" || status=$?
@@ -238,21 +239,22 @@ PY
 # With --enable-recovery mpirun leaves the survivors running; the MPI
 # transport's own timeout (ZB_COMM_TIMEOUT_S) must end rank 0, naming rank 1.
 if "${MPIRUN[@]}" --enable-recovery -np 1 true >/dev/null 2>&1; then
-    ZB_COMM_TIMEOUT_S=3 "${MPIRUN[@]}" --enable-recovery -x ZB_COMM_TIMEOUT_S -np 2 \
+    # both ranks held after step 3; rank 1 killed there, then rank 0 let go:
+    # its next exchange with rank 1 must time out
+    ZB_TEST_HOLD=3 ZB_COMM_TIMEOUT_S=3 "${MPIRUN[@]}" --enable-recovery \
+        -x ZB_COMM_TIMEOUT_S -x ZB_TEST_HOLD -np 2 \
         bash -c 'echo $$ >"$0.$OMPI_COMM_WORLD_RANK"; exec "$@"' "$tmp/rpid" \
         "$BIN/zbrun" "${kargs[@]}" >"$tmp/rec.out" 2>"$tmp/rec.err" &
     bg=$!
-    for _ in $(seq 1 1500); do
-        grep -q "^step 3/" "$tmp/rec.out" 2>/dev/null && break
-        kill -0 "$bg" 2>/dev/null || break
-        sleep 0.02
-    done
+    wait_held 3 "$tmp/rec.err" "$bg" 0 && wait_held 3 "$tmp/rec.err" "$bg" 1 ||
+        bad "recovery run: the ranks were never held after step 3"
     kill -9 "$(cat "$tmp/rpid.1")" 2>/dev/null || bad "could not kill rank 1 (recovery run)"
     t0=$(date +%s.%N)
     survivor=$(cat "$tmp/rpid.0")
-    for _ in $(seq 1 300); do alive "$survivor" || break; sleep 0.1; done
+    kill -USR1 "$survivor" 2>/dev/null || bad "could not let rank 0 go on (recovery run)"
+    for _ in $(seq 1 1200); do alive "$survivor" || break; sleep 0.1; done
     took=$(python3 -c "import time; print(f'{time.time() - $t0:.1f}')")
-    if alive "$survivor"; then bad "rank 0 still running 30 s after rank 1 died (no launcher clean-up)"; fi
+    if alive "$survivor"; then bad "rank 0 still running 120 s after rank 1 died (no launcher clean-up)"; fi
     grep -q "zbrun: rank 0: waited 3 s for .*rank 1" "$tmp/rec.err" ||
         bad "rank 0 did not name rank 1 on its timeout: $(grep zbrun "$tmp/rec.err" | head -2)"
     for _ in $(seq 1 100); do kill -0 "$bg" 2>/dev/null || break; sleep 0.1; done
