@@ -29,14 +29,18 @@
 #include "planner/schedules/handmade.h"
 
 enum { S_GPIPE, S_1F1B, S_INTERLEAVED, S_ZBH1, S_ZBH2, S_ZBV,
-       S_AUTO, S_1P, S_2P, S_AUTO_V, S_COUNT, S_VHALF = S_COUNT, S_VMIN,
-       S_ALL };
+       S_AUTO, S_1P, S_2P, S_AUTO_V, S_DUALPIPEV, S_COUNT,
+       S_VHALF = S_COUNT, S_VMIN, S_ALL };
 
 /* names[S_COUNT] ends the planner's list; the V building-block schedules
  * follow it (zb_schedule_block_names). */
 static const char *const names[S_ALL + 2] = {
     "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
-    "zb-auto", "zb-1p", "zb-2p", "zb-auto-v", NULL, "v-half", "v-min", NULL};
+    "zb-auto", "zb-1p", "zb-2p", "zb-auto-v", "dualpipev", NULL, "v-half",
+    "v-min", NULL};
+
+/* The automatic schedules: heuristic, then maybe the ILP. */
+static bool is_auto(int k) { return k >= S_AUTO && k <= S_AUTO_V; }
 
 const char *const *zb_schedule_names(void) { return names; }
 const char *const *zb_schedule_block_names(void) { return names + S_COUNT + 1; }
@@ -54,6 +58,11 @@ int zb_schedule_chunks(const char *name, int v) {
     if (k < 0) return 0;
     if (k == S_INTERLEAVED) return v;
     return k == S_ZBV || k >= S_AUTO_V ? 2 : 1;
+}
+
+zb_placement zb_schedule_placement(const char *name) {
+    int k = find(name);
+    return k == S_ZBV || k >= S_AUTO_V ? ZB_PLACE_V : ZB_PLACE_LOOP;
 }
 
 bool zb_schedule_splits_bw(const char *name) { return find(name) >= S_ZBH1; }
@@ -85,6 +94,7 @@ static zb_status make_handmade(int k, const zb_sched_params *prm,
     case S_ZBH2: return zb_sched_zbh2(prm->p, prm->m, out, err);
     case S_VHALF: return zb_sched_vhalf(prm->p, prm->m, out, err);
     case S_VMIN: return zb_sched_vmin(prm->p, prm->m, out, err);
+    case S_DUALPIPEV: return zb_sched_dualpipev(prm->p, prm->m, out, err);
     default: return zb_sched_zbv(prm->p, prm->m, out, err);
     }
 }
@@ -147,7 +157,7 @@ static zb_status check_params(int k, const zb_sched_params *prm, zb_err *err) {
     if (k == S_INTERLEAVED && (prm->v < 2 || prm->v > 255))
         return ZB_OK; /* the generator reports the bad v */
     int n = prm->p * zb_schedule_chunks(name_of(k), prm->v);
-    if (!prm->costs && k >= S_AUTO && k < S_COUNT)
+    if (!prm->costs && is_auto(k))
         return zb_fail(err, ZB_EINPUT, "%s needs per-stage costs for its %d "
                        "virtual stages", name_of(k), n);
     if (prm->costs && prm->costs->n != n)
@@ -168,7 +178,7 @@ zb_status zb_schedule_make(const char *name, const zb_sched_params *prm,
     ZB_TRY(check_params(k, prm, err));
     double t0 = now_s();
     bool used_ilp = false;
-    bool hand = k < S_AUTO || k >= S_COUNT;
+    bool hand = !is_auto(k);
     zb_status st = hand ? make_handmade(k, prm, out, err)
                               : make_auto(k, prm, out, rep, &used_ilp, err);
     if (st != ZB_OK) {
@@ -193,7 +203,7 @@ zb_status zb_schedule_refine(const char *name, const zb_sched_params *prm,
                              const zb_schedule *warm, zb_schedule *out,
                              zb_sched_report *rep, zb_err *err) {
     int k = find(name);
-    if (k < S_AUTO || k > S_AUTO_V)
+    if (!is_auto(k))
         return zb_fail(err, ZB_EINPUT, "schedule '%s' has no exact solver",
                        name ? name : "(null)");
     return (k == S_AUTO_V ? zb_ilp_v_schedule : zb_ilp_schedule)(

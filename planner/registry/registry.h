@@ -2,7 +2,7 @@
  * named. zb_schedule_make builds schedule `name` for p ranks, m
  * microbatches by calling its generator: the hand-made ones
  * (schedules/handmade.h: gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v,
- * v-half, v-min) and the automatic ones (auto/auto_loop.h, auto/auto_v.h,
+ * dualpipev, v-half, v-min) and the automatic ones (auto/auto_loop.h, auto/auto_v.h,
  * ilp/ilp_loop.h, ilp/ilp_v.h: zb-auto, zb-1p, zb-2p, zb-auto-v). An unmet
  * condition is ZB_EINPUT with a message naming it, never a wrong schedule.
  * The parameter and report types are schedules/generator.h's.
@@ -37,6 +37,9 @@ const char *const *zb_schedule_names(void);
 const char *const *zb_schedule_block_names(void);
 /* Chunks per rank the named schedule needs given prm->v (1, v or 2). */
 int zb_schedule_chunks(const char *name, int v);
+/* Placement of the named schedule: ZB_PLACE_V for zb-v, zb-auto-v,
+ * dualpipev, v-half, v-min; ZB_PLACE_LOOP otherwise (also unknown names). */
+zb_placement zb_schedule_placement(const char *name);
 /* True if the schedule splits B and W. */
 bool zb_schedule_splits_bw(const char *name);
 

@@ -48,9 +48,7 @@ static bool in_list(const char *const *list, const char *name) {
 /* Placement a schedule uses; its costs (t_comm) depend on it, and the
  * automatic schedules need the costs before they exist. */
 static zb_placement placement_of(const char *name) {
-    return strcmp(name, "zb-v") == 0 || strcmp(name, "zb-auto-v") == 0 ||
-           strcmp(name, "v-half") == 0 || strcmp(name, "v-min") == 0
-               ? ZB_PLACE_V : ZB_PLACE_LOOP;
+    return zb_schedule_placement(name);
 }
 
 static double now_s(void) {

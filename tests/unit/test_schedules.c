@@ -352,17 +352,22 @@ END_TEST
 
 START_TEST(registry_names) {
     const char *want[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
-                          "zb-auto", "zb-1p", "zb-2p", "zb-auto-v", NULL};
+                          "zb-auto", "zb-1p", "zb-2p", "zb-auto-v", "dualpipev", NULL};
     const char *const *got = zb_schedule_names();
     for (int i = 0; want[i]; i++) ck_assert_str_eq(got[i], want[i]);
-    ck_assert_ptr_null(got[10]);
+    ck_assert_ptr_null(got[11]);
+    ck_assert_int_eq(zb_schedule_chunks("dualpipev", 4), 2);
+    const bool v_place[] = {false, false, false, false, false, true, false, false,
+                            false, true, true};
+    for (int i = 0; want[i]; i++)
+        ck_assert_int_eq(zb_schedule_placement(want[i]), v_place[i] ? ZB_PLACE_V : ZB_PLACE_LOOP);
     ck_assert_int_eq(zb_schedule_chunks("interleaved", 3), 3);
     ck_assert_int_eq(zb_schedule_chunks("zb-v", 5), 2);
     ck_assert_int_eq(zb_schedule_chunks("zb-auto-v", 1), 2);
     ck_assert_int_eq(zb_schedule_chunks("1f1b", 4), 1);
     ck_assert_int_eq(zb_schedule_chunks("zb-2p", 4), 1);
     ck_assert_int_eq(zb_schedule_chunks("nope", 4), 0);
-    const bool split[] = {false, false, false, true, true, true, true, true, true, true};
+    const bool split[] = {false, false, false, true, true, true, true, true, true, true, true};
     for (int i = 0; want[i]; i++) ck_assert(zb_schedule_splits_bw(want[i]) == split[i]);
     ck_assert(!zb_schedule_splits_bw("nope"));
 }
@@ -375,7 +380,7 @@ START_TEST(make_errors) {
     ck_assert_int_eq(zb_schedule_make("zb-h3", &prm, &s, NULL, &err), ZB_EINPUT);
     ck_assert_str_eq(err.msg, "unknown schedule 'zb-h3'; known: gpipe, 1f1b, "
                               "interleaved, zb-h1, zb-h2, zb-v, zb-auto, zb-1p, "
-                              "zb-2p, zb-auto-v, v-half, v-min");
+                              "zb-2p, zb-auto-v, dualpipev, v-half, v-min");
     prm.m = 6;
     ck_assert_int_eq(zb_schedule_make("interleaved", &prm, &s, NULL, &err), ZB_EINPUT);
     ck_assert_str_eq(err.msg, "interleaved needs microbatches (m=6) divisible by "
