@@ -5,6 +5,9 @@
 #     step losses of 1F1B at the same pp (the two passes of an overlapped
 #     step run one after the other on the CPU backend);
 #   - the trace has one compute event per pass (two per overlapped step);
+#   - PyTorch's ScheduleDualPipeV CSVs (tests/pytorch/, overlapped cells
+#     "(0F3;3B1)OVERLAP_F_B") import, export to the same bytes, equal zb's
+#     own dualpipev export, and simulate to the same span;
 #   - a plan whose overlapped step is not an F then a B or BW, or whose
 #     step waits for itself, is refused with a one-line error naming the
 #     file, line and action, exit status 2.
@@ -50,6 +53,22 @@ ev = [e for e in json.load(open(sys.argv[2]))["traceEvents"]
 steps = {e["args"]["step"] for e in ev}
 assert len(ev) == len(steps) * passes, (len(ev), len(steps), passes)
 PY
+done
+
+# ---- PyTorch's CSVs (tests/pytorch/README.md) round-trip --------------------
+for f in tests/pytorch/dualpipev_p2_m4.csv tests/pytorch/dualpipev_p3_m6.csv; do
+    b=$(basename "$f" .csv)
+    "$BIN/zbplan" sim --import "$f" --export "$tmp/$b.csv" >"$tmp/$b.out" 2>&1 ||
+        bad "$b: import failed: $(tail -1 "$tmp/$b.out")"
+    cmp -s "$f" "$tmp/$b.csv" || bad "$b: import then export changed the bytes"
+    p=${b#dualpipev_p}; p=${p%_m*}; m=${b#*_m}
+    "$BIN/zbplan" sim --schedule dualpipev --stages "$p" --microbatches "$m" \
+        --export "$tmp/$b.zb.csv" >/dev/null || bad "$b: zbplan sim dualpipev failed"
+    cmp -s "$f" "$tmp/$b.zb.csv" || bad "$b: zb's dualpipev differs from PyTorch's"
+    # the imported order scores as zb's own
+    a=$("$BIN/zbplan" sim --import "$f" --fb-overlap 0.5 | sed -n 2p)
+    z=$("$BIN/zbplan" sim --schedule dualpipev --stages "$p" --microbatches "$m" --fb-overlap 0.5 | sed -n 2p)
+    [ -n "$a" ] && [ "$a" = "$z" ] || bad "$b: imported span '$a', zb's '$z'"
 done
 
 # ---- bad overlapped steps ----------------------------------------------------
