@@ -83,6 +83,27 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* ZB-V: for m < 2p, with costs, the shorter of the lists laid out for 2p
+ * and for 2p-1 microbatches (PyTorch's layout; ties keep 2p's). */
+static zb_status make_zbv(const zb_sched_params *prm, zb_schedule *out,
+                          zb_err *err) {
+    int p = prm->p, m = prm->m;
+    ZB_TRY(zb_sched_zbv(p, m, out, err));
+    if (!prm->costs || m >= 2 * p || p < 2) return ZB_OK;
+    zb_schedule alt;
+    double a = 0, b = 0;
+    zb_status st = zb_sched_zbv_layout(p, m, 2 * p - 1, &alt, err);
+    if (st == ZB_OK) st = zb_simulate_fast(out, prm->costs, NULL, &a, NULL, err);
+    if (st == ZB_OK) st = zb_simulate_fast(&alt, prm->costs, NULL, &b, NULL, err);
+    if (st == ZB_OK && b < a) {
+        zb_schedule_free(out);
+        *out = alt;
+        return ZB_OK;
+    }
+    zb_schedule_free(&alt);
+    return st;
+}
+
 static zb_status make_handmade(int k, const zb_sched_params *prm,
                                zb_schedule *out, zb_err *err) {
     switch (k) {
@@ -95,7 +116,7 @@ static zb_status make_handmade(int k, const zb_sched_params *prm,
     case S_VHALF: return zb_sched_vhalf(prm->p, prm->m, out, err);
     case S_VMIN: return zb_sched_vmin(prm->p, prm->m, out, err);
     case S_DUALPIPEV: return zb_sched_dualpipev(prm->p, prm->m, out, err);
-    default: return zb_sched_zbv(prm->p, prm->m, out, err);
+    default: return make_zbv(prm, out, err);
     }
 }
 

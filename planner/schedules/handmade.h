@@ -19,6 +19,10 @@ zb_status zb_sched_interleaved(int p, int m, int v, zb_schedule *out,
 zb_status zb_sched_zbh1(int p, int m, zb_schedule *out, zb_err *err);
 zb_status zb_sched_zbh2(int p, int m, zb_schedule *out, zb_err *err);
 zb_status zb_sched_zbv(int p, int m, zb_schedule *out, zb_err *err);
+/* ZB-V's lists laid out for n >= max(m, 2p-1) microbatches, the passes of
+ * those >= m dropped (zb_sched_zbv: n = max(m, 2p)). */
+zb_status zb_sched_zbv_layout(int p, int m, int n, zb_schedule *out,
+                              zb_err *err);
 /* DualPipeV (DeepSeek-V3 2024, schedules/dualpipev.c): V placement, v = 2,
  * overlapped F&B steps in the steady state; needs m >= 2p. */
 zb_status zb_sched_dualpipev(int p, int m, zb_schedule *out, zb_err *err);

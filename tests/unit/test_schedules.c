@@ -234,6 +234,49 @@ START_TEST(zbv_zero_bubble_and_peak) {
 }
 END_TEST
 
+/* zb-v for m < 2p with costs (the registry): never longer than its lists
+ * laid out for 2p microbatches nor than PyTorch's ScheduleZBVZeroBubble,
+ * which lays them out for 2p-1; at p 4, m 5..7, T_F = T_B = T_W = 1 per
+ * rank (0.5 a chunk) PyTorch's is one microbatch slot (1) shorter, and so
+ * is zb-v now: 17, 19, 21 against 18, 20, 22. */
+static double span_of(const zb_schedule *s, const zb_costs *c) {
+    double span;
+    zb_err err;
+    ck_assert_int_eq(zb_simulate_fast(s, c, NULL, &span, NULL, &err), ZB_OK);
+    return span;
+}
+
+START_TEST(zbv_not_longer_than_pytorch_layout) {
+    const double cs[][4] = {{1, 1, 1, 0}, {1, 2, 1, 0}, {1, 1, 2, 0}, {1.3, 2.4, 2.3, 0.14}};
+    int better = 0;
+    for (int p = 2; p <= 8; p++)
+        for (int m = 1; m <= 2 * p + 1; m++)
+            for (int k = 0; k < 4; k++) {
+                zb_costs c;
+                zb_err err;
+                ck_assert_int_eq(zb_costs_uniform(&c, 2 * p, cs[k][0] / 2, cs[k][1] / 2,
+                                                  cs[k][2] / 2, cs[k][3], 1, 0.5, &err), ZB_OK);
+                zb_sched_params prm = {.p = p, .m = m, .v = 2, .costs = &c};
+                zb_schedule s, a, b;
+                ck_assert_int_eq(zb_schedule_make("zb-v", &prm, &s, NULL, &err), ZB_OK);
+                ck_assert_int_eq(zb_sched_zbv(p, m, &a, &err), ZB_OK);
+                ck_assert_int_eq(zb_sched_zbv_layout(p, m, m > 2 * p - 1 ? m : 2 * p - 1,
+                                                     &b, &err), ZB_OK);
+                double zs = span_of(&s, &c), za = span_of(&a, &c), zp = span_of(&b, &c);
+                ck_assert_msg(zs <= za + TOL && zs <= zp + TOL, "p %d m %d costs %d: "
+                              "zb-v %g, 2p layout %g, PyTorch's %g", p, m, k, zs, za, zp);
+                better += zs < za - TOL;
+                if (p == 4 && m >= 5 && m <= 7 && k == 0) {
+                    ck_assert_double_eq_tol(za, 18 + 2 * (m - 5), TOL);
+                    ck_assert_double_eq_tol(zs, 17 + 2 * (m - 5), TOL);
+                }
+                zb_schedule_free(&s), zb_schedule_free(&a), zb_schedule_free(&b);
+                zb_costs_free(&c);
+            }
+    ck_assert_int_gt(better, 20);
+}
+END_TEST
+
 /* V-Half and V-Min (building blocks): valid for every m, split B/W, V
  * placement, and their peak (chunk M_B = 1, M_W = M_B: nothing released
  * before W) is at most floor(p/2) + 1 and ceil(p/3) + 1 microbatches of a
@@ -520,6 +563,7 @@ int main(void) {
     tcase_add_test(tc, zbh_vs_1f1b_at_equal_costs);
     tcase_add_test(tc, interleaved_bubble);
     tcase_add_test(tc, zbv_zero_bubble_and_peak);
+    tcase_add_test(tc, zbv_not_longer_than_pytorch_layout);
     tcase_add_test(tc, vhalf_vmin_memory);
     suite_add_tcase(su, tc);
     tc = tcase_create("validity");
