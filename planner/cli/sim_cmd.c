@@ -132,18 +132,22 @@ static bool parse_one(int argc, char **argv, int *i, sim_args *a,
     return true;
 }
 
-static zb_status check_name(const char *name, zb_err *err) {
+/* The registry's name for --schedule (any case, or an alias). */
+static zb_status check_name(const char **name, zb_err *err) {
+    const char *known = zb_schedule_resolve(*name);
+    if (known) {
+        *name = known;
+        return ZB_OK;
+    }
     char list[256] = "";
     for (int l = 0; l < 2; l++) {
         const char *const *names = l ? zb_schedule_block_names() : zb_schedule_names();
-        for (int i = 0; names[i]; i++) {
-            if (strcmp(names[i], name) == 0) return ZB_OK;
+        for (int i = 0; names[i]; i++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s, ",
                      names[i]);
-        }
     }
     return zb_fail(err, ZB_EINPUT, "--schedule must be one of %sall; got '%s'",
-                   list, name);
+                   list, *name);
 }
 
 /* The makespan is at most every pass and transfer of every rank in a row,
@@ -205,7 +209,7 @@ static zb_status parse_args(int argc, char **argv, sim_args *a, bool *help,
     if (!a->p) return zb_fail(err, ZB_EINPUT, "sim: --stages is required");
     if (!a->m) return zb_fail(err, ZB_EINPUT, "sim: --microbatches is required");
     if (a->import_path) ; /* the file is the schedule */
-    else if (strcmp(a->schedule, "all") != 0) ZB_TRY(check_name(a->schedule, err));
+    else if (strcmp(a->schedule, "all") != 0) ZB_TRY(check_name(&a->schedule, err));
     else if (a->export_path)
         return zb_fail(err, ZB_EINPUT, "sim: --export needs one --schedule, not all");
     if (!a->mem_w_set) a->mem_w = a->mem_f / 2;
@@ -417,10 +421,11 @@ int zb_sim_cmd(int argc, char **argv) {
     zb_err err = {{0}};
     zb_status st = parse_args(argc, argv, &a, &help, &err);
     if (st == ZB_OK && help) {
+        char list[1024];
+        zb_schedule_list_text(list, sizeof list);
         fputs(usage, stdout);
-        fputs("Schedules:", stdout);
-        for (const char *const *n = zb_schedule_names(); *n; n++) printf(" %s", *n);
-        fputs("\nDocs: docs/zbplan.md (zbplan sim), docs/schedules.md.\n", stdout);
+        fputs(list, stdout);
+        fputs("Docs: docs/zbplan.md (zbplan sim), docs/schedules.md.\n", stdout);
         return 0;
     }
     if (st == ZB_OK)

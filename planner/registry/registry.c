@@ -19,6 +19,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "planner/auto/auto_loop.h"
@@ -47,10 +48,38 @@ const char *const *zb_schedule_block_names(void) { return names + S_COUNT + 1; }
 
 static const char *name_of(int k) { return names[k < S_COUNT ? k : k + 1]; }
 
+/* Names users bring from PyTorch (get_schedule_class) that are not ours
+ * in another case (GPipe, 1F1B, DualPipeV are), matched in any case, with
+ * the registry's name they mean. PyTorch's InterleavedZeroBubble (LOOP
+ * chunks with split B/W) has no zb twin, so it is no alias. */
+static const char *const aliases[][2] = {
+    {"Interleaved1F1B", "interleaved"}, {"ZBVZeroBubble", "zb-v"}};
+
 static int find(const char *name) {
     for (int k = 0; name && k < S_ALL; k++)
-        if (strcmp(name, name_of(k)) == 0) return k;
+        if (strcasecmp(name, name_of(k)) == 0) return k;
+    for (size_t i = 0; name && i < sizeof aliases / sizeof aliases[0]; i++)
+        if (strcasecmp(name, aliases[i][0]) == 0) return find(aliases[i][1]);
     return -1;
+}
+
+const char *zb_schedule_resolve(const char *name) {
+    int k = find(name);
+    return k < 0 ? NULL : name_of(k);
+}
+
+void zb_schedule_list_text(char *buf, size_t cap) {
+    size_t n = 0;
+    buf[0] = '\0';
+#define ADD(...) (n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, __VA_ARGS__), \
+                  n = n < cap ? n : cap)
+    ADD("Schedules:");
+    for (int k = 0; k < S_ALL; k++) ADD(" %s", name_of(k));
+    ADD("\nNames match in any case (GPipe, 1F1B, DualPipeV); aliases:");
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        ADD("%s %s = %s", i ? "," : "", aliases[i][0], aliases[i][1]);
+    ADD("\n");
+#undef ADD
 }
 
 int zb_schedule_chunks(const char *name, int v) {

@@ -8,6 +8,8 @@
 #   - PyTorch's ScheduleDualPipeV CSVs (tests/pytorch/, overlapped cells
 #     "(0F3;3B1)OVERLAP_F_B") import, export to the same bytes, equal zb's
 #     own dualpipev export, and simulate to the same span;
+#   - DualPipeV and ZBVZeroBubble (PyTorch's names) are dualpipev and zb-v,
+#     and both --help texts list every schedule;
 #   - a plan whose overlapped step is not an F then a B or BW, or whose
 #     step waits for itself, is refused with a one-line error naming the
 #     file, line and action, exit status 2.
@@ -69,6 +71,17 @@ for f in tests/pytorch/dualpipev_p2_m4.csv tests/pytorch/dualpipev_p3_m6.csv; do
     a=$("$BIN/zbplan" sim --import "$f" --fb-overlap 0.5 | sed -n 2p)
     z=$("$BIN/zbplan" sim --schedule dualpipev --stages "$p" --microbatches "$m" --fb-overlap 0.5 | sed -n 2p)
     [ -n "$a" ] && [ "$a" = "$z" ] || bad "$b: imported span '$a', zb's '$z'"
+done
+
+# ---- names: PyTorch's, any case; --help lists every schedule ----------------
+a=$("$BIN/zbplan" sim --schedule DualPipeV --stages 3 --microbatches 7 --format json) || bad "sim DualPipeV failed"
+z=$("$BIN/zbplan" sim --schedule dualpipev --stages 3 --microbatches 7 --format json)
+[ "$a" = "$z" ] || bad "DualPipeV and dualpipev differ"
+"$BIN/zbplan" sim --schedule ZBVZeroBubble --stages 2 --microbatches 4 | grep -q '^schedule zb-v ' ||
+    bad "ZBVZeroBubble is not zb-v"
+for cmd in "" sim; do
+    "$BIN/zbplan" $cmd --help | grep -q '^Schedules: .* dualpipev v-half v-min$' ||
+        bad "zbplan $cmd --help does not list every schedule"
 done
 
 # ---- bad overlapped steps ----------------------------------------------------

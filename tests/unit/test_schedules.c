@@ -413,6 +413,32 @@ START_TEST(registry_names) {
     const bool split[] = {false, false, false, true, true, true, true, true, true, true, true};
     for (int i = 0; want[i]; i++) ck_assert(zb_schedule_splits_bw(want[i]) == split[i]);
     ck_assert(!zb_schedule_splits_bw("nope"));
+    /* any case, and PyTorch's names */
+    const char *alias[][2] = {{"DualPipeV", "dualpipev"}, {"1F1B", "1f1b"},
+                              {"GPipe", "gpipe"}, {"interleaved1f1b", "interleaved"},
+                              {"ZBVZeroBubble", "zb-v"}, {"ZB-H1", "zb-h1"},
+                              {"V-Half", "v-half"}, {"zb-v", "zb-v"}};
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+        ck_assert_str_eq(zb_schedule_resolve(alias[i][0]), alias[i][1]);
+    ck_assert_ptr_null(zb_schedule_resolve("InterleavedZeroBubble"));
+    ck_assert_ptr_null(zb_schedule_resolve("zb-v2"));
+    ck_assert_int_eq(zb_schedule_chunks("DualPipeV", 4), 2);
+    ck_assert_int_eq(zb_schedule_placement("ZBVZeroBubble"), ZB_PLACE_V);
+    zb_sched_params prm = {.p = 2, .m = 4, .v = 2};
+    zb_schedule s;
+    zb_err err;
+    ck_assert_int_eq(zb_schedule_make("ZBVZEROBUBBLE", &prm, &s, NULL, &err), ZB_OK);
+    ck_assert_str_eq(s.name, "zb-v");
+    zb_schedule_free(&s);
+    char text[1024];
+    zb_schedule_list_text(text, sizeof text);
+    ck_assert_ptr_nonnull(strstr(text, "Schedules: gpipe 1f1b interleaved zb-h1 zb-h2 "
+                                       "zb-v zb-auto zb-1p zb-2p zb-auto-v dualpipev "
+                                       "v-half v-min\n"));
+    ck_assert_ptr_nonnull(strstr(text, "ZBVZeroBubble = zb-v"));
+    char tiny[12];
+    zb_schedule_list_text(tiny, sizeof tiny); /* cut, terminated */
+    ck_assert_str_eq(tiny, "Schedules: ");
 }
 END_TEST
 
