@@ -5,6 +5,8 @@
 #     step losses of 1F1B at the same pp (the two passes of an overlapped
 #     step run one after the other on the CPU backend);
 #   - the trace has one compute event per pass (two per overlapped step);
+#   - pp 4 under mpirun -np 4 (one process per rank) gives the same losses
+#     (skipped without mpirun or MPI);
 #   - PyTorch's ScheduleDualPipeV CSVs (tests/pytorch/, overlapped cells
 #     "(0F3;3B1)OVERLAP_F_B") import, export to the same bytes, equal zb's
 #     own dualpipev export, and simulate to the same span;
@@ -56,6 +58,19 @@ steps = {e["args"]["step"] for e in ev}
 assert len(ev) == len(steps) * passes, (len(ev), len(steps), passes)
 PY
 done
+
+# ---- one process per rank (mpirun -np 4): the same losses ------------------
+if command -v mpirun >/dev/null &&
+    ! OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=1 "$BIN/zbrun" /nonexistent.yaml 2>&1 |
+        grep -q "built without MPI"; then
+    env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+        mpirun --allow-run-as-root --oversubscribe --bind-to none -x ASAN_OPTIONS -np 4 \
+        "$BIN/zbrun" "$tmp/dpv4.yaml" --steps 4 --threads 1 >"$tmp/mpi4.out" 2>&1 ||
+        bad "dualpipev pp 4 under mpirun failed: $(tail -1 "$tmp/mpi4.out")"
+    same_losses "$tmp/f1b4.out" "$tmp/mpi4.out" || bad "dualpipev pp 4 under mpirun: losses differ from 1f1b's"
+else
+    echo "zbrun_dualpipe.sh: mpirun part skipped (no mpirun, or zbrun without MPI)"
+fi
 
 # ---- PyTorch's CSVs (tests/pytorch/README.md) round-trip --------------------
 for f in tests/pytorch/dualpipev_p2_m4.csv tests/pytorch/dualpipev_p3_m6.csv; do
