@@ -88,6 +88,12 @@ for f in tests/pytorch/dualpipev_p2_m4.csv tests/pytorch/dualpipev_p3_m6.csv; do
     [ -n "$a" ] && [ "$a" = "$z" ] || bad "$b: imported span '$a', zb's '$z'"
 done
 
+f=tests/pytorch/zbv_p2_m3.csv
+"$BIN/zbplan" sim --import "$f" --export "$tmp/zbv.csv" >/dev/null || bad "zbv_p2_m3: import failed"
+sed 's/^,//' "$f" | cmp -s - "$tmp/zbv.csv" || bad "zbv_p2_m3: import then export changed more than the idle cell"
+"$BIN/zbplan" sim --schedule ZBVZeroBubble --stages 2 --microbatches 3 --export "$tmp/zbv.zb.csv" >/dev/null
+cmp -s "$tmp/zbv.csv" "$tmp/zbv.zb.csv" || bad "zbv_p2_m3: zb-v differs from PyTorch's ZBV"
+
 # ---- names: PyTorch's, any case; --help lists every schedule ----------------
 a=$("$BIN/zbplan" sim --schedule DualPipeV --stages 3 --microbatches 7 --format json) || bad "sim DualPipeV failed"
 z=$("$BIN/zbplan" sim --schedule dualpipev --stages 3 --microbatches 7 --format json)

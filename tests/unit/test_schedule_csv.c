@@ -286,6 +286,37 @@ START_TEST(pytorch_dualpipev_rows) {
 }
 END_TEST
 
+/* PyTorch's ScheduleZBVZeroBubble at p 2, m 3 (by hand from its
+ * algorithm, tests/pytorch/zbv_p2_m3.csv; rank 1's row starts with the
+ * idle cell PyTorch writes for its late start): the lists laid out for
+ * 2p-1 microbatches, which zb-v picks here when it has costs (span 9 at
+ * T_F = T_B = T_W = 1 per rank); written back without the idle cell. */
+START_TEST(pytorch_zbv_rows) {
+    const char text[] =
+        "0F0,0F1,0F2,3F0,3I0,3W0,3F1,3I1,3W1,0I0,0W0,3F2,3I2,3W2,0I1,0W1,0I2,0W2\r\n"
+        ",1F0,2F0,1F1,2F1,2I0,2W0,1F2,1I0,1W0,2F2,2I1,2W1,1I1,2I2,1I2,1W1,2W2,1W2\r\n";
+    zb_schedule s, lay, z;
+    zb_err err;
+    ck_assert_int_eq(zb_sched_csv_parse(text, strlen(text), "x.csv", &s, &err), ZB_OK);
+    ck_assert_int_eq(zb_sched_zbv_layout(2, 3, 3, &lay, &err), ZB_OK);
+    zb_costs c;
+    ck_assert_int_eq(zb_costs_uniform(&c, 4, 0.5, 0.5, 0.5, 0, 0.5, 0.25, &err), ZB_OK);
+    zb_sched_params prm = {.p = 2, .m = 3, .v = 2, .costs = &c};
+    ck_assert_int_eq(zb_schedule_make("zb-v", &prm, &z, NULL, &err), ZB_OK);
+    for (int r = 0; r < 2; r++) {
+        ck_assert_int_eq(s.len[r], lay.len[r]);
+        ck_assert_mem_eq(s.acts[r], lay.acts[r], (size_t)s.len[r] * sizeof(zb_action));
+        ck_assert_int_eq(z.len[r], lay.len[r]);
+        ck_assert_mem_eq(z.acts[r], lay.acts[r], (size_t)s.len[r] * sizeof(zb_action));
+    }
+    double span;
+    ck_assert_int_eq(zb_simulate_fast(&s, &c, NULL, &span, NULL, &err), ZB_OK);
+    ck_assert_double_eq_tol(span, 9, 1e-12);
+    zb_schedule_free(&s), zb_schedule_free(&lay), zb_schedule_free(&z);
+    zb_costs_free(&c);
+}
+END_TEST
+
 START_TEST(bad_overlap_cells) {
     expect_error("0F0,(0F1;1W0)OVERLAP_F_B\n", "x.csv:1:5: bad overlapped cell "
                  "'(0F1;1W0)OVERLAP_F_B': expected (STAGE F MB;STAGE I|B MB)OVERLAP_F_B");
@@ -357,6 +388,7 @@ int main(void) {
     tcase_add_test(tc, round_trip_byte_identical);
     tcase_add_test(tc, bad_files);
     tcase_add_test(tc, pytorch_dualpipev_rows);
+    tcase_add_test(tc, pytorch_zbv_rows);
     tcase_add_test(tc, bad_overlap_cells);
     tcase_add_test(tc, idle_cells_and_line_ends);
     tcase_add_test(tc, memory_limit_names_action);
