@@ -22,21 +22,40 @@ static int owner(const zb_schedule *s, int vstage) {
     return r;
 }
 
-/* Ops of one action: receive before, compute, send after. Writes up to 3
- * ops into out and returns how many. */
-static int lower_action(const zb_schedule *s, int r, int i, zb_op *out) {
+/* The receive before action i of rank r (before) or the send after it
+ * (!before), if its pass moves something across ranks: 1 op into out, or
+ * 0. */
+static int lower_edge(const zb_schedule *s, int r, int i, bool before,
+                      zb_op *out) {
     const zb_action *a = &s->acts[r][i];
-    int n = s->p * s->v, vs = zb_vstage(s, r, a->chunk), k = 0;
+    int n = s->p * s->v, vs = zb_vstage(s, r, a->chunk);
     bool fwd = a->pass == ZB_F, bwd = a->pass == ZB_B || a->pass == ZB_BW;
+    if (!fwd && !bwd) return 0;
     /* the neighbour we receive from and the one we send to */
     int from = fwd ? vs - 1 : vs + 1, to = fwd ? vs + 1 : vs - 1;
     zb_msg_kind msg = fwd ? ZB_MSG_ACT : ZB_MSG_GRAD;
-    if ((fwd || bwd) && from >= 0 && from < n && owner(s, from) != r)
-        out[k++] = (zb_op){ZB_OP_RECV, i, owner(s, from), msg, vs, a->mb};
-    out[k++] = (zb_op){ZB_OP_COMPUTE, i, r, msg, vs, a->mb};
-    if ((fwd || bwd) && to >= 0 && to < n && owner(s, to) != r)
-        out[k++] = (zb_op){ZB_OP_SEND, i, owner(s, to), msg, to, a->mb};
-    return k;
+    int peer = before ? from : to;
+    if (peer < 0 || peer >= n || owner(s, peer) == r) return 0;
+    *out = (zb_op){before ? ZB_OP_RECV : ZB_OP_SEND, i, owner(s, peer), msg,
+                   before ? vs : to, a->mb};
+    return 1;
+}
+
+static zb_op compute_op(const zb_schedule *s, int r, int i) {
+    const zb_action *a = &s->acts[r][i];
+    zb_msg_kind msg = a->pass == ZB_F ? ZB_MSG_ACT : ZB_MSG_GRAD;
+    return (zb_op){ZB_OP_COMPUTE, i, r, msg, zb_vstage(s, r, a->chunk), a->mb};
+}
+
+/* Ops of one step, actions i .. i+k-1 (k = 2 for an overlapped F&B step):
+ * every receive, the computes, every send. Writes up to 3k ops into out
+ * and returns how many. */
+static int lower_step(const zb_schedule *s, int r, int i, int k, zb_op *out) {
+    int n = 0;
+    for (int j = i; j < i + k; j++) n += lower_edge(s, r, j, true, out + n);
+    for (int j = i; j < i + k; j++) out[n++] = compute_op(s, r, j);
+    for (int j = i; j < i + k; j++) n += lower_edge(s, r, j, false, out + n);
+    return n;
 }
 
 zb_status zb_lower(const zb_schedule *s, zb_program *out, zb_err *err) {
@@ -48,8 +67,11 @@ zb_status zb_lower(const zb_schedule *s, zb_program *out, zb_err *err) {
     for (int r = 0; r < s->p; r++) {
         out->ops[r] = zb_calloc((size_t)s->len[r] * 3 + 1, sizeof(zb_op), err);
         if (!out->ops[r]) goto oom;
-        for (int i = 0; i < s->len[r]; i++)
-            out->len[r] += lower_action(s, r, i, out->ops[r] + out->len[r]);
+        for (int i = 0; i < s->len[r]; i++) {
+            int k = zb_action_overlaps(&s->acts[r][i]) && i + 1 < s->len[r] ? 2 : 1;
+            out->len[r] += lower_step(s, r, i, k, out->ops[r] + out->len[r]);
+            i += k - 1;
+        }
     }
     return ZB_OK;
 oom:

@@ -57,14 +57,30 @@ void zb_plan_coords(const zb_plan *plan, int rank, int *pp_rank, int *dp_rank,
 
 #define ZB_PLAN_LAYOUT "pp-dp-tp"
 
-static void write_action(zb_yw *w, const zb_schedule *s, const zb_action *a) {
-    char tok[32];
+/* "F3", "B3.1"; into tok[cap]. */
+static void action_text(const zb_schedule *s, const zb_action *a, char *tok,
+                        size_t cap) {
     if (s->v > 1)
-        snprintf(tok, sizeof tok, "%s%d.%d", zb_pass_name((zb_pass)a->pass),
+        snprintf(tok, cap, "%s%d.%d", zb_pass_name((zb_pass)a->pass),
                  (int)a->mb, (int)a->chunk);
     else
-        snprintf(tok, sizeof tok, "%s%d", zb_pass_name((zb_pass)a->pass), (int)a->mb);
+        snprintf(tok, cap, "%s%d", zb_pass_name((zb_pass)a->pass), (int)a->mb);
+}
+
+/* Action i of rank r, or the overlapped F&B step it starts ("F3.0&BW1.1",
+ * zb_schedule.h); returns the actions written (1 or 2). */
+static int write_action(zb_yw *w, const zb_schedule *s, int r, int i) {
+    char tok[72];
+    const zb_action *a = &s->acts[r][i];
+    action_text(s, a, tok, 32);
+    int n = zb_action_overlaps(a) && i + 1 < s->len[r] ? 2 : 1;
+    if (n == 2) {
+        size_t len = strlen(tok);
+        tok[len] = '&';
+        action_text(s, a + 1, tok + len + 1, sizeof tok - len - 1);
+    }
     zb_yw_str(w, tok);
+    return n;
 }
 
 static void write_schedule(zb_yw *w, const zb_plan *plan) {
@@ -78,7 +94,7 @@ static void write_schedule(zb_yw *w, const zb_plan *plan) {
     zb_yw_seq_begin(w, false);
     for (int r = 0; r < s->p; r++) {
         zb_yw_seq_begin(w, true);
-        for (int i = 0; i < s->len[r]; i++) write_action(w, s, &s->acts[r][i]);
+        for (int i = 0; i < s->len[r];) i += write_action(w, s, r, i);
         zb_yw_seq_end(w);
     }
     zb_yw_seq_end(w);

@@ -127,14 +127,10 @@ static long strict_digits(const char **s) {
     return n == 0 || n > 9 ? -1 : v;
 }
 
-/* "F3", "BW12", "W0.1" -> action; col points at the token. Strict: the
- * pass in capitals, then digits only; ".chunk" only when v > 1. */
-static zb_status parse_action(rd *r, const zb_ynode *tok, int m, int v,
-                              zb_action *a) {
-    if (tok->type != ZB_Y_SCALAR)
-        return zb_fail_at(r->err, r->doc->file, tok->line, tok->col,
-                          "an action must be a scalar like F3 or B3.1");
-    const char *s = tok->str;
+/* The action text s of token tok: "F3", "BW12", "W0.1". Strict: the pass
+ * in capitals, then digits only; ".chunk" only when v > 1. */
+static zb_status parse_one(rd *r, const zb_ynode *tok, const char *s, int m,
+                           int v, zb_action *a) {
     int plen = strncmp(s, "BW", 2) == 0 ? 2 : 1, pass = -1;
     for (int k = 0; k < 4 && s[0]; k++)
         if (strlen(zb_pass_name((zb_pass)k)) == (size_t)plen &&
@@ -151,14 +147,38 @@ static zb_status parse_action(rd *r, const zb_ynode *tok, int m, int v,
     if (pass < 0 || mb < 0 || chunk < 0 || *end || (dot && v == 1))
         return zb_fail_at(r->err, r->doc->file, tok->line, tok->col,
                           "bad action '%s' (expected F, B, W or BW, a microbatch "
-                          "and for chunks > 1 '.chunk', e.g. F3 or B3.1)", s);
+                          "and for chunks > 1 '.chunk', e.g. F3 or B3.1)", tok->str);
     if (mb >= m || chunk < 0 || chunk >= v)
         return zb_fail_at(r->err, r->doc->file, tok->line, tok->col,
                           "action '%s' out of range (microbatches %d, chunks %d)",
-                          s, m, v);
+                          tok->str, m, v);
     a->pass = (uint8_t)pass;
     a->mb = (int32_t)mb;
     a->chunk = (uint8_t)chunk;
+    return ZB_OK;
+}
+
+/* Token -> 1 action, or 2 for an overlapped F&B step "F3.0&BW1.1" (an F,
+ * '&', a B or BW; zb_schedule.h): *n says how many; col points at the
+ * token. */
+static zb_status parse_action(rd *r, const zb_ynode *tok, int m, int v,
+                              zb_action a[2], int *n) {
+    if (tok->type != ZB_Y_SCALAR)
+        return zb_fail_at(r->err, r->doc->file, tok->line, tok->col,
+                          "an action must be a scalar like F3 or B3.1");
+    const char *amp = strchr(tok->str, '&');
+    *n = amp ? 2 : 1;
+    if (!amp) return parse_one(r, tok, tok->str, m, v, &a[0]);
+    char f[32];
+    size_t flen = (size_t)(amp - tok->str);
+    snprintf(f, sizeof f, "%.*s", (int)(flen < sizeof f ? flen : sizeof f - 1), tok->str);
+    ZB_TRY(parse_one(r, tok, f, m, v, &a[0]));
+    ZB_TRY(parse_one(r, tok, amp + 1, m, v, &a[1]));
+    if (a[0].pass != ZB_F || (a[1].pass != ZB_B && a[1].pass != ZB_BW))
+        return zb_fail_at(r->err, r->doc->file, tok->line, tok->col,
+                          "bad overlapped step '%s' (expected an F, '&', then "
+                          "a B or BW, e.g. F3.0&BW1.1)", tok->str);
+    a[0].flags = ZB_ACT_OVERLAP;
     return ZB_OK;
 }
 
@@ -189,10 +209,14 @@ static zb_status read_schedule(rd *r, const zb_ynode *root, zb_plan *plan,
         const zb_ynode *list = ranks->items[k];
         ZB_TRY(zb_ynode_expect(r->doc, list, ZB_Y_SEQ, "a rank's action list", r->err));
         for (int i = 0; i < list->n; i++) {
-            zb_action a = {0};
-            ZB_TRY(parse_action(r, list->items[i], plan->m, plan->v, &a));
-            ZB_TRY(zb_schedule_push(&plan->sched, k, (zb_pass)a.pass, a.mb, a.chunk,
-                                    r->err));
+            zb_action a[2] = {{0}};
+            int n = 1;
+            ZB_TRY(parse_action(r, list->items[i], plan->m, plan->v, a, &n));
+            for (int j = 0; j < n; j++)
+                ZB_TRY(zb_schedule_push(&plan->sched, k, (zb_pass)a[j].pass,
+                                        a[j].mb, a[j].chunk, r->err));
+            if (n == 2) /* the F of an overlapped step */
+                plan->sched.acts[k][plan->sched.len[k] - 2].flags = ZB_ACT_OVERLAP;
         }
     }
     *ranks_out = ranks;

@@ -64,9 +64,17 @@ zb_status zb_schedule_push(zb_schedule *s, int r, zb_pass pass, int mb,
     zb_action *a = &s->acts[r][s->len[r]++];
     a->pass = (uint8_t)pass;
     a->chunk = (uint8_t)chunk;
-    a->pad_ = 0;
+    a->flags = 0;
     a->mb = mb;
     return ZB_OK;
+}
+
+zb_status zb_schedule_push_overlap(zb_schedule *s, int r, int f_mb,
+                                   int f_chunk, zb_pass b_pass, int b_mb,
+                                   int b_chunk, zb_err *err) {
+    ZB_TRY(zb_schedule_push(s, r, ZB_F, f_mb, f_chunk, err));
+    s->acts[r][s->len[r] - 1].flags = ZB_ACT_OVERLAP;
+    return zb_schedule_push(s, r, b_pass, b_mb, b_chunk, err);
 }
 
 zb_status zb_schedule_copy(zb_schedule *dst, const zb_schedule *src,

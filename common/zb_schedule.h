@@ -12,6 +12,13 @@
  * and on the last virtual stage after F(s,j); W(s,j) after B(s,j). BW is B
  * and W together. A transfer is needed exactly when the two virtual stages of
  * a dependency live on different ranks (zb_lower.h).
+ *
+ * Overlapped F&B step (DualPipe, DeepSeek-V3 2024): an F whose flags hold
+ * ZB_ACT_OVERLAP and the B or BW that follows it on the same rank are one
+ * step: it starts when both passes' inputs are there, both passes end
+ * when the step ends, and it costs the overlapped time of the two
+ * (zb_sim.h, zb_costs_fb_time). The two passes belong to different cells
+ * (another microbatch or another chunk). Every other action has flags 0.
  */
 #ifndef ZB_SCHEDULE_H
 #define ZB_SCHEDULE_H
@@ -26,9 +33,13 @@ typedef enum { ZB_PLACE_LOOP = 0, ZB_PLACE_V = 1 } zb_placement;
 typedef struct {
     uint8_t pass;   /* zb_pass */
     uint8_t chunk;  /* 0..v-1 */
-    uint16_t pad_;
+    uint16_t flags; /* ZB_ACT_OVERLAP or 0 */
     int32_t mb;     /* microbatch 0..m-1 */
 } zb_action;
+
+/* On an F: it and the next action of its rank (a B or BW) are one
+ * overlapped F&B step. */
+#define ZB_ACT_OVERLAP 1u
 
 typedef struct {
     char name[32];           /* generator name, e.g. "1f1b", "zb-h1" */
@@ -53,6 +64,15 @@ void zb_schedule_free(zb_schedule *s);
 /* Append an action to rank r's list (grows the list; ZB_ENOMEM on failure). */
 zb_status zb_schedule_push(zb_schedule *s, int r, zb_pass pass, int mb,
                            int chunk, zb_err *err);
+/* Append an overlapped F&B step to rank r's list: F(f_mb, f_chunk) with
+ * ZB_ACT_OVERLAP, then b_pass (ZB_B or ZB_BW) of (b_mb, b_chunk). */
+zb_status zb_schedule_push_overlap(zb_schedule *s, int r, int f_mb,
+                                   int f_chunk, zb_pass b_pass, int b_mb,
+                                   int b_chunk, zb_err *err);
+/* True when action a starts an overlapped F&B step (with the next one). */
+static inline int zb_action_overlaps(const zb_action *a) {
+    return (a->flags & ZB_ACT_OVERLAP) != 0;
+}
 /* Deep copy (dst is initialised by the call). */
 zb_status zb_schedule_copy(zb_schedule *dst, const zb_schedule *src,
                            zb_err *err);

@@ -2,6 +2,7 @@
 #include "common/zb_schedule_csv.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 typedef struct {
     int rank, stage, mb, line, col;
     zb_pass pass;
+    unsigned flags;  /* ZB_ACT_OVERLAP: the F of an OVERLAP_F_B cell */
 } cell;
 
 typedef struct {
@@ -45,25 +47,61 @@ static int digits(const char *s, const char *e, long max, long *v) {
     return 1;
 }
 
-/* One cell [s, e) of row `rank` (line, col): empty, or STAGE TYPE MB. */
+/* STAGE TYPE MB in [s, e) (blank space around it skipped) into *c (its
+ * rank, line and col set by the caller); false if it is not one. */
+static int parse_action(const char *s, const char *e, cell *c) {
+    while (s < e && is_blank(*s)) s++;
+    while (e > s && is_blank(e[-1])) e--;
+    const char *t = s;
+    while (t < e && *t >= '0' && *t <= '9') t++;
+    long stage, mb;
+    static const char types[] = "FIWB";
+    static const zb_pass pass[] = {ZB_F, ZB_B, ZB_W, ZB_BW};
+    const char *k = t < e && *t ? strchr(types, *t) : NULL;
+    if (!digits(s, t, MAX_STAGE, &stage) || !k || !digits(t + 1, e, (1L << 20) - 1, &mb))
+        return 0;
+    c->stage = (int)stage, c->mb = (int)mb, c->pass = pass[k - types];
+    return 1;
+}
+
+static const char overlap_tag[] = ")OVERLAP_F_B";
+
+/* An overlapped F&B cell [s, e), "(0F3;3B1)OVERLAP_F_B": an F, then an I
+ * or B (zb's B or BW), pushed as the F (flagged) and the backward. */
+static zb_status parse_overlap(const char *s, const char *e, const char *name,
+                               cell c, cells *cs, zb_err *err) {
+    size_t tl = sizeof overlap_tag - 1;
+    const char *semi = memchr(s, ';', (size_t)(e - s));
+    cell f = c, b = c;
+    bool ok = (size_t)(e - s) > tl + 1 && memcmp(e - tl, overlap_tag, tl) == 0 &&
+              semi && semi < e - tl && parse_action(s + 1, semi, &f) &&
+              parse_action(semi + 1, e - tl, &b) && f.pass == ZB_F &&
+              (b.pass == ZB_B || b.pass == ZB_BW);
+    if (!ok)
+        return zb_fail_at(err, name, c.line, c.col, "bad overlapped cell "
+                          "'%.*s': expected (STAGE F MB;STAGE I|B MB)OVERLAP_F_B, "
+                          "e.g. (0F3;3B1)OVERLAP_F_B",
+                          (int)(e - s > 60 ? 60 : e - s), s);
+    f.flags = ZB_ACT_OVERLAP;
+    ZB_TRY(cells_push(cs, f, err));
+    return cells_push(cs, b, err);
+}
+
+/* One cell [s, e) of row `rank` (line, col): empty, STAGE TYPE MB, or an
+ * overlapped F&B cell. */
 static zb_status parse_cell(const char *s, const char *e, const char *name,
                             int rank, int line, int col, cells *cs,
                             zb_err *err) {
     while (s < e && is_blank(*s)) s++, col++;
     while (e > s && is_blank(e[-1])) e--;
     if (s == e) return ZB_OK; /* an idle step */
-    const char *t = s;
-    while (t < e && *t >= '0' && *t <= '9') t++;
-    long stage, mb;
-    static const char types[] = "FIWB";
-    const char *k = t < e && *t ? strchr(types, *t) : NULL;
-    if (!digits(s, t, MAX_STAGE, &stage) || !k || !digits(t + 1, e, (1L << 20) - 1, &mb))
+    cell c = {rank, 0, 0, line, col, ZB_F, 0};
+    if (*s == '(') return parse_overlap(s, e, name, c, cs, err);
+    if (!parse_action(s, e, &c))
         return zb_fail_at(err, name, line, col, "bad action '%.*s': expected "
                           "STAGE TYPE MICROBATCH with TYPE F, I, W or B (e.g. "
                           "1I0; stage <= %d, compute actions only)",
                           (int)(e - s > 40 ? 40 : e - s), s, MAX_STAGE);
-    static const zb_pass pass[] = {ZB_F, ZB_B, ZB_W, ZB_BW};
-    cell c = {rank, (int)stage, (int)mb, line, col, pass[k - types]};
     return cells_push(cs, c, err);
 }
 
@@ -147,6 +185,7 @@ zb_status zb_sched_csv_parse(const char *text, size_t len, const char *name,
         const cell *c = &cs.c[i];
         int chunk = pl == ZB_PLACE_LOOP ? c->stage / p : c->stage >= p;
         st = zb_schedule_push(out, c->rank, c->pass, c->mb, chunk, err);
+        if (st == ZB_OK) out->acts[c->rank][out->len[c->rank] - 1].flags = (uint16_t)c->flags;
     }
     free(cs.c);
     if (st != ZB_OK) zb_schedule_free(out);
@@ -187,8 +226,16 @@ zb_status zb_sched_csv_write(const zb_schedule *s, const char *path,
     for (int r = 0; r < s->p && ok; r++) {
         for (int i = 0; i < s->len[r] && ok; i++) {
             const zb_action *x = &s->acts[r][i];
-            ok = fprintf(a.f, "%s%d%c%d", i ? "," : "", zb_vstage(s, r, x->chunk),
-                         type_letter((zb_pass)x->pass), (int)x->mb) > 0;
+            bool pair = zb_action_overlaps(x) && i + 1 < s->len[r];
+            ok = fprintf(a.f, "%s%s%d%c%d", i ? "," : "", pair ? "(" : "",
+                         zb_vstage(s, r, x->chunk), type_letter((zb_pass)x->pass),
+                         (int)x->mb) > 0;
+            if (ok && pair) {
+                x = &s->acts[r][++i];
+                ok = fprintf(a.f, ";%d%c%d%s", zb_vstage(s, r, x->chunk),
+                             type_letter((zb_pass)x->pass), (int)x->mb,
+                             overlap_tag) > 0;
+            }
         }
         if (ok) ok = fputs("\r\n", a.f) >= 0;
     }

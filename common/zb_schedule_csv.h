@@ -6,7 +6,10 @@
  * STAGE TYPE MICROBATCH, e.g. `0F0`, `5I3`, `5W3`: STAGE is the virtual
  * (global) stage index, TYPE is F (forward), I (backward for the input:
  * zb's B), W (backward for the weights) or B (full backward: zb's BW). An
- * empty cell is an idle step and is skipped. Rows end in "\r\n" (Python's
+ * empty cell is an idle step and is skipped. An overlapped F&B step
+ * (zb_schedule.h) is one cell "(0F3;3B1)OVERLAP_F_B": the F, ';', then a
+ * backward (I or B), as PyTorch's ScheduleDualPipeV writes it; read, it is
+ * the F with ZB_ACT_OVERLAP and the backward. Rows end in "\r\n" (Python's
  * csv.writer); "\n" is accepted on reading, and so is blank space around a
  * cell (from_str strips it). Communication actions (SEND_F, RECV_B, ...,
  * UNSHARD, RESHARD) belong to the other form and are refused.

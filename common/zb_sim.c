@@ -167,7 +167,27 @@ static void fill_tables(const zb_schedule *s, const zb_costs *c, zb_sim_ws *ws) 
     }
 }
 
+double zb_costs_fb_time(const zb_costs *c, int vs_f, int vs_b, int b_pass) {
+    double a = c->t_f[vs_f];
+    double b = b_pass == ZB_BW ? c->t_b[vs_b] + c->t_w[vs_b] : c->t_b[vs_b];
+    double ov = c->fb_overlap > 0 ? (c->fb_overlap < 1 ? c->fb_overlap : 1) : 0;
+    return a < b ? b + (1.0 - ov) * a : a + (1.0 - ov) * b;
+}
+
 enum { SEEN_F = 1, SEEN_B = 2, SEEN_W = 4, SEEN_BW = 8 };
+
+/* Why the flags of action i of rank r are wrong (an overlap must be an F
+ * followed by a B or BW), or NULL. */
+static const char *overlap_fault(const zb_schedule *s, int r, int i) {
+    const zb_action *a = &s->acts[r][i];
+    if (a->flags == 0) return NULL;
+    if (a->flags != ZB_ACT_OVERLAP) return "unknown action flags";
+    if (a->pass != ZB_F) return "an overlapped F&B step must start with an F";
+    if (i + 1 >= s->len[r] ||
+        (a[1].pass != ZB_B && a[1].pass != ZB_BW))
+        return "an overlapped F&B step needs a B or BW right after its F";
+    return NULL;
+}
 
 static zb_status bad_action(zb_err *err, int r, int i, const zb_action *a,
                             const char *what) {
@@ -205,6 +225,8 @@ static zb_status check_passes(const zb_schedule *s, zb_sim_ws *ws, zb_err *err) 
             const zb_action *a = &s->acts[r][i];
             if (a->pass > ZB_BW || a->chunk >= v || (unsigned)a->mb >= (unsigned)m)
                 return bad_action(err, r, i, a, action_fault(s, a, 0));
+            if (a->flags && overlap_fault(s, r, i))
+                return bad_action(err, r, i, a, overlap_fault(s, r, i));
             uint8_t *cell = &ws->seen[(size_t)vs_of[a->chunk] * m + a->mb];
             if (*cell & clash[a->pass])
                 return bad_action(err, r, i, a, action_fault(s, a, *cell));
@@ -312,16 +334,22 @@ static zb_status deadlock(const zb_schedule *s, const zb_costs *c,
                           const zb_sim_ws *ws, zb_err *err) {
     for (int r = 0; r < s->p; r++) {
         if (ws->idx[r] >= s->len[r]) continue;
-        const zb_action *a = &s->acts[r][ws->idx[r]];
+        int i = ws->idx[r];
+        const zb_action *a = &s->acts[r][i];
         int vs = zb_vstage(s, r, a->chunk), dp = 0, dv = 0;
-        (void)ready_time(s, c, ws, vs, a, &dp, &dv);
+        /* an overlapped step whose F could start waits for its B's input */
+        if (ready_time(s, c, ws, vs, a, &dp, &dv) >= 0 && zb_action_overlaps(a)) {
+            a = &s->acts[r][++i];
+            vs = zb_vstage(s, r, a->chunk);
+            (void)ready_time(s, c, ws, vs, a, &dp, &dv);
+        }
         int dr, dc;
         zb_vstage_owner(s, dv, &dr, &dc);
         char what[160];
         snprintf(what, sizeof what, "deadlock: waits for %s of mb %d on "
                  "virtual stage %d (rank %d), which never runs first",
                  zb_pass_name((zb_pass)dp), (int)a->mb, dv, dr);
-        return bad_action(err, r, ws->idx[r], a, what);
+        return bad_action(err, r, i, a, what);
     }
     return zb_fail(err, ZB_EINFEASIBLE, "deadlock");
 }
@@ -359,6 +387,41 @@ static inline void wake(zb_sim_ws *ws, const zb_schedule *s, int n, int r,
     }
 }
 
+/* The overlapped F&B step acts[i], acts[i + 1] of rank r, whose F may
+ * start at ready_f: false when its B's input is not there yet. Memory
+ * moves as F then B (run_action); both passes end when the step does and
+ * busy counts the step once. */
+static bool run_overlap(const zb_schedule *s, const zb_costs *c,
+                        zb_sim_ws *ws, rank_state *st, int r, int i,
+                        double ready_f, const int *off, double *start,
+                        double *end, int *top) {
+    int n = s->p * s->v, m = s->m;
+    const zb_action *a = &s->acts[r][i], *b = a + 1;
+    int vs_f = ws->vs_of[(size_t)r * s->v + a->chunk];
+    int vs_b = ws->vs_of[(size_t)r * s->v + b->chunk];
+    double ready_b = ready_at(ws, n, m, vs_b, b);
+    if (ready_b < 0) return false;
+    double t0 = ready_f > ready_b ? ready_f : ready_b;
+    if (st->free_at > t0) t0 = st->free_at;
+    if (st->first < 0) st->first = t0;
+    double busy = st->busy, d = zb_costs_fb_time(c, vs_f, vs_b, b->pass);
+    run_action(c, ws, st, vs_f, m, a, t0);
+    run_action(c, ws, st, vs_b, m, b, t0);
+    double t1 = t0 + d;
+    size_t cb = (size_t)vs_b * m + b->mb;
+    ws->end_f[(size_t)vs_f * m + a->mb] = ws->end_b[cb] = t1;
+    if (b->pass == ZB_BW) ws->end_w[cb] = t1;
+    st->busy = busy + d;
+    st->free_at = t1;
+    if (start) {
+        start[off[r] + i] = start[off[r] + i + 1] = t0;
+        end[off[r] + i] = end[off[r] + i + 1] = t1;
+    }
+    wake(ws, s, n, r, vs_f, ZB_F, top);
+    wake(ws, s, n, r, vs_b, b->pass, top);
+    return true;
+}
+
 /* Rank r runs as far as its dependencies allow; returns the passes run.
  * start/end may be NULL. */
 static int advance(const zb_schedule *s, const zb_costs *c, zb_sim_ws *ws,
@@ -374,6 +437,12 @@ static int advance(const zb_schedule *s, const zb_costs *c, zb_sim_ws *ws,
         int vs = vs_of[a->chunk];
         double ready = ready_at(ws, n, m, vs, a);
         if (ready < 0) break;
+        if (a->flags) { /* an overlapped F&B step: this F and the next */
+            if (!run_overlap(s, c, ws, &st, r, i, ready, off, start, end, top))
+                break;
+            i++;
+            continue;
+        }
         double t0 = ready > st.free_at ? ready : st.free_at;
         if (st.first < 0) st.first = t0;
         double t1 = run_action(c, ws, &st, vs, m, a, t0);

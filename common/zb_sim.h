@@ -11,8 +11,14 @@
  * m_w[s], BW releases m_b[s]. Peak = running maximum (starting from 0);
  * m_w may exceed m_b (full recompute: B rebuilds what W needs), then B
  * raises memory.
+ * Overlapped F&B steps (zb_schedule.h, ZB_ACT_OVERLAP): the step starts
+ * when the rank is free and both passes' dependencies have ended; both
+ * passes end at start + zb_costs_fb_time; memory changes as F then B
+ * (so F's activations count before B releases its own); the step adds its
+ * time, not the two passes', to busy. Fault: an overlap flag on anything
+ * but an F followed by a B or BW on the same rank.
  * Bubble: per rank, span = last end - first start, busy = sum of its pass
- * times, bubble[r] = (span - busy) / span. Overall bubble_rate is taken over
+ * (and overlapped step) times, bubble[r] = (span - busy) / span. Overall bubble_rate is taken over
  * the longest span: (max_span - mean busy) / max_span, which is the Zero
  * Bubble paper's (span - m(T_F+T_B+T_W)) / span when stages are equal.
  */
@@ -31,7 +37,17 @@ typedef struct {
                             between virtual stage s and s+1; t_comm[n-1]
                             unused */
     double *m_b, *m_w;   /* [n] bytes (any unit): kept after F / after B */
+    double fb_overlap;   /* share in [0, 1] of the shorter pass of an
+                            overlapped F&B step hidden under the longer:
+                            0 (the default, what a backend that runs the
+                            two passes one after the other does) to 1 */
 } zb_costs;
+
+/* Time of an overlapped F&B step: F of virtual stage vs_f and b_pass (ZB_B
+ * or ZB_BW) of virtual stage vs_b, a = t_f[vs_f], b = t_b[vs_b] (+ t_w[vs_b]
+ * for BW): max(a, b) + (1 - fb_overlap) * min(a, b). fb_overlap 0 gives
+ * a + b, 1 gives max(a, b) (docs/schedules.md, "Overlapped F&B steps"). */
+double zb_costs_fb_time(const zb_costs *c, int vs_f, int vs_b, int b_pass);
 
 /* Allocate [n] arrays, zeroed. */
 zb_status zb_costs_init(zb_costs *c, int n, zb_err *err);

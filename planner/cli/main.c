@@ -85,10 +85,10 @@ static const char usage[] =
 
 /* The usage text, then the schedule names from the generator table. */
 static void print_usage(void) {
+    char list[1024];
+    zb_schedule_list_text(list, sizeof list);
     fputs(usage, stdout);
-    fputs("Schedules:", stdout);
-    for (const char *const *n = zb_schedule_names(); *n; n++) printf(" %s", *n);
-    fputc('\n', stdout);
+    fputs(list, stdout);
 }
 
 typedef struct {

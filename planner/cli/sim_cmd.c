@@ -26,6 +26,7 @@ typedef struct {
     int p, m, v;             /* v 0: interleaved uses 2 */
     double f, b, w, comm;    /* per rank, seconds (any unit) */
     double mem_f, mem_w, mem_limit;
+    double fb_overlap;       /* zb_costs.fb_overlap, 0..1 */
     bool mem_w_set;
     int solver;              /* zb_solver */
     double time_limit_s;
@@ -51,7 +52,7 @@ static const char usage[] =
     "                  [--mem-f X] [--mem-w Y] [--mem-limit L] [--chunks V]\n"
     "                  [--solver heuristic|ilp|auto] [--time-limit S]\n"
     "                  [--format table|json] [--export FILE.csv]\n"
-    "                  [--costs FILE]\n"
+    "                  [--costs FILE] [--fb-overlap O]\n"
     "       zbplan sim --import FILE.csv [cost, memory and format options]\n"
     "Simulates a schedule with uniform costs per pipeline rank (a schedule\n"
     "with v chunks gets F/v, B/v, W/v, X/v, Y/v per chunk) and prints the\n"
@@ -66,7 +67,10 @@ static const char usage[] =
     "names the first action over it. --export writes the simulated\n"
     "schedule in that format. --costs FILE gives per-stage costs instead of\n"
     "the cost and memory options: one line per rank (divided over its\n"
-    "chunks) or per virtual stage, F,B,W,comm,mem_f,mem_w.\n"
+    "chunks) or per virtual stage, F,B,W,comm,mem_f,mem_w. --fb-overlap\n"
+    "prices the overlapped F&B steps of dualpipev: the share (0..1, default\n"
+    "0: one pass after the other) of the shorter pass hidden under the\n"
+    "longer.\n"
     "  -h, --help  this text;  --version  zbplan's version\n";
 
 /* every option, for "did you mean" */
@@ -74,7 +78,7 @@ static const char *const option_names[] = {
     "--schedule", "--stages", "--microbatches", "--chunks", "--cost-f",
     "--cost-b", "--cost-w", "--cost-comm", "--mem-f", "--mem-w", "--mem-limit",
     "--time-limit", "--solver", "--format", "--import", "--export", "--costs",
-    "--help", "--version", NULL};
+    "--fb-overlap", "--help", "--version", NULL};
 
 const char *zb_sim_cmd_usage(void) { return usage; }
 
@@ -92,6 +96,7 @@ static bool parse_one(int argc, char **argv, int *i, sim_args *a,
         {"--cost-w", &a->w, true}, {"--cost-comm", &a->comm, false},
         {"--mem-f", &a->mem_f, false}, {"--mem-w", &a->mem_w, false},
         {"--mem-limit", &a->mem_limit, false},
+        {"--fb-overlap", &a->fb_overlap, false},
         {"--time-limit", &a->time_limit_s, true}};
     const char *val;
     int k;
@@ -127,18 +132,22 @@ static bool parse_one(int argc, char **argv, int *i, sim_args *a,
     return true;
 }
 
-static zb_status check_name(const char *name, zb_err *err) {
+/* The registry's name for --schedule (any case, or an alias). */
+static zb_status check_name(const char **name, zb_err *err) {
+    const char *known = zb_schedule_resolve(*name);
+    if (known) {
+        *name = known;
+        return ZB_OK;
+    }
     char list[256] = "";
     for (int l = 0; l < 2; l++) {
         const char *const *names = l ? zb_schedule_block_names() : zb_schedule_names();
-        for (int i = 0; names[i]; i++) {
-            if (strcmp(names[i], name) == 0) return ZB_OK;
+        for (int i = 0; names[i]; i++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s, ",
                      names[i]);
-        }
     }
     return zb_fail(err, ZB_EINPUT, "--schedule must be one of %sall; got '%s'",
-                   list, name);
+                   list, *name);
 }
 
 /* The makespan is at most every pass and transfer of every rank in a row,
@@ -200,10 +209,13 @@ static zb_status parse_args(int argc, char **argv, sim_args *a, bool *help,
     if (!a->p) return zb_fail(err, ZB_EINPUT, "sim: --stages is required");
     if (!a->m) return zb_fail(err, ZB_EINPUT, "sim: --microbatches is required");
     if (a->import_path) ; /* the file is the schedule */
-    else if (strcmp(a->schedule, "all") != 0) ZB_TRY(check_name(a->schedule, err));
+    else if (strcmp(a->schedule, "all") != 0) ZB_TRY(check_name(&a->schedule, err));
     else if (a->export_path)
         return zb_fail(err, ZB_EINPUT, "sim: --export needs one --schedule, not all");
     if (!a->mem_w_set) a->mem_w = a->mem_f / 2;
+    if (a->fb_overlap > 1)
+        return zb_fail(err, ZB_EINPUT, "--fb-overlap must be in 0..1 (a share "
+                       "of the shorter pass hidden), got %g", a->fb_overlap);
     if (a->costs_path) return zb_sim_costs_read(a->costs_path, &a->costs, err);
     return check_range(a, err);
 }
@@ -211,10 +223,7 @@ static zb_status parse_args(int argc, char **argv, sim_args *a, bool *help,
 /* Placement of schedule `name` (the file's for --import). */
 static zb_placement placement_of(const sim_args *a, const char *name) {
     if (a->import_path) return a->imported.placement;
-    const char *v_names[] = {"zb-v", "zb-auto-v", "v-half", "v-min"};
-    for (size_t i = 0; i < sizeof v_names / sizeof v_names[0]; i++)
-        if (strcmp(name, v_names[i]) == 0) return ZB_PLACE_V;
-    return ZB_PLACE_LOOP;
+    return zb_schedule_placement(name);
 }
 
 /* Build and simulate one schedule. Unmet conditions: o->ok = false. */
@@ -240,6 +249,7 @@ static zb_status run_one(const sim_args *a, const char *name, sim_out *o,
         ZB_TRY(zb_costs_uniform(&c, a->p * o->v, a->f / v, a->b / v, a->w / v,
                                 a->comm, a->mem_f / v, a->mem_w / v, err));
     }
+    c.fb_overlap = a->fb_overlap;
     zb_sched_params prm = {.p = a->p, .m = a->m, .v = o->v, .costs = &c,
                            .mem_limit = a->mem_limit,
                            .solver = (zb_solver)a->solver,
@@ -411,10 +421,11 @@ int zb_sim_cmd(int argc, char **argv) {
     zb_err err = {{0}};
     zb_status st = parse_args(argc, argv, &a, &help, &err);
     if (st == ZB_OK && help) {
+        char list[1024];
+        zb_schedule_list_text(list, sizeof list);
         fputs(usage, stdout);
-        fputs("Schedules:", stdout);
-        for (const char *const *n = zb_schedule_names(); *n; n++) printf(" %s", *n);
-        fputs("\nDocs: docs/zbplan.md (zbplan sim), docs/schedules.md.\n", stdout);
+        fputs(list, stdout);
+        fputs("Docs: docs/zbplan.md (zbplan sim), docs/schedules.md.\n", stdout);
         return 0;
     }
     if (st == ZB_OK)

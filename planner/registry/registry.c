@@ -19,6 +19,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "planner/auto/auto_loop.h"
@@ -29,24 +30,56 @@
 #include "planner/schedules/handmade.h"
 
 enum { S_GPIPE, S_1F1B, S_INTERLEAVED, S_ZBH1, S_ZBH2, S_ZBV,
-       S_AUTO, S_1P, S_2P, S_AUTO_V, S_COUNT, S_VHALF = S_COUNT, S_VMIN,
-       S_ALL };
+       S_AUTO, S_1P, S_2P, S_AUTO_V, S_DUALPIPEV, S_COUNT,
+       S_VHALF = S_COUNT, S_VMIN, S_ALL };
 
 /* names[S_COUNT] ends the planner's list; the V building-block schedules
  * follow it (zb_schedule_block_names). */
 static const char *const names[S_ALL + 2] = {
     "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
-    "zb-auto", "zb-1p", "zb-2p", "zb-auto-v", NULL, "v-half", "v-min", NULL};
+    "zb-auto", "zb-1p", "zb-2p", "zb-auto-v", "dualpipev", NULL, "v-half",
+    "v-min", NULL};
+
+/* The automatic schedules: heuristic, then maybe the ILP. */
+static bool is_auto(int k) { return k >= S_AUTO && k <= S_AUTO_V; }
 
 const char *const *zb_schedule_names(void) { return names; }
 const char *const *zb_schedule_block_names(void) { return names + S_COUNT + 1; }
 
 static const char *name_of(int k) { return names[k < S_COUNT ? k : k + 1]; }
 
+/* Names users bring from PyTorch (get_schedule_class) that are not ours
+ * in another case (GPipe, 1F1B, DualPipeV are), matched in any case, with
+ * the registry's name they mean. PyTorch's InterleavedZeroBubble (LOOP
+ * chunks with split B/W) has no zb twin, so it is no alias. */
+static const char *const aliases[][2] = {
+    {"Interleaved1F1B", "interleaved"}, {"ZBVZeroBubble", "zb-v"}};
+
 static int find(const char *name) {
     for (int k = 0; name && k < S_ALL; k++)
-        if (strcmp(name, name_of(k)) == 0) return k;
+        if (strcasecmp(name, name_of(k)) == 0) return k;
+    for (size_t i = 0; name && i < sizeof aliases / sizeof aliases[0]; i++)
+        if (strcasecmp(name, aliases[i][0]) == 0) return find(aliases[i][1]);
     return -1;
+}
+
+const char *zb_schedule_resolve(const char *name) {
+    int k = find(name);
+    return k < 0 ? NULL : name_of(k);
+}
+
+void zb_schedule_list_text(char *buf, size_t cap) {
+    size_t n = 0;
+    buf[0] = '\0';
+#define ADD(...) (n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, __VA_ARGS__), \
+                  n = n < cap ? n : cap)
+    ADD("Schedules:");
+    for (int k = 0; k < S_ALL; k++) ADD(" %s", name_of(k));
+    ADD("\nNames match in any case (GPipe, 1F1B, DualPipeV); aliases:");
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        ADD("%s %s = %s", i ? "," : "", aliases[i][0], aliases[i][1]);
+    ADD("\n");
+#undef ADD
 }
 
 int zb_schedule_chunks(const char *name, int v) {
@@ -54,6 +87,11 @@ int zb_schedule_chunks(const char *name, int v) {
     if (k < 0) return 0;
     if (k == S_INTERLEAVED) return v;
     return k == S_ZBV || k >= S_AUTO_V ? 2 : 1;
+}
+
+zb_placement zb_schedule_placement(const char *name) {
+    int k = find(name);
+    return k == S_ZBV || k >= S_AUTO_V ? ZB_PLACE_V : ZB_PLACE_LOOP;
 }
 
 bool zb_schedule_splits_bw(const char *name) { return find(name) >= S_ZBH1; }
@@ -74,6 +112,27 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* ZB-V: for m < 2p, with costs, the shorter of the lists laid out for 2p
+ * and for 2p-1 microbatches (PyTorch's layout; ties keep 2p's). */
+static zb_status make_zbv(const zb_sched_params *prm, zb_schedule *out,
+                          zb_err *err) {
+    int p = prm->p, m = prm->m;
+    ZB_TRY(zb_sched_zbv(p, m, out, err));
+    if (!prm->costs || m >= 2 * p || p < 2) return ZB_OK;
+    zb_schedule alt;
+    double a = 0, b = 0;
+    zb_status st = zb_sched_zbv_layout(p, m, 2 * p - 1, &alt, err);
+    if (st == ZB_OK) st = zb_simulate_fast(out, prm->costs, NULL, &a, NULL, err);
+    if (st == ZB_OK) st = zb_simulate_fast(&alt, prm->costs, NULL, &b, NULL, err);
+    if (st == ZB_OK && b < a) {
+        zb_schedule_free(out);
+        *out = alt;
+        return ZB_OK;
+    }
+    zb_schedule_free(&alt);
+    return st;
+}
+
 static zb_status make_handmade(int k, const zb_sched_params *prm,
                                zb_schedule *out, zb_err *err) {
     switch (k) {
@@ -85,7 +144,8 @@ static zb_status make_handmade(int k, const zb_sched_params *prm,
     case S_ZBH2: return zb_sched_zbh2(prm->p, prm->m, out, err);
     case S_VHALF: return zb_sched_vhalf(prm->p, prm->m, out, err);
     case S_VMIN: return zb_sched_vmin(prm->p, prm->m, out, err);
-    default: return zb_sched_zbv(prm->p, prm->m, out, err);
+    case S_DUALPIPEV: return zb_sched_dualpipev(prm->p, prm->m, out, err);
+    default: return make_zbv(prm, out, err);
     }
 }
 
@@ -147,7 +207,7 @@ static zb_status check_params(int k, const zb_sched_params *prm, zb_err *err) {
     if (k == S_INTERLEAVED && (prm->v < 2 || prm->v > 255))
         return ZB_OK; /* the generator reports the bad v */
     int n = prm->p * zb_schedule_chunks(name_of(k), prm->v);
-    if (!prm->costs && k >= S_AUTO && k < S_COUNT)
+    if (!prm->costs && is_auto(k))
         return zb_fail(err, ZB_EINPUT, "%s needs per-stage costs for its %d "
                        "virtual stages", name_of(k), n);
     if (prm->costs && prm->costs->n != n)
@@ -168,7 +228,7 @@ zb_status zb_schedule_make(const char *name, const zb_sched_params *prm,
     ZB_TRY(check_params(k, prm, err));
     double t0 = now_s();
     bool used_ilp = false;
-    bool hand = k < S_AUTO || k >= S_COUNT;
+    bool hand = !is_auto(k);
     zb_status st = hand ? make_handmade(k, prm, out, err)
                               : make_auto(k, prm, out, rep, &used_ilp, err);
     if (st != ZB_OK) {
@@ -193,7 +253,7 @@ zb_status zb_schedule_refine(const char *name, const zb_sched_params *prm,
                              const zb_schedule *warm, zb_schedule *out,
                              zb_sched_report *rep, zb_err *err) {
     int k = find(name);
-    if (k < S_AUTO || k > S_AUTO_V)
+    if (!is_auto(k))
         return zb_fail(err, ZB_EINPUT, "schedule '%s' has no exact solver",
                        name ? name : "(null)");
     return (k == S_AUTO_V ? zb_ilp_v_schedule : zb_ilp_schedule)(

@@ -2,7 +2,7 @@
  * named. zb_schedule_make builds schedule `name` for p ranks, m
  * microbatches by calling its generator: the hand-made ones
  * (schedules/handmade.h: gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v,
- * v-half, v-min) and the automatic ones (auto/auto_loop.h, auto/auto_v.h,
+ * dualpipev, v-half, v-min) and the automatic ones (auto/auto_loop.h, auto/auto_v.h,
  * ilp/ilp_loop.h, ilp/ilp_v.h: zb-auto, zb-1p, zb-2p, zb-auto-v). An unmet
  * condition is ZB_EINPUT with a message naming it, never a wrong schedule.
  * The parameter and report types are schedules/generator.h's.
@@ -11,6 +11,7 @@
 #define ZB_REGISTRY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "common/zb_schedule.h"
 #include "planner/schedules/generator.h"
@@ -37,6 +38,18 @@ const char *const *zb_schedule_names(void);
 const char *const *zb_schedule_block_names(void);
 /* Chunks per rank the named schedule needs given prm->v (1, v or 2). */
 int zb_schedule_chunks(const char *name, int v);
+/* The registry's name for `name`: the name itself in any case (GPipe,
+ * 1F1B, DualPipeV, ZB-H1), or an alias users bring from PyTorch
+ * (Interleaved1F1B, ZBVZeroBubble); NULL when unknown. Every function
+ * here that takes a name accepts the same. */
+const char *zb_schedule_resolve(const char *name);
+/* "Schedules: gpipe ... v-min\nNames match in any case ...; aliases:
+ * Interleaved1F1B = interleaved, ...\n" into buf[cap] (cut to fit), for
+ * help texts. */
+void zb_schedule_list_text(char *buf, size_t cap);
+/* Placement of the named schedule: ZB_PLACE_V for zb-v, zb-auto-v,
+ * dualpipev, v-half, v-min; ZB_PLACE_LOOP otherwise (also unknown names). */
+zb_placement zb_schedule_placement(const char *name);
 /* True if the schedule splits B and W. */
 bool zb_schedule_splits_bw(const char *name);
 

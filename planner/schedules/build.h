@@ -1,5 +1,5 @@
 /* build.h - set-up shared by the hand-made schedule generators
- * (planner/schedules/*.c); not part of the generator contract (generator.h).
+ * (the .c files of planner/schedules/); not part of the generator contract (generator.h).
  *
  * zb_sched_check_pm checks p and m. zb_sched_begin zeroes *out first, so
  * zb_schedule_free(out) is safe after any failure, then checks p and m and

@@ -17,9 +17,12 @@
  * peak is at most p*M_B for M_B a whole rank's activations of one
  * microbatch, as in 1F1B. With T_F = T_B = T_W, T_comm = 0 and m >= 2p
  * every rank is busy from its first pass to its last (zero bubble).
- * For m < 2p the same lists are built for 2p microbatches and the passes
- * of microbatches >= m are dropped: still valid and within memory, but no
- * longer bubble-free.
+ * For m < 2p the same lists are built for n = 2p microbatches and the
+ * passes of microbatches >= m are dropped: still valid and within memory,
+ * but no longer bubble-free. zb_sched_zbv_layout takes n: n = 2p-1 (what
+ * PyTorch's ScheduleZBVZeroBubble lays out) is one unit shorter at p 4,
+ * m 5-7 and T_F = T_B = T_W, longer where T_W is large; the registry
+ * simulates both when it has costs and keeps the shorter.
  */
 #include "planner/schedules/handmade.h"
 #include "planner/schedules/build.h"
@@ -46,9 +49,9 @@ static zb_status repeat(zbv_rank *k, int times, const char *pat, zb_err *err) {
     return ZB_OK;
 }
 
-static zb_status zbv_rank_list(zb_schedule *s, int r, zb_err *err) {
+static zb_status zbv_rank_list(zb_schedule *s, int r, int n, zb_err *err) {
+    zbv_rank k = {s, r, n, {{0}}};
     int p = s->p;
-    zbv_rank k = {s, r, s->m > 2 * p ? s->m : 2 * p, {{0}}};
     int *f0 = &k.next[ZB_F][0], *f1 = &k.next[ZB_F][1];
     ZB_TRY(repeat(&k, 2 * (p - r) - 1, "F0", err));
     ZB_TRY(repeat(&k, r, "F1F0", err));
@@ -63,9 +66,18 @@ static zb_status zbv_rank_list(zb_schedule *s, int r, zb_err *err) {
     return repeat(&k, k.n - k.next[ZB_W][0], "W0", err);
 }
 
-zb_status zb_sched_zbv(int p, int m, zb_schedule *out, zb_err *err) {
+zb_status zb_sched_zbv_layout(int p, int m, int n, zb_schedule *out,
+                              zb_err *err) {
     ZB_TRY(zb_sched_begin(out, "zb-v", p, m, 2, ZB_PLACE_V, 6 * m, err));
+    if (n < m || n < 2 * p - 1)
+        return zb_sched_end(out, zb_fail(err, ZB_EINPUT, "zb-v laid out for %d "
+                                         "microbatches: needs at least m=%d and "
+                                         "2p-1=%d", n, m, 2 * p - 1));
     zb_status st = ZB_OK;
-    for (int r = 0; r < p && st == ZB_OK; r++) st = zbv_rank_list(out, r, err);
+    for (int r = 0; r < p && st == ZB_OK; r++) st = zbv_rank_list(out, r, n, err);
     return zb_sched_end(out, st);
+}
+
+zb_status zb_sched_zbv(int p, int m, zb_schedule *out, zb_err *err) {
+    return zb_sched_zbv_layout(p, m, m > 2 * p ? m : 2 * p, out, err);
 }

@@ -48,9 +48,7 @@ static bool in_list(const char *const *list, const char *name) {
 /* Placement a schedule uses; its costs (t_comm) depend on it, and the
  * automatic schedules need the costs before they exist. */
 static zb_placement placement_of(const char *name) {
-    return strcmp(name, "zb-v") == 0 || strcmp(name, "zb-auto-v") == 0 ||
-           strcmp(name, "v-half") == 0 || strcmp(name, "v-min") == 0
-               ? ZB_PLACE_V : ZB_PLACE_LOOP;
+    return zb_schedule_placement(name);
 }
 
 static double now_s(void) {
@@ -377,17 +375,19 @@ static zb_status list_jobs(const zb_search_opts *o, job *j1, int *n1, job *j2,
     const char *const *names = zb_schedule_names();
     *n1 = *n2 = 0;
     if (o->schedule[0]) {
-        ZB_TRY(check_schedule_name(o->schedule, err));
+        /* the registry's name (any case, or an alias such as DualPipeV) */
+        const char *name = zb_schedule_resolve(o->schedule);
+        ZB_TRY(check_schedule_name(name ? name : o->schedule, err));
         const char *const *blocks = zb_schedule_block_names();
         for (int i = 0; names[i]; i++)
-            if (strcmp(names[i], o->schedule) == 0) add_jobs(o, names[i], j1, n1);
+            if (strcmp(names[i], name) == 0) add_jobs(o, names[i], j1, n1);
         for (int i = 0; blocks[i]; i++)
-            if (strcmp(blocks[i], o->schedule) == 0) add_jobs(o, blocks[i], j1, n1);
+            if (strcmp(blocks[i], name) == 0) add_jobs(o, blocks[i], j1, n1);
         int want = o->v > 0 ? o->v : 0;
-        if (want && zb_schedule_chunks(o->schedule, want) != want)
+        if (want && zb_schedule_chunks(name, want) != want)
             return zb_fail(err, ZB_EINPUT, "--chunks %d does not apply to "
-                           "schedule %s (it uses %d)", want, o->schedule,
-                           zb_schedule_chunks(o->schedule, want));
+                           "schedule %s (it uses %d)", want, name,
+                           zb_schedule_chunks(name, want));
         return ZB_OK;
     }
     for (int i = 0; names[i]; i++) {

@@ -207,6 +207,8 @@ START_TEST(round_trip_byte_identical) {
     round_trip("1f1b", 3, 5, 1);
     round_trip("interleaved", 4, 8, 3);
     round_trip("zb-auto-v", 5, 7, 2);
+    round_trip("dualpipev", 4, 8, 2);
+    round_trip("dualpipev", 3, 10, 2);
 }
 END_TEST
 
@@ -221,6 +223,111 @@ static void expect_error_n(const char *text, size_t len, const char *want) {
 static void expect_error(const char *text, const char *want) {
     expect_error_n(text, strlen(text), want);
 }
+
+/* PyTorch's ScheduleDualPipeV orders as its _dump_csv writes them (one row
+ * per rank, overlapped cells "(0F3;3B1)OVERLAP_F_B"), written by hand from
+ * its rank-order algorithm (PyTorch is not installed here; the same rows
+ * are tests/pytorch/dualpipev_p*_m*.csv): read, they are zb's dualpipev
+ * action for action, overlap flags included, and written back byte for
+ * byte. */
+static const char dpv_p2_m4[] =
+    "0F0,0F1,0F2,3F0,3I0,3W0,3F1,(0F3;3B1)OVERLAP_F_B,(3F2;0B0)OVERLAP_F_B,3B2,"
+    "(3F3;0B1)OVERLAP_F_B,3B3,0I2,0W2,0I3,0W3\r\n"
+    "1F0,2F0,1F1,2F1,1F2,2B0,(2F2;1B0)OVERLAP_F_B,(1F3;2B1)OVERLAP_F_B,"
+    "(2F3;1B1)OVERLAP_F_B,2B2,1B2,2I3,1I3,2W3,1W3\r\n";
+static const char dpv_p3_m6[] =
+    "0F0,0F1,0F2,0F3,0F4,5F0,5I0,5W0,5F1,5I1,5W1,5F2,(0F5;5B2)OVERLAP_F_B,"
+    "(5F3;0B0)OVERLAP_F_B,5B3,(5F4;0B1)OVERLAP_F_B,5B4,(5F5;0B2)OVERLAP_F_B,5B5,"
+    "0I3,0W3,0I4,0W4,0I5,0W5\r\n"
+    "1F0,1F1,1F2,4F0,1F3,4F1,4I0,4W0,4F2,(1F4;4B1)OVERLAP_F_B,(4F3;1B0)OVERLAP_F_B,"
+    "(1F5;4B2)OVERLAP_F_B,(4F4;1B1)OVERLAP_F_B,4B3,(4F5;1B2)OVERLAP_F_B,4B4,1B3,"
+    "4I5,1I4,4W5,1I5,1W4,1W5\r\n"
+    "2F0,3F0,2F1,3F1,2F2,3F2,2F3,3B0,(3F3;2B0)OVERLAP_F_B,(2F4;3B1)OVERLAP_F_B,"
+    "(3F4;2B1)OVERLAP_F_B,(2F5;3B2)OVERLAP_F_B,(3F5;2B2)OVERLAP_F_B,3B3,2B3,3B4,"
+    "2I4,3I5,2I5,2W4,3W5,2W5\r\n";
+
+static void pytorch_rows(const char *text, int p, int m, int overlaps) {
+    zb_schedule s, z;
+    zb_err err;
+    ck_assert_int_eq(zb_sched_csv_parse(text, strlen(text), "x.csv", &s, &err), ZB_OK);
+    ck_assert_int_eq(s.p, p);
+    ck_assert_int_eq(s.m, m);
+    ck_assert_int_eq(s.placement, ZB_PLACE_V);
+    int n = 0;
+    for (int r = 0; r < p; r++)
+        for (int i = 0; i < s.len[r]; i++) n += zb_action_overlaps(&s.acts[r][i]);
+    ck_assert_int_eq(n, overlaps);
+    zb_sched_params prm = {.p = p, .m = m, .v = 2};
+    ck_assert_int_eq(zb_schedule_make("dualpipev", &prm, &z, NULL, &err), ZB_OK);
+    for (int r = 0; r < p; r++) {
+        ck_assert_int_eq(s.len[r], z.len[r]);
+        ck_assert_mem_eq(s.acts[r], z.acts[r], (size_t)s.len[r] * sizeof(zb_action));
+    }
+    char path[] = "/tmp/zb_csv_dpv_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(zb_sched_csv_write(&s, path, &err), ZB_OK);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    char buf[4096];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    unlink(path);
+    ck_assert_uint_eq(len, strlen(text));
+    ck_assert_mem_eq(buf, text, len);
+    zb_schedule_free(&s);
+    zb_schedule_free(&z);
+}
+
+START_TEST(pytorch_dualpipev_rows) {
+    pytorch_rows(dpv_p2_m4, 2, 4, 3 + 3);   /* 2m-3p+r+1 per rank, the last one fewer */
+    pytorch_rows(dpv_p3_m6, 3, 6, 4 + 5 + 5);
+}
+END_TEST
+
+/* PyTorch's ScheduleZBVZeroBubble at p 2, m 3 (by hand from its
+ * algorithm, tests/pytorch/zbv_p2_m3.csv; rank 1's row starts with the
+ * idle cell PyTorch writes for its late start): the lists laid out for
+ * 2p-1 microbatches, which zb-v picks here when it has costs (span 9 at
+ * T_F = T_B = T_W = 1 per rank); written back without the idle cell. */
+START_TEST(pytorch_zbv_rows) {
+    const char text[] =
+        "0F0,0F1,0F2,3F0,3I0,3W0,3F1,3I1,3W1,0I0,0W0,3F2,3I2,3W2,0I1,0W1,0I2,0W2\r\n"
+        ",1F0,2F0,1F1,2F1,2I0,2W0,1F2,1I0,1W0,2F2,2I1,2W1,1I1,2I2,1I2,1W1,2W2,1W2\r\n";
+    zb_schedule s, lay, z;
+    zb_err err;
+    ck_assert_int_eq(zb_sched_csv_parse(text, strlen(text), "x.csv", &s, &err), ZB_OK);
+    ck_assert_int_eq(zb_sched_zbv_layout(2, 3, 3, &lay, &err), ZB_OK);
+    zb_costs c;
+    ck_assert_int_eq(zb_costs_uniform(&c, 4, 0.5, 0.5, 0.5, 0, 0.5, 0.25, &err), ZB_OK);
+    zb_sched_params prm = {.p = 2, .m = 3, .v = 2, .costs = &c};
+    ck_assert_int_eq(zb_schedule_make("zb-v", &prm, &z, NULL, &err), ZB_OK);
+    for (int r = 0; r < 2; r++) {
+        ck_assert_int_eq(s.len[r], lay.len[r]);
+        ck_assert_mem_eq(s.acts[r], lay.acts[r], (size_t)s.len[r] * sizeof(zb_action));
+        ck_assert_int_eq(z.len[r], lay.len[r]);
+        ck_assert_mem_eq(z.acts[r], lay.acts[r], (size_t)s.len[r] * sizeof(zb_action));
+    }
+    double span;
+    ck_assert_int_eq(zb_simulate_fast(&s, &c, NULL, &span, NULL, &err), ZB_OK);
+    ck_assert_double_eq_tol(span, 9, 1e-12);
+    zb_schedule_free(&s), zb_schedule_free(&lay), zb_schedule_free(&z);
+    zb_costs_free(&c);
+}
+END_TEST
+
+START_TEST(bad_overlap_cells) {
+    expect_error("0F0,(0F1;1W0)OVERLAP_F_B\n", "x.csv:1:5: bad overlapped cell "
+                 "'(0F1;1W0)OVERLAP_F_B': expected (STAGE F MB;STAGE I|B MB)OVERLAP_F_B");
+    expect_error("(0B1;1F0)OVERLAP_F_B\n", "x.csv:1:1: bad overlapped cell");
+    expect_error("(0F1;1B0)OVERLAP\n", "x.csv:1:1: bad overlapped cell");
+    expect_error("(0F1)OVERLAP_F_B\n", "x.csv:1:1: bad overlapped cell");
+    expect_error("(0F1;1B0;1B1)OVERLAP_F_B\n", "x.csv:1:1: bad overlapped cell");
+    expect_error("(0F1;1B0)OVERLAP_F_Bx\n", "x.csv:1:1: bad overlapped cell");
+    expect_error("( 0F1 ; 1B0 )OVERLAP_F_B,(;)OVERLAP_F_B\n", "x.csv:1:26: bad overlapped cell");
+}
+END_TEST
 
 START_TEST(bad_files) {
     expect_error("", "x.csv: empty file");
@@ -280,6 +387,9 @@ int main(void) {
     tcase_add_test(tc, issue19_tight_limits_not_worse_than_authors);
     tcase_add_test(tc, round_trip_byte_identical);
     tcase_add_test(tc, bad_files);
+    tcase_add_test(tc, pytorch_dualpipev_rows);
+    tcase_add_test(tc, pytorch_zbv_rows);
+    tcase_add_test(tc, bad_overlap_cells);
     tcase_add_test(tc, idle_cells_and_line_ends);
     tcase_add_test(tc, memory_limit_names_action);
     suite_add_tcase(su, tc);

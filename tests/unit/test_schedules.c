@@ -234,6 +234,49 @@ START_TEST(zbv_zero_bubble_and_peak) {
 }
 END_TEST
 
+/* zb-v for m < 2p with costs (the registry): never longer than its lists
+ * laid out for 2p microbatches nor than PyTorch's ScheduleZBVZeroBubble,
+ * which lays them out for 2p-1; at p 4, m 5..7, T_F = T_B = T_W = 1 per
+ * rank (0.5 a chunk) PyTorch's is one microbatch slot (1) shorter, and so
+ * is zb-v now: 17, 19, 21 against 18, 20, 22. */
+static double span_of(const zb_schedule *s, const zb_costs *c) {
+    double span;
+    zb_err err;
+    ck_assert_int_eq(zb_simulate_fast(s, c, NULL, &span, NULL, &err), ZB_OK);
+    return span;
+}
+
+START_TEST(zbv_not_longer_than_pytorch_layout) {
+    const double cs[][4] = {{1, 1, 1, 0}, {1, 2, 1, 0}, {1, 1, 2, 0}, {1.3, 2.4, 2.3, 0.14}};
+    int better = 0;
+    for (int p = 2; p <= 8; p++)
+        for (int m = 1; m <= 2 * p + 1; m++)
+            for (int k = 0; k < 4; k++) {
+                zb_costs c;
+                zb_err err;
+                ck_assert_int_eq(zb_costs_uniform(&c, 2 * p, cs[k][0] / 2, cs[k][1] / 2,
+                                                  cs[k][2] / 2, cs[k][3], 1, 0.5, &err), ZB_OK);
+                zb_sched_params prm = {.p = p, .m = m, .v = 2, .costs = &c};
+                zb_schedule s, a, b;
+                ck_assert_int_eq(zb_schedule_make("zb-v", &prm, &s, NULL, &err), ZB_OK);
+                ck_assert_int_eq(zb_sched_zbv(p, m, &a, &err), ZB_OK);
+                ck_assert_int_eq(zb_sched_zbv_layout(p, m, m > 2 * p - 1 ? m : 2 * p - 1,
+                                                     &b, &err), ZB_OK);
+                double zs = span_of(&s, &c), za = span_of(&a, &c), zp = span_of(&b, &c);
+                ck_assert_msg(zs <= za + TOL && zs <= zp + TOL, "p %d m %d costs %d: "
+                              "zb-v %g, 2p layout %g, PyTorch's %g", p, m, k, zs, za, zp);
+                better += zs < za - TOL;
+                if (p == 4 && m >= 5 && m <= 7 && k == 0) {
+                    ck_assert_double_eq_tol(za, 18 + 2 * (m - 5), TOL);
+                    ck_assert_double_eq_tol(zs, 17 + 2 * (m - 5), TOL);
+                }
+                zb_schedule_free(&s), zb_schedule_free(&a), zb_schedule_free(&b);
+                zb_costs_free(&c);
+            }
+    ck_assert_int_gt(better, 20);
+}
+END_TEST
+
 /* V-Half and V-Min (building blocks): valid for every m, split B/W, V
  * placement, and their peak (chunk M_B = 1, M_W = M_B: nothing released
  * before W) is at most floor(p/2) + 1 and ceil(p/3) + 1 microbatches of a
@@ -352,19 +395,50 @@ END_TEST
 
 START_TEST(registry_names) {
     const char *want[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
-                          "zb-auto", "zb-1p", "zb-2p", "zb-auto-v", NULL};
+                          "zb-auto", "zb-1p", "zb-2p", "zb-auto-v", "dualpipev", NULL};
     const char *const *got = zb_schedule_names();
     for (int i = 0; want[i]; i++) ck_assert_str_eq(got[i], want[i]);
-    ck_assert_ptr_null(got[10]);
+    ck_assert_ptr_null(got[11]);
+    ck_assert_int_eq(zb_schedule_chunks("dualpipev", 4), 2);
+    const bool v_place[] = {false, false, false, false, false, true, false, false,
+                            false, true, true};
+    for (int i = 0; want[i]; i++)
+        ck_assert_int_eq(zb_schedule_placement(want[i]), v_place[i] ? ZB_PLACE_V : ZB_PLACE_LOOP);
     ck_assert_int_eq(zb_schedule_chunks("interleaved", 3), 3);
     ck_assert_int_eq(zb_schedule_chunks("zb-v", 5), 2);
     ck_assert_int_eq(zb_schedule_chunks("zb-auto-v", 1), 2);
     ck_assert_int_eq(zb_schedule_chunks("1f1b", 4), 1);
     ck_assert_int_eq(zb_schedule_chunks("zb-2p", 4), 1);
     ck_assert_int_eq(zb_schedule_chunks("nope", 4), 0);
-    const bool split[] = {false, false, false, true, true, true, true, true, true, true};
+    const bool split[] = {false, false, false, true, true, true, true, true, true, true, true};
     for (int i = 0; want[i]; i++) ck_assert(zb_schedule_splits_bw(want[i]) == split[i]);
     ck_assert(!zb_schedule_splits_bw("nope"));
+    /* any case, and PyTorch's names */
+    const char *alias[][2] = {{"DualPipeV", "dualpipev"}, {"1F1B", "1f1b"},
+                              {"GPipe", "gpipe"}, {"interleaved1f1b", "interleaved"},
+                              {"ZBVZeroBubble", "zb-v"}, {"ZB-H1", "zb-h1"},
+                              {"V-Half", "v-half"}, {"zb-v", "zb-v"}};
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+        ck_assert_str_eq(zb_schedule_resolve(alias[i][0]), alias[i][1]);
+    ck_assert_ptr_null(zb_schedule_resolve("InterleavedZeroBubble"));
+    ck_assert_ptr_null(zb_schedule_resolve("zb-v2"));
+    ck_assert_int_eq(zb_schedule_chunks("DualPipeV", 4), 2);
+    ck_assert_int_eq(zb_schedule_placement("ZBVZeroBubble"), ZB_PLACE_V);
+    zb_sched_params prm = {.p = 2, .m = 4, .v = 2};
+    zb_schedule s;
+    zb_err err;
+    ck_assert_int_eq(zb_schedule_make("ZBVZEROBUBBLE", &prm, &s, NULL, &err), ZB_OK);
+    ck_assert_str_eq(s.name, "zb-v");
+    zb_schedule_free(&s);
+    char text[1024];
+    zb_schedule_list_text(text, sizeof text);
+    ck_assert_ptr_nonnull(strstr(text, "Schedules: gpipe 1f1b interleaved zb-h1 zb-h2 "
+                                       "zb-v zb-auto zb-1p zb-2p zb-auto-v dualpipev "
+                                       "v-half v-min\n"));
+    ck_assert_ptr_nonnull(strstr(text, "ZBVZeroBubble = zb-v"));
+    char tiny[12];
+    zb_schedule_list_text(tiny, sizeof tiny); /* cut, terminated */
+    ck_assert_str_eq(tiny, "Schedules: ");
 }
 END_TEST
 
@@ -375,7 +449,7 @@ START_TEST(make_errors) {
     ck_assert_int_eq(zb_schedule_make("zb-h3", &prm, &s, NULL, &err), ZB_EINPUT);
     ck_assert_str_eq(err.msg, "unknown schedule 'zb-h3'; known: gpipe, 1f1b, "
                               "interleaved, zb-h1, zb-h2, zb-v, zb-auto, zb-1p, "
-                              "zb-2p, zb-auto-v, v-half, v-min");
+                              "zb-2p, zb-auto-v, dualpipev, v-half, v-min");
     prm.m = 6;
     ck_assert_int_eq(zb_schedule_make("interleaved", &prm, &s, NULL, &err), ZB_EINPUT);
     ck_assert_str_eq(err.msg, "interleaved needs microbatches (m=6) divisible by "
@@ -515,6 +589,7 @@ int main(void) {
     tcase_add_test(tc, zbh_vs_1f1b_at_equal_costs);
     tcase_add_test(tc, interleaved_bubble);
     tcase_add_test(tc, zbv_zero_bubble_and_peak);
+    tcase_add_test(tc, zbv_not_longer_than_pytorch_layout);
     tcase_add_test(tc, vhalf_vmin_memory);
     suite_add_tcase(su, tc);
     tc = tcase_create("validity");
