@@ -112,7 +112,6 @@ static const char *const k_device_keys[] = {"name", "peak_bf16_tflops", "peak_fp
 static void set_defaults(zb_model *m) {
     memset(m, 0, sizeof *m);
     m->arch.tied_embeddings = true;
-    m->arch.bias = true;
     m->arch.rope_theta = 10000;   /* Su et al. 2021 (RoFormer) */
     zb_training *t = &m->train;
     t->micro_batch = 0;   /* auto */
@@ -268,7 +267,7 @@ static zb_status parse_block_kinds(const zb_ydoc *doc, const zb_ynode *s, zb_arc
         a->mlp = ZB_MLP_SWIGLU;
         a->norm = ZB_NORM_RMSNORM;
         a->position = ZB_POS_ROPE;
-        a->bias = false;
+        a->no_bias = true;
         a->tied_embeddings = false;
     }
     int mlp = a->mlp, norm = a->norm, pos = a->position;
@@ -278,7 +277,9 @@ static zb_status parse_block_kinds(const zb_ydoc *doc, const zb_ynode *s, zb_arc
     a->mlp = (zb_mlp)mlp;
     a->norm = (zb_norm)norm;
     a->position = (zb_position)pos;
-    ZB_TRY(zb_yget_bool(doc, s, "bias", false, &a->bias, err));
+    bool bias = !a->no_bias;
+    ZB_TRY(zb_yget_bool(doc, s, "bias", false, &bias, err));
+    a->no_bias = !bias;
     ZB_TRY(get_positive(doc, s, "rope_theta", false, &a->rope_theta, err));
     const zb_ynode *n = zb_ymap_get(s, "rope_theta");
     if (n && a->position != ZB_POS_ROPE)
@@ -340,18 +341,20 @@ static zb_status parse_arch(const zb_ydoc *doc, const zb_ynode *root, const char
     return check_arch(doc, s, a, err);
 }
 
+int zb_arch_kv_heads(const zb_arch *a) { return a->kv_heads > 0 ? a->kv_heads : a->heads; }
+
 bool zb_arch_is_gpt2(const zb_arch *a) {
-    return a->kv_heads == a->heads && a->mlp == ZB_MLP_GELU &&
-           a->norm == ZB_NORM_LAYERNORM && a->position == ZB_POS_LEARNED && a->bias;
+    return zb_arch_kv_heads(a) == a->heads && a->mlp == ZB_MLP_GELU &&
+           a->norm == ZB_NORM_LAYERNORM && a->position == ZB_POS_LEARNED && !a->no_bias;
 }
 
 uint64_t zb_model_params(const zb_arch *a) {
     uint64_t h = (uint64_t)a->hidden, f = (uint64_t)a->ffn_hidden, V = (uint64_t)a->vocab;
-    uint64_t kv = (uint64_t)a->kv_heads * (h / (uint64_t)a->heads);   /* K/V width */
+    uint64_t kv = (uint64_t)zb_arch_kv_heads(a) * (h / (uint64_t)a->heads);   /* K/V width */
     uint64_t norm = a->norm == ZB_NORM_RMSNORM ? h : 2 * h;   /* gain (+ shift) */
     uint64_t nmat = a->mlp == ZB_MLP_SWIGLU ? 3 : 2;
     uint64_t layer = 2 * h * h + 2 * h * kv + nmat * h * f + 2 * norm;
-    if (a->bias)   /* Q, K, V, O; the MLP's up (and gate) and down */
+    if (!a->no_bias)   /* Q, K, V, O; the MLP's up (and gate) and down */
         layer += 2 * h + 2 * kv + (nmat - 1) * f + h;
     uint64_t npos = (uint64_t)(a->init_maxT > 0 ? a->init_maxT : a->seq_len);
     uint64_t embed = V * h + (a->tied_embeddings ? 0 : V * h) +
@@ -677,12 +680,12 @@ static void write_arch(zb_yw *w, const zb_arch *a) {
     zb_yw_kint(w, "vocab", a->vocab);
     zb_yw_kbool(w, "tied_embeddings", a->tied_embeddings);
     if (!zb_arch_is_gpt2(a)) {   /* GPT-2's plans stay as they were */
-        zb_yw_kint(w, "kv_heads", a->kv_heads);
+        zb_yw_kint(w, "kv_heads", zb_arch_kv_heads(a));
         zb_yw_kstr(w, "mlp", k_mlps[a->mlp]);
         zb_yw_kstr(w, "norm", k_norms[a->norm]);
         zb_yw_kstr(w, "position", k_positions[a->position]);
         if (a->position == ZB_POS_ROPE) zb_yw_kdouble(w, "rope_theta", a->rope_theta);
-        zb_yw_kbool(w, "bias", a->bias);
+        zb_yw_kbool(w, "bias", !a->no_bias);
         zb_yw_kint(w, "params", (long long)zb_model_params(a));
     }
     if (a->init[0]) zb_yw_kstr(w, "init", a->init);

@@ -54,12 +54,16 @@ typedef enum { ZB_POS_LEARNED = 0, ZB_POS_ROPE = 1 } zb_position;
 
 typedef struct {
     int layers, hidden, heads, ffn_hidden, seq_len, vocab;
-    int kv_heads;           /* K/V heads (GQA), divides heads; = heads: MHA */
+    int kv_heads;           /* K/V heads (GQA), divides heads; = heads: MHA
+                               (the parser sets it; 0 in a struct built by
+                               hand also means heads: zb_arch_kv_heads) */
     zb_mlp mlp;
     zb_norm norm;
     zb_position position;   /* learned: a seq_len x hidden table; rope: none */
     double rope_theta;      /* RoPE base (position rope only), default 1e4 */
-    bool bias;              /* linear layers have biases (GPT-2: yes, Llama: no) */
+    bool no_bias;           /* linear layers without biases (Llama; key
+                               `bias: false`); false: GPT-2's biases, so a
+                               zeroed struct is GPT-2's */
     bool tied_embeddings;
     char init[1024];        /* llm.c checkpoint to start from, resolved like
                                data paths; empty = seeded random init */
@@ -158,10 +162,12 @@ void zb_model_write(zb_yw *w, const zb_model *m);
 /* True when the block is GPT-2's (MHA, GELU MLP, LayerNorm, learned
  * positions, biases): the shape zbrun trains and llm.c checkpoints hold. */
 bool zb_arch_is_gpt2(const zb_arch *a);
+/* K/V heads: kv_heads, or heads where it is 0. */
+int zb_arch_kv_heads(const zb_arch *a);
 
 /* Exact parameter count of the whole model (docs/cost-model.md): per block
  * Q and O h*h each, K and V h*kv_heads*(h/heads) each, MLP 2hf (gelu) or
- * 3hf (swiglu), biases when bias, two norms (2h LayerNorm, h RMSNorm);
+ * 3hf (swiglu), biases unless no_bias, two norms (2h LayerNorm, h RMSNorm);
  * token table V*h, again for an untied head; a learned position table
  * seq_len*h (the checkpoint's maxT with init); the final norm. */
 uint64_t zb_model_params(const zb_arch *a);

@@ -328,7 +328,7 @@ static void assert_same(const zb_model *a, const zb_model *b) {
     ck_assert_int_eq(a->arch.norm, b->arch.norm);
     ck_assert_int_eq(a->arch.position, b->arch.position);
     ck_assert(a->arch.rope_theta == b->arch.rope_theta);
-    ck_assert_int_eq(a->arch.bias, b->arch.bias);
+    ck_assert_int_eq(a->arch.no_bias, b->arch.no_bias);
     const zb_training *s = &a->train, *t = &b->train;
     ck_assert_int_eq(s->global_batch, t->global_batch);
     ck_assert_int_eq(s->micro_batch, t->micro_batch);
@@ -528,7 +528,7 @@ START_TEST(llama3_params) {
     ck_assert_int_eq(m8.arch.mlp, ZB_MLP_SWIGLU);
     ck_assert_int_eq(m8.arch.norm, ZB_NORM_RMSNORM);
     ck_assert_int_eq(m8.arch.position, ZB_POS_ROPE);
-    ck_assert(!m8.arch.bias && !m8.arch.tied_embeddings);
+    ck_assert(m8.arch.no_bias && !m8.arch.tied_embeddings);
     ck_assert(m8.arch.rope_theta == 500000);
     round_trip(&m70);
 }
