@@ -670,7 +670,7 @@ static void begin_map(zb_yw *w, const char *key) {
     zb_yw_map_begin(w, false);
 }
 
-static void write_arch(zb_yw *w, const zb_arch *a) {
+static void write_arch(zb_yw *w, const zb_arch *a, bool with_params) {
     begin_map(w, "model");
     zb_yw_kint(w, "layers", a->layers);
     zb_yw_kint(w, "hidden", a->hidden);
@@ -686,7 +686,7 @@ static void write_arch(zb_yw *w, const zb_arch *a) {
         zb_yw_kstr(w, "position", k_positions[a->position]);
         if (a->position == ZB_POS_ROPE) zb_yw_kdouble(w, "rope_theta", a->rope_theta);
         zb_yw_kbool(w, "bias", !a->no_bias);
-        zb_yw_kint(w, "params", (long long)zb_model_params(a));
+        if (with_params) zb_yw_kint(w, "params", (long long)zb_model_params(a));
     }
     if (a->init[0]) zb_yw_kstr(w, "init", a->init);
     zb_yw_map_end(w);
@@ -775,9 +775,11 @@ static void write_cluster(zb_yw *w, const zb_cluster *c) {
     zb_yw_map_end(w);
 }
 
-void zb_model_write(zb_yw *w, const zb_model *m) {
+void zb_model_write(zb_yw *w, const zb_model *m) { zb_model_write_keys(w, m, true); }
+
+void zb_model_write_keys(zb_yw *w, const zb_model *m, bool with_params) {
     zb_yw_kstr(w, "name", m->name);
-    write_arch(w, &m->arch);
+    write_arch(w, &m->arch, with_params);
     write_training(w, &m->train);
     write_cluster(w, &m->cluster);
 }

@@ -158,6 +158,9 @@ zb_status zb_model_parse(const zb_ydoc *doc, const zb_ynode *root,
 /* Write name/model/training/cluster as keys of the currently open block
  * mapping (used by the plan writer); round-trips through zb_model_parse. */
 void zb_model_write(zb_yw *w, const zb_model *m);
+/* The same; with_params false leaves model.params out (a model file meant
+ * to be edited: its shapes may change, and a stale count would refuse). */
+void zb_model_write_keys(zb_yw *w, const zb_model *m, bool with_params);
 
 /* True when the block is GPT-2's (MHA, GELU MLP, LayerNorm, learned
  * positions, biases): the shape zbrun trains and llm.c checkpoints hold. */

@@ -24,6 +24,7 @@
 #include "planner/cli/explain.h"
 #include "planner/cli/forced.h"
 #include "planner/cli/guard.h"
+#include "planner/cli/hf_import.h"
 #include "planner/cli/sim_cmd.h"
 #include "planner/cost/calibrate.h"
 #include "planner/cost/calibrate_regions.h"
@@ -41,6 +42,8 @@ static const char usage[] =
     "              [--time-limit S] [--top K] [--compare] [--profile FILE]\n"
     "              [--mem-margin PCT] [--cores N] [--explain K]\n"
     "              [--levers] [--set KEY=VALUE]... [-q]\n"
+    "       zbplan CONFIG.json [options]   (a Hugging Face config, imported)\n"
+    "       zbplan import --help\n"
     "       zbplan sim --help\n"
     "       zbplan calibrate --help\n"
     "Searches data/tensor/pipeline sizes, micro-batch size, chunks and\n"
@@ -360,7 +363,9 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
                        "run it with zbrun %s", a->model_path, a->model_path);
     zb_model m;
     zb_status st = zb_guard_paths(a->model_path, a->out_path, err);
-    if (st == ZB_OK) st = zb_model_load_set(a->model_path, &a->sets, &m, err);
+    if (st == ZB_OK)   /* a Hugging Face config.json: imported, then planned */
+        st = zb_hf_is_json(a->model_path) ? zb_hf_import(a->model_path, &a->sets, &m, err)
+                                           : zb_model_load_set(a->model_path, &a->sets, &m, err);
     if (st != ZB_OK) {
         /* file:line:col: messages already say where; others get "zbplan:" */
         bool at = strncmp(err->msg, a->model_path, strlen(a->model_path)) == 0;
@@ -417,6 +422,8 @@ int main(int argc, char **argv) {
     }
     if (argc > 1 && strcmp(argv[1], "sim") == 0)
         return zb_sim_cmd(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "import") == 0)
+        return zb_import_cmd(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "calibrate") == 0) {
         zb_calib_openmp_as_zbrun(argv);  /* its OpenMP regions as zbrun's */
         return zb_calibrate_cmd(argc - 1, argv + 1);
