@@ -81,7 +81,8 @@ static const char *const k_schedules[] = {"cosine", "constant", NULL};
 static const char *const k_top_keys[] = {"name", "model", "training", "cluster", NULL};
 static const char *const k_model_keys[] = {
     "arch", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "seq_len", "vocab",
-    "mlp", "norm", "position", "rope_theta", "bias", "tied_embeddings", "params", "init",
+    "mlp", "norm", "position", "rope_theta", "bias", "qkv_bias", "tied_embeddings", "params",
+    "init",
     NULL};
 static const char *const k_archs[] = {"gpt2", "llama", NULL};
 static const char *const k_mlps[] = {"gelu", "swiglu", NULL};
@@ -280,6 +281,11 @@ static zb_status parse_block_kinds(const zb_ydoc *doc, const zb_ynode *s, zb_arc
     bool bias = !a->no_bias;
     ZB_TRY(zb_yget_bool(doc, s, "bias", false, &bias, err));
     a->no_bias = !bias;
+    ZB_TRY(zb_yget_bool(doc, s, "qkv_bias", false, &a->qkv_bias, err));
+    const zb_ynode *q = zb_ymap_get(s, "qkv_bias");
+    if (q && !a->no_bias)
+        return zb_fail_at(err, doc->file, q->line, q->col,
+                          "'qkv_bias' needs 'bias: false' (with biases Q, K, V have them)");
     ZB_TRY(get_positive(doc, s, "rope_theta", false, &a->rope_theta, err));
     const zb_ynode *n = zb_ymap_get(s, "rope_theta");
     if (n && a->position != ZB_POS_ROPE)
@@ -344,7 +350,7 @@ static zb_status parse_arch(const zb_ydoc *doc, const zb_ynode *root, const char
 int zb_arch_kv_heads(const zb_arch *a) { return a->kv_heads > 0 ? a->kv_heads : a->heads; }
 
 bool zb_arch_is_gpt2(const zb_arch *a) {
-    return zb_arch_kv_heads(a) == a->heads && a->mlp == ZB_MLP_GELU &&
+    return zb_arch_kv_heads(a) == a->heads && a->mlp == ZB_MLP_GELU && !a->qkv_bias &&
            a->norm == ZB_NORM_LAYERNORM && a->position == ZB_POS_LEARNED && !a->no_bias;
 }
 
@@ -356,6 +362,8 @@ uint64_t zb_model_params(const zb_arch *a) {
     uint64_t layer = 2 * h * h + 2 * h * kv + nmat * h * f + 2 * norm;
     if (!a->no_bias)   /* Q, K, V, O; the MLP's up (and gate) and down */
         layer += 2 * h + 2 * kv + (nmat - 1) * f + h;
+    else if (a->qkv_bias)   /* Q, K, V only (Qwen2) */
+        layer += h + 2 * kv;
     uint64_t npos = (uint64_t)(a->init_maxT > 0 ? a->init_maxT : a->seq_len);
     uint64_t embed = V * h + (a->tied_embeddings ? 0 : V * h) +
                      (a->position == ZB_POS_LEARNED ? npos * h : 0);
@@ -686,6 +694,7 @@ static void write_arch(zb_yw *w, const zb_arch *a, bool with_params) {
         zb_yw_kstr(w, "position", k_positions[a->position]);
         if (a->position == ZB_POS_ROPE) zb_yw_kdouble(w, "rope_theta", a->rope_theta);
         zb_yw_kbool(w, "bias", !a->no_bias);
+        if (a->no_bias && a->qkv_bias) zb_yw_kbool(w, "qkv_bias", true);
         if (with_params) zb_yw_kint(w, "params", (long long)zb_model_params(a));
     }
     if (a->init[0]) zb_yw_kstr(w, "init", a->init);

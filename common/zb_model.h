@@ -64,6 +64,8 @@ typedef struct {
     bool no_bias;           /* linear layers without biases (Llama; key
                                `bias: false`); false: GPT-2's biases, so a
                                zeroed struct is GPT-2's */
+    bool qkv_bias;          /* with no_bias: Q, K and V keep their biases
+                               (Qwen2; key `qkv_bias: true`) */
     bool tied_embeddings;
     char init[1024];        /* llm.c checkpoint to start from, resolved like
                                data paths; empty = seeded random init */

@@ -86,6 +86,7 @@ zb_status zb_run_check_model(const char *plan_path, const zb_plan *plan, zb_err 
     if (a->norm == ZB_NORM_RMSNORM) add_feature(list, sizeof list, "norm: rmsnorm");
     if (a->position == ZB_POS_ROPE) add_feature(list, sizeof list, "position: rope");
     if (a->no_bias) add_feature(list, sizeof list, "bias: false");
+    if (a->no_bias && a->qkv_bias) add_feature(list, sizeof list, "qkv_bias: true");
     return zb_fail(err, ZB_EINPUT, "%s: zbrun does not run this model's blocks yet "
                    "(%s); it trains GPT-2 blocks only: plan it with zbplan, train "
                    "it once the executor runs Llama-shaped blocks", plan_path, list);

@@ -39,18 +39,18 @@ static const char k_training[] =
 
 static const struct {
     const char *arch, *type;   /* "architectures"[0], "model_type" */
-    bool llama;
+    bool llama, qkv_bias;   /* Qwen2: Q, K, V with biases */
 } k_known[] = {
-    {"LlamaForCausalLM", "llama", true},
-    {"MistralForCausalLM", "mistral", true},
-    {"Qwen2ForCausalLM", "qwen2", true},
-    {"GPT2LMHeadModel", "gpt2", false},
+    {"LlamaForCausalLM", "llama", true, false},
+    {"MistralForCausalLM", "mistral", true, false},
+    {"Qwen2ForCausalLM", "qwen2", true, true},
+    {"GPT2LMHeadModel", "gpt2", false, false},
 };
 #define N_KNOWN ((int)(sizeof k_known / sizeof k_known[0]))
 
 /* What the model file needs from the config. */
 typedef struct {
-    bool llama;
+    bool llama, qkv_bias;
     long long layers, hidden, heads, kv_heads, ffn, seq, vocab;
     double rope_theta;
     bool tied;
@@ -192,9 +192,11 @@ static void model_name(const char *path, char *name, size_t cap) {
 }
 
 static char *model_text(const char *path, const hf_shape *s, zb_err *err) {
-    char name[64], theta[48] = "";
+    char name[64], theta[80] = "";
     model_name(path, name, sizeof name);
-    if (s->llama) snprintf(theta, sizeof theta, "  rope_theta: %.17g\n", s->rope_theta);
+    if (s->llama)
+        snprintf(theta, sizeof theta, "  rope_theta: %.17g\n%s", s->rope_theta,
+                 s->qkv_bias ? "  qkv_bias: true\n" : "");
     long long seq = s->seq < HF_MAX_SEQ ? s->seq : HF_MAX_SEQ;
     size_t cap = 1024 + sizeof k_training;
     char *text = malloc(cap);
@@ -221,7 +223,7 @@ zb_status zb_hf_model_text(const char *path, char **text, zb_err *err) {
                      : zb_fail(err, ZB_EINPUT, "%s:1:1: empty file, not a config.json", path);
     int which = 0;
     if (st == ZB_OK) st = find_arch(&doc, r, &which, err);
-    hf_shape s = {.llama = k_known[which].llama};
+    hf_shape s = {.llama = k_known[which].llama, .qkv_bias = k_known[which].qkv_bias};
     if (st == ZB_OK)
         st = s.llama ? read_llama(&doc, r, &s, err) : read_gpt2(&doc, r, &s, err);
     if (st == ZB_OK) st = check_heads(&doc, r, &s, err);

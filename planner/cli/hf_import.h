@@ -4,7 +4,8 @@
  * The JSON is read by libyaml (JSON's syntax is YAML's flow syntax), so it
  * is a real parser with line and column marks, not a hand-written one.
  * Architectures (the first entry of "architectures", else "model_type"):
- *   LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM (arch llama):
+ *   LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM (arch llama;
+ *   Qwen2 with qkv_bias):
  *     hidden_size, intermediate_size, num_attention_heads,
  *     num_key_value_heads (default num_attention_heads), num_hidden_layers,
  *     vocab_size, max_position_embeddings, rope_theta (default 10000),

@@ -48,6 +48,7 @@ typedef struct {
     double nup;        /* the MLP's up projections: 1 (gelu), 2 (swiglu:
                           gate and up, one fused h x 2f GEMM) */
     bool swiglu, rms, rope, bias; /* the block's kinds (zb_arch) */
+    bool qkv_bias;     /* without biases, Q, K, V still have theirs */
     bool sp;
     bool cpu;          /* device "cpu": zbrun's CPU backend, whose own
                           activation layout the memory model follows */
@@ -198,7 +199,8 @@ static double block_bytes_w(const shape *x) {
     double h = x->h, f = x->f, e = x->e;
     /* without biases only the norms' gains (RMSNorm: read dy and x too) */
     double repl = (x->bias ? e * 2 * h : 0) + 2 * 2 * e * h;
-    double shard = x->bias ? e * (h + 2 * x->kv + x->nup * f) : 0;
+    double shard = x->bias ? e * (h + 2 * x->kv + x->nup * f)
+                           : x->qkv_bias ? e * (h + 2 * x->kv) : 0;
     return x->b * x->s * (repl / (x->sp ? x->t : 1) + shard / x->t);
 }
 
@@ -302,7 +304,8 @@ static void block_mem_cpu(const shape *x, zb_pass_cost *c) {
 static double block_params(const shape *x) {
     double h = x->h, f = x->f, t = x->t;
     double mats = 2 * h * h + 2 * h * x->kv + (1 + x->nup) * h * f;
-    double col_bias = x->bias ? h + 2 * x->kv + x->nup * f : 0;
+    double col_bias = x->bias ? h + 2 * x->kv + x->nup * f
+                              : x->qkv_bias ? h + 2 * x->kv : 0;
     return (mats + col_bias) / t + (x->bias ? 2 * h : 0) + (x->rms ? 2 : 4) * h;
 }
 
@@ -489,6 +492,7 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
         .nup = A->mlp == ZB_MLP_SWIGLU ? 2 : 1,
         .swiglu = A->mlp == ZB_MLP_SWIGLU, .rms = A->norm == ZB_NORM_RMSNORM,
         .rope = A->position == ZB_POS_ROPE, .bias = !A->no_bias,
+        .qkv_bias = A->no_bias && A->qkv_bias,
     };
     bool bf16 = m->train.precision == ZB_PREC_BF16;
     x.peak = bf16 ? C->device.peak_bf16_flops : C->device.peak_fp32_flops;

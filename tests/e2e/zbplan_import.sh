@@ -13,11 +13,10 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0
 bad() { fails=$((fails + 1)); echo "FAIL: $*"; }
 
-# name, parameters (Llama 3 8B: Meta's count; Mistral 7B v0.3; Qwen2.5 7B
-# without its Q/K/V biases, which zb does not model: 7,615,616,512 with
-# them; GPT-2 small), and the block kind
+# name, parameters as published (Llama 3 8B; Mistral 7B v0.3; Qwen2.5 7B,
+# with its Q/K/V biases; GPT-2 small), and the block kind
 for row in llama3-8b:8030261248:Llama-shaped mistral-7b:7248023552:Llama-shaped \
-           qwen2.5-7b:7615487488:Llama-shaped gpt2:124439808:GPT-2; do
+           qwen2.5-7b:7615616512:Llama-shaped gpt2:124439808:GPT-2; do
     IFS=: read -r name params kind <<<"$row"
     cfg="tests/models/hf/$name/config.json"
     if ! "$BIN/zbplan" import "$cfg" -o "$tmp/$name.yaml" >"$tmp/out" 2>&1; then
@@ -35,6 +34,8 @@ for row in llama3-8b:8030261248:Llama-shaped mistral-7b:7248023552:Llama-shaped 
         bad "$name: zbplan CONFIG.json plans differently from import then plan"
 done
 grep -q "^  kv_heads: 4\$" "$tmp/qwen2.5-7b.yaml" || bad "qwen2.5-7b: kv_heads not 4"
+grep -q "^  qkv_bias: true\$" "$tmp/qwen2.5-7b.yaml" || bad "qwen2.5-7b: no qkv_bias"
+grep -q "qkv_bias" "$tmp/llama3-8b.yaml" && bad "llama3-8b: qkv_bias written"
 grep -q "^  seq_len: 8192\$" "$tmp/qwen2.5-7b.yaml" || bad "qwen2.5-7b: seq_len not capped at 8192"
 grep -q "^  rope_theta: 1000000\$" "$tmp/mistral-7b.yaml" || bad "mistral-7b: rope_theta"
 grep -q "^  tied_embeddings: true\$" "$tmp/gpt2.yaml" || bad "gpt2: not tied"

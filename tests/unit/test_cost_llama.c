@@ -75,6 +75,10 @@ START_TEST(params_8b) {
     REL(ct.head.params, 128256.0 * 4096 + 4096);    /* untied + final norm */
     REL(32 * ct.layer.params + ct.embed.params + ct.head.params, 8030261248.0);
     ck_assert_uint_eq(zb_model_params(&m.arch), 8030261248ull);
+    /* Q, K, V biases (Qwen2): h + 2kv more, sharded with the columns */
+    zb_model q = m;
+    q.arch.qkv_bias = true;
+    REL(eval(&q, 2, 1).layer.params - eval(&m, 2, 1).layer.params, (4096.0 + 2048) / 2);
     /* t = 8: every matrix sharded, norms replicated; kv_heads 8 / 8 */
     ct = eval(&m, 8, 1);
     REL(ct.layer.params,

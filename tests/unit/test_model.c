@@ -329,6 +329,7 @@ static void assert_same(const zb_model *a, const zb_model *b) {
     ck_assert_int_eq(a->arch.position, b->arch.position);
     ck_assert(a->arch.rope_theta == b->arch.rope_theta);
     ck_assert_int_eq(a->arch.no_bias, b->arch.no_bias);
+    ck_assert_int_eq(a->arch.qkv_bias, b->arch.qkv_bias);
     const zb_training *s = &a->train, *t = &b->train;
     ck_assert_int_eq(s->global_batch, t->global_batch);
     ck_assert_int_eq(s->micro_batch, t->micro_batch);
@@ -565,6 +566,17 @@ START_TEST(llama_preset_defaults) {
     ck_assert_int_eq(m.arch.ffn_hidden, 256);
     ck_assert(!zb_arch_is_gpt2(&m.arch));
     round_trip(&m);
+    /* Qwen2.5 7B: Q, K, V biases on a Llama block, 7,615,616,512 as
+     * published (129,024 = 28 layers x (3584 + 2 x 512) of them) */
+    const char *tq = "model: {arch: llama, layers: 28, hidden: 3584, heads: 28, kv_heads: 4,"
+                     " ffn_hidden: 18944, seq_len: 4096, vocab: 152064, qkv_bias: true}\n"
+                     "training: {global_batch: 4}\ncluster: {device: h100-sxm}\n";
+    ck_assert_int_eq(parse_text(tq, NULL, NULL, &m, &e), ZB_OK);
+    ck_assert_uint_eq(zb_model_params(&m.arch), 7615616512ull);
+    ck_assert(!zb_arch_is_gpt2(&m.arch));
+    round_trip(&m);
+    m.arch.qkv_bias = false;
+    ck_assert_uint_eq(zb_model_params(&m.arch), 7615616512ull - 28 * (3584 + 2 * 512));
     /* params given and right: accepted */
     const char *t3 = "model: {layers: 12, hidden: 768, heads: 12, seq_len: 1024,"
                      " vocab: 50257, params: 124439808}\ntraining: {global_batch: 4}\n"
