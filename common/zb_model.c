@@ -79,9 +79,15 @@ static const char *const k_data_kinds[] = {"text", "shards", NULL};
 static const char *const k_schedules[] = {"cosine", "constant", NULL};
 
 static const char *const k_top_keys[] = {"name", "model", "training", "cluster", NULL};
-static const char *const k_model_keys[] = {"layers", "hidden",  "heads",          "ffn_hidden",
-                                           "seq_len", "vocab", "tied_embeddings", "init",
-                                           NULL};
+static const char *const k_model_keys[] = {
+    "arch", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "seq_len", "vocab",
+    "mlp", "norm", "position", "rope_theta", "bias", "qkv_bias", "tied_embeddings", "params",
+    "init",
+    NULL};
+static const char *const k_archs[] = {"gpt2", "llama", NULL};
+static const char *const k_mlps[] = {"gelu", "swiglu", NULL};
+static const char *const k_norms[] = {"layernorm", "rmsnorm", NULL};
+static const char *const k_positions[] = {"learned", "rope", NULL};
 static const char *const k_training_keys[] = {
     "global_batch", "micro_batch",       "steps", "seed", "precision", "recompute",
     "sequence_parallel", "zero1", "fused_attention", "tp_overlap",
@@ -107,6 +113,7 @@ static const char *const k_device_keys[] = {"name", "peak_bf16_tflops", "peak_fp
 static void set_defaults(zb_model *m) {
     memset(m, 0, sizeof *m);
     m->arch.tied_embeddings = true;
+    m->arch.rope_theta = 10000;   /* Su et al. 2021 (RoFormer) */
     zb_training *t = &m->train;
     t->micro_batch = 0;   /* auto */
     t->steps = 10;
@@ -227,6 +234,12 @@ static zb_status parse_init(const zb_ydoc *doc, const zb_ynode *s, const char *b
 static zb_status check_init(const zb_ydoc *doc, const zb_ynode *s, const zb_arch *a,
                             const zb_llmc_hdr *h, zb_err *err) {
     const char *p = a->init;
+    if (!zb_arch_is_gpt2(a)) {
+        const zb_ynode *n = zb_ymap_get(s, "init");
+        return zb_fail_at(err, doc->file, n->line, n->col, "'init' names an llm.c "
+                          "checkpoint (%s), which holds GPT-2 blocks: 'arch', 'kv_heads', "
+                          "'mlp', 'norm', 'position' and 'bias' must keep GPT-2's values", p);
+    }
     ZB_TRY(check_init_shape(doc, s, "layers", a->layers, "L", h->L, p, err));
     ZB_TRY(check_init_shape(doc, s, "hidden", a->hidden, "C", h->C, p, err));
     ZB_TRY(check_init_shape(doc, s, "heads", a->heads, "NH", h->NH, p, err));
@@ -245,6 +258,72 @@ static zb_status check_init(const zb_ydoc *doc, const zb_ynode *s, const zb_arch
     return ZB_OK;
 }
 
+/* arch (a preset), then the block kinds it sets, each of which may be
+ * given on its own and wins over the preset. */
+static zb_status parse_block_kinds(const zb_ydoc *doc, const zb_ynode *s, zb_arch *a,
+                                   zb_err *err) {
+    int preset = 0;
+    ZB_TRY(zb_yget_enum(doc, s, "arch", false, k_archs, &preset, err));
+    if (preset == 1) {   /* llama: Touvron et al. 2023; Llama 3 (Dubey et al. 2024) */
+        a->mlp = ZB_MLP_SWIGLU;
+        a->norm = ZB_NORM_RMSNORM;
+        a->position = ZB_POS_ROPE;
+        a->no_bias = true;
+        a->tied_embeddings = false;
+    }
+    int mlp = a->mlp, norm = a->norm, pos = a->position;
+    ZB_TRY(zb_yget_enum(doc, s, "mlp", false, k_mlps, &mlp, err));
+    ZB_TRY(zb_yget_enum(doc, s, "norm", false, k_norms, &norm, err));
+    ZB_TRY(zb_yget_enum(doc, s, "position", false, k_positions, &pos, err));
+    a->mlp = (zb_mlp)mlp;
+    a->norm = (zb_norm)norm;
+    a->position = (zb_position)pos;
+    bool bias = !a->no_bias;
+    ZB_TRY(zb_yget_bool(doc, s, "bias", false, &bias, err));
+    a->no_bias = !bias;
+    ZB_TRY(zb_yget_bool(doc, s, "qkv_bias", false, &a->qkv_bias, err));
+    const zb_ynode *q = zb_ymap_get(s, "qkv_bias");
+    if (q && !a->no_bias)
+        return zb_fail_at(err, doc->file, q->line, q->col,
+                          "'qkv_bias' needs 'bias: false' (with biases Q, K, V have them)");
+    ZB_TRY(get_positive(doc, s, "rope_theta", false, &a->rope_theta, err));
+    const zb_ynode *n = zb_ymap_get(s, "rope_theta");
+    if (n && a->position != ZB_POS_ROPE)
+        return zb_fail_at(err, doc->file, n->line, n->col,
+                          "'rope_theta' needs 'position: rope' (position is learned)");
+    return ZB_OK;
+}
+
+/* SwiGLU's customary width: 2/3 of 4h rounded up to a multiple of 256
+ * (Touvron et al. 2023, the reference code's multiple_of). */
+static int swiglu_default_ffn(int hidden) {
+    long long f = (8LL * hidden + 2) / 3;
+    return (int)((f + 255) / 256 * 256);
+}
+
+/* The relations between the shape keys: heads divide hidden, kv_heads
+ * heads; params, when given, the count of the shapes. */
+static zb_status check_arch(const zb_ydoc *doc, const zb_ynode *s, const zb_arch *a,
+                            zb_err *err) {
+    if (a->hidden % a->heads != 0) {
+        const zb_ynode *n = zb_ymap_get(s, "heads");
+        return zb_fail_at(err, doc->file, n->line, n->col,
+                          "'heads' (%d) must divide 'hidden' (%d)", a->heads, a->hidden);
+    }
+    const zb_ynode *n = zb_ymap_get(s, "kv_heads");
+    if (n && (a->kv_heads > a->heads || a->heads % a->kv_heads != 0))
+        return zb_fail_at(err, doc->file, n->line, n->col,
+                          "'kv_heads' (%d) must divide 'heads' (%d)", a->kv_heads, a->heads);
+    long long given = 0;
+    ZB_TRY(zb_yget_int(doc, s, "params", false, 1, LLONG_MAX, &given, err));
+    n = zb_ymap_get(s, "params");
+    unsigned long long have = (unsigned long long)zb_model_params(a);
+    if (n && (unsigned long long)given != have)
+        return zb_fail_at(err, doc->file, n->line, n->col, "'params' is %lld but the "
+                          "model's shapes give %llu", given, have);
+    return ZB_OK;
+}
+
 static zb_status parse_arch(const zb_ydoc *doc, const zb_ynode *root, const char *base_dir,
                             zb_arch *a, zb_err *err) {
     const zb_ynode *s;
@@ -252,22 +331,43 @@ static zb_status parse_arch(const zb_ydoc *doc, const zb_ynode *root, const char
                    err));
     zb_llmc_hdr h;
     ZB_TRY(parse_init(doc, s, base_dir, a, &h, err));
+    ZB_TRY(parse_block_kinds(doc, s, a, err));
     bool req = !a->init[0];   /* a checkpoint gives the shapes */
     ZB_TRY(get_int(doc, s, "layers", req, 1, 100000, &a->layers, err));
     ZB_TRY(get_int(doc, s, "hidden", req, 1, 1 << 20, &a->hidden, err));
     ZB_TRY(get_int(doc, s, "heads", req, 1, 1 << 20, &a->heads, err));
-    a->ffn_hidden = 4 * a->hidden;
+    a->kv_heads = a->heads;
+    ZB_TRY(get_int(doc, s, "kv_heads", false, 1, 1 << 20, &a->kv_heads, err));
+    a->ffn_hidden = a->mlp == ZB_MLP_SWIGLU ? swiglu_default_ffn(a->hidden) : 4 * a->hidden;
     ZB_TRY(get_int(doc, s, "ffn_hidden", false, 1, 1 << 23, &a->ffn_hidden, err));
     ZB_TRY(get_int(doc, s, "seq_len", req, 1, 1 << 22, &a->seq_len, err));
     ZB_TRY(get_int(doc, s, "vocab", req, 1, 1 << 24, &a->vocab, err));
     ZB_TRY(zb_yget_bool(doc, s, "tied_embeddings", false, &a->tied_embeddings, err));
     if (a->init[0]) ZB_TRY(check_init(doc, s, a, &h, err));
-    if (a->hidden % a->heads != 0) {
-        const zb_ynode *n = zb_ymap_get(s, "heads");
-        return zb_fail_at(err, doc->file, n->line, n->col,
-                          "'heads' (%d) must divide 'hidden' (%d)", a->heads, a->hidden);
-    }
-    return ZB_OK;
+    return check_arch(doc, s, a, err);
+}
+
+int zb_arch_kv_heads(const zb_arch *a) { return a->kv_heads > 0 ? a->kv_heads : a->heads; }
+
+bool zb_arch_is_gpt2(const zb_arch *a) {
+    return zb_arch_kv_heads(a) == a->heads && a->mlp == ZB_MLP_GELU && !a->qkv_bias &&
+           a->norm == ZB_NORM_LAYERNORM && a->position == ZB_POS_LEARNED && !a->no_bias;
+}
+
+uint64_t zb_model_params(const zb_arch *a) {
+    uint64_t h = (uint64_t)a->hidden, f = (uint64_t)a->ffn_hidden, V = (uint64_t)a->vocab;
+    uint64_t kv = (uint64_t)zb_arch_kv_heads(a) * (h / (uint64_t)a->heads);   /* K/V width */
+    uint64_t norm = a->norm == ZB_NORM_RMSNORM ? h : 2 * h;   /* gain (+ shift) */
+    uint64_t nmat = a->mlp == ZB_MLP_SWIGLU ? 3 : 2;
+    uint64_t layer = 2 * h * h + 2 * h * kv + nmat * h * f + 2 * norm;
+    if (!a->no_bias)   /* Q, K, V, O; the MLP's up (and gate) and down */
+        layer += 2 * h + 2 * kv + (nmat - 1) * f + h;
+    else if (a->qkv_bias)   /* Q, K, V only (Qwen2) */
+        layer += h + 2 * kv;
+    uint64_t npos = (uint64_t)(a->init_maxT > 0 ? a->init_maxT : a->seq_len);
+    uint64_t embed = V * h + (a->tied_embeddings ? 0 : V * h) +
+                     (a->position == ZB_POS_LEARNED ? npos * h : 0);
+    return (uint64_t)a->layers * layer + embed + norm;
 }
 
 /* micro_batch: a positive integer or the word auto (0: the planner picks). */
@@ -578,7 +678,7 @@ static void begin_map(zb_yw *w, const char *key) {
     zb_yw_map_begin(w, false);
 }
 
-static void write_arch(zb_yw *w, const zb_arch *a) {
+static void write_arch(zb_yw *w, const zb_arch *a, bool with_params) {
     begin_map(w, "model");
     zb_yw_kint(w, "layers", a->layers);
     zb_yw_kint(w, "hidden", a->hidden);
@@ -587,6 +687,16 @@ static void write_arch(zb_yw *w, const zb_arch *a) {
     zb_yw_kint(w, "seq_len", a->seq_len);
     zb_yw_kint(w, "vocab", a->vocab);
     zb_yw_kbool(w, "tied_embeddings", a->tied_embeddings);
+    if (!zb_arch_is_gpt2(a)) {   /* GPT-2's plans stay as they were */
+        zb_yw_kint(w, "kv_heads", zb_arch_kv_heads(a));
+        zb_yw_kstr(w, "mlp", k_mlps[a->mlp]);
+        zb_yw_kstr(w, "norm", k_norms[a->norm]);
+        zb_yw_kstr(w, "position", k_positions[a->position]);
+        if (a->position == ZB_POS_ROPE) zb_yw_kdouble(w, "rope_theta", a->rope_theta);
+        zb_yw_kbool(w, "bias", !a->no_bias);
+        if (a->no_bias && a->qkv_bias) zb_yw_kbool(w, "qkv_bias", true);
+        if (with_params) zb_yw_kint(w, "params", (long long)zb_model_params(a));
+    }
     if (a->init[0]) zb_yw_kstr(w, "init", a->init);
     zb_yw_map_end(w);
 }
@@ -674,9 +784,11 @@ static void write_cluster(zb_yw *w, const zb_cluster *c) {
     zb_yw_map_end(w);
 }
 
-void zb_model_write(zb_yw *w, const zb_model *m) {
+void zb_model_write(zb_yw *w, const zb_model *m) { zb_model_write_keys(w, m, true); }
+
+void zb_model_write_keys(zb_yw *w, const zb_model *m, bool with_params) {
     zb_yw_kstr(w, "name", m->name);
-    write_arch(w, &m->arch);
+    write_arch(w, &m->arch, with_params);
     write_training(w, &m->train);
     write_cluster(w, &m->cluster);
 }

@@ -4,9 +4,14 @@
  *
  * File layout (docs/model-format.md is the reference):
  *   name: tiny
- *   model:    {layers, hidden, heads, ffn_hidden (default 4*hidden), seq_len,
- *              vocab, tied_embeddings (default true), init (an llm.c
- *              checkpoint to start from; shapes left out come from it)}
+ *   model:    {arch (gpt2|llama: a preset of the block keys), layers,
+ *              hidden, heads, kv_heads (default heads), ffn_hidden (default
+ *              4*hidden; swiglu: 256*ceil(8*hidden/3/256)), seq_len, vocab,
+ *              mlp (gelu|swiglu), norm (layernorm|rmsnorm), position
+ *              (learned|rope), rope_theta, bias, tied_embeddings (default
+ *              true; llama: false), params (optional: checked against the
+ *              shapes), init (an llm.c checkpoint to start from; shapes
+ *              left out come from it)}
  *   training: {global_batch, micro_batch (int or auto), steps, seed,
  *              precision (fp32|bf16), recompute (none|selective|full),
  *              sequence_parallel, zero1, fused_attention, tp_overlap,
@@ -40,8 +45,27 @@ typedef enum {
 } zb_recompute;
 typedef enum { ZB_DATA_TEXT = 0, ZB_DATA_SHARDS = 1 } zb_data_kind;
 
+/* The block's kinds. The zero values are GPT-2's, so a file that names none
+ * of the new keys reads (and writes) as before. */
+typedef enum { ZB_MLP_GELU = 0, ZB_MLP_SWIGLU = 1 } zb_mlp;      /* 4h GELU MLP with
+                                            biases | W2(silu(W1 x) * W3 x) */
+typedef enum { ZB_NORM_LAYERNORM = 0, ZB_NORM_RMSNORM = 1 } zb_norm;
+typedef enum { ZB_POS_LEARNED = 0, ZB_POS_ROPE = 1 } zb_position;
+
 typedef struct {
     int layers, hidden, heads, ffn_hidden, seq_len, vocab;
+    int kv_heads;           /* K/V heads (GQA), divides heads; = heads: MHA
+                               (the parser sets it; 0 in a struct built by
+                               hand also means heads: zb_arch_kv_heads) */
+    zb_mlp mlp;
+    zb_norm norm;
+    zb_position position;   /* learned: a seq_len x hidden table; rope: none */
+    double rope_theta;      /* RoPE base (position rope only), default 1e4 */
+    bool no_bias;           /* linear layers without biases (Llama; key
+                               `bias: false`); false: GPT-2's biases, so a
+                               zeroed struct is GPT-2's */
+    bool qkv_bias;          /* with no_bias: Q, K and V keep their biases
+                               (Qwen2; key `qkv_bias: true`) */
     bool tied_embeddings;
     char init[1024];        /* llm.c checkpoint to start from, resolved like
                                data paths; empty = seeded random init */
@@ -136,6 +160,22 @@ zb_status zb_model_parse(const zb_ydoc *doc, const zb_ynode *root,
 /* Write name/model/training/cluster as keys of the currently open block
  * mapping (used by the plan writer); round-trips through zb_model_parse. */
 void zb_model_write(zb_yw *w, const zb_model *m);
+/* The same; with_params false leaves model.params out (a model file meant
+ * to be edited: its shapes may change, and a stale count would refuse). */
+void zb_model_write_keys(zb_yw *w, const zb_model *m, bool with_params);
+
+/* True when the block is GPT-2's (MHA, GELU MLP, LayerNorm, learned
+ * positions, biases): the shape zbrun trains and llm.c checkpoints hold. */
+bool zb_arch_is_gpt2(const zb_arch *a);
+/* K/V heads: kv_heads, or heads where it is 0. */
+int zb_arch_kv_heads(const zb_arch *a);
+
+/* Exact parameter count of the whole model (docs/cost-model.md): per block
+ * Q and O h*h each, K and V h*kv_heads*(h/heads) each, MLP 2hf (gelu) or
+ * 3hf (swiglu), biases unless no_bias, two norms (2h LayerNorm, h RMSNorm);
+ * token table V*h, again for an untied head; a learned position table
+ * seq_len*h (the checkpoint's maxT with init); the final norm. */
+uint64_t zb_model_params(const zb_arch *a);
 
 /* Built-in device table: a100-40gb, a100-80gb, h100-sxm, h200, b200, cpu.
  * Returns NULL for an unknown name (case-insensitive). */

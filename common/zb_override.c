@@ -167,21 +167,39 @@ static const char *without_place(const char *msg, const char *file) {
     return *p == ' ' ? p + 1 : msg;
 }
 
+static zb_status load_doc(zb_ydoc *doc, const zb_overrides *s,
+                          zb_override_parse_fn parse, void *ctx, zb_err *err);
+
 zb_status zb_overrides_load(const char *path, const zb_overrides *s,
                             zb_override_parse_fn parse, void *ctx, zb_err *err) {
     zb_ydoc doc;
     ZB_TRY(zb_ydoc_load(path, &doc, err));
-    zb_status st = parse(&doc, ctx, err);
+    return load_doc(&doc, s, parse, ctx, err);
+}
+
+zb_status zb_overrides_load_string(const char *name, const char *text,
+                                   const zb_overrides *s, zb_override_parse_fn parse,
+                                   void *ctx, zb_err *err) {
+    zb_ydoc doc;
+    ZB_TRY(zb_ydoc_load_string(name, text, &doc, err));
+    return load_doc(&doc, s, parse, ctx, err);
+}
+
+/* Parse, then each override and parse again; frees doc. */
+static zb_status load_doc(zb_ydoc *doc, const zb_overrides *s,
+                          zb_override_parse_fn parse, void *ctx, zb_err *err) {
+    zb_ydoc d = *doc;
+    zb_status st = parse(&d, ctx, err);
     owned *list = NULL;
     for (int i = 0; st == ZB_OK && s && i < s->n; i++) {
-        if (!doc.root || doc.root->type != ZB_Y_MAP) break;   /* parse said so */
-        st = apply(&doc, &s->o[i], &list, err);
+        if (!d.root || d.root->type != ZB_Y_MAP) break;   /* parse said so */
+        st = apply(&d, &s->o[i], &list, err);
         zb_err e;
-        if (st == ZB_OK && (st = parse(&doc, ctx, &e)) != ZB_OK)
-            zb_fail(err, st, "--set %s: %s", s->o[i].arg, without_place(e.msg, doc.file));
+        if (st == ZB_OK && (st = parse(&d, ctx, &e)) != ZB_OK)
+            zb_fail(err, st, "--set %s: %s", s->o[i].arg, without_place(e.msg, d.file));
     }
     free_owned(list);
-    zb_ydoc_free(&doc);
+    zb_ydoc_free(&d);
     return st;
 }
 
@@ -195,6 +213,12 @@ typedef struct {
 static zb_status parse_model(const zb_ydoc *doc, void *ctx, zb_err *err) {
     model_ctx *c = ctx;
     return zb_model_parse(doc, doc->root, NULL, c->base_dir, c->out, err);
+}
+
+zb_status zb_model_load_set_string(const char *name, const char *text,
+                                   const zb_overrides *s, zb_model *out, zb_err *err) {
+    model_ctx c = {.out = out};
+    return zb_overrides_load_string(name, text, s, parse_model, &c, err);
 }
 
 zb_status zb_model_load_set(const char *path, const zb_overrides *s,

@@ -50,7 +50,17 @@ typedef zb_status (*zb_override_parse_fn)(const zb_ydoc *doc, void *ctx, zb_err 
 zb_status zb_overrides_load(const char *path, const zb_overrides *s,
                             zb_override_parse_fn parse, void *ctx, zb_err *err);
 
-/* zb_model_load and zb_plan_read under overrides (s may be NULL). */
+/* The same for a document held in memory (name is its file name in
+ * messages): zbplan import's generated model. */
+zb_status zb_overrides_load_string(const char *name, const char *text,
+                                   const zb_overrides *s, zb_override_parse_fn parse,
+                                   void *ctx, zb_err *err);
+
+/* zb_model_load and zb_plan_read under overrides (s may be NULL);
+ * zb_model_load_set_string a model's text held in memory (relative data
+ * paths stay relative to the working directory). */
+zb_status zb_model_load_set_string(const char *name, const char *text,
+                                   const zb_overrides *s, zb_model *out, zb_err *err);
 zb_status zb_model_load_set(const char *path, const zb_overrides *s,
                             zb_model *out, zb_err *err);
 zb_status zb_plan_read_set(const char *path, const zb_overrides *s,

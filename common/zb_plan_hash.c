@@ -36,6 +36,10 @@ static void put_model(fnv *f, const zb_model *m) {
     const zb_cluster *c = &m->cluster;
     put(f, "arch %d %d %d %d %d %d %d", a->layers, a->hidden, a->heads,
         a->ffn_hidden, a->seq_len, a->vocab, a->tied_embeddings);
+    if (!zb_arch_is_gpt2(a))   /* GPT-2 plans keep their fingerprints */
+        put(f, "block %d %d %d %d %.12g %d", zb_arch_kv_heads(a), (int)a->mlp, (int)a->norm,
+            (int)a->position, a->rope_theta, !a->no_bias);
+    if (a->no_bias && a->qkv_bias) put(f, "qkv_bias");
     put(f, "train %d %d %d %d %d %d", t->global_batch, t->micro_batch,
         (int)t->precision, (int)t->recompute, t->sequence_parallel, t->zero1);
     put(f, "cluster %d %d %s", c->nodes, c->devices_per_node, c->device.name);

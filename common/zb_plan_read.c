@@ -59,7 +59,9 @@ static zb_status check_products(rd *r, const zb_ynode *par, const zb_plan *plan)
         {"micro_batch x seq_len x 3 hidden (qkv)", bt * 3 * a->hidden, INT_MAX},
         {"micro_batch x seq_len x ffn_hidden", bt * ffn, INT_MAX},
         {"micro_batch x seq_len x vocab (logits)", bt * a->vocab, INT_MAX},
-        {"micro_batch x heads x seq_len^2 (attention)", bt * a->heads * a->seq_len, INT_MAX},
+        /* a TP rank holds the scores of its heads / tp heads */
+        {"micro_batch x heads/tp x seq_len^2 (attention)",
+         bt * (a->heads / (plan->tp > 0 ? plan->tp : 1)) * a->seq_len, INT_MAX},
         {"vocab x hidden (embedding)", (long long)a->vocab * a->hidden, INT_MAX},
         {"hidden x ffn_hidden", (long long)a->hidden * ffn, INT_MAX},
     };

@@ -473,6 +473,10 @@ static zb_status load_plan(const args *a, zb_plan *plan, zb_err *err) {
                     a->plan_path, a->plan_path);
         return ZB_EINPUT;
     }
+    if (zb_run_check_model(a->plan_path, plan, err) != ZB_OK) {   /* GPT-2 blocks only */
+        zb_plan_free(plan);
+        return ZB_EINPUT;
+    }
     /* empty text path: the built-in corpus; relative: from here or the
      * plan's folder (data.h) */
     if (zb_data_locate(a->plan_path, &plan->model, err) != ZB_OK) {

@@ -24,6 +24,7 @@
 #include "planner/cli/explain.h"
 #include "planner/cli/forced.h"
 #include "planner/cli/guard.h"
+#include "planner/cli/hf_import.h"
 #include "planner/cli/sim_cmd.h"
 #include "planner/cost/calibrate.h"
 #include "planner/cost/calibrate_regions.h"
@@ -41,6 +42,8 @@ static const char usage[] =
     "              [--time-limit S] [--top K] [--compare] [--profile FILE]\n"
     "              [--mem-margin PCT] [--cores N] [--explain K]\n"
     "              [--levers] [--set KEY=VALUE]... [-q]\n"
+    "       zbplan CONFIG.json [options]   (a Hugging Face config, imported)\n"
+    "       zbplan import --help\n"
     "       zbplan sim --help\n"
     "       zbplan calibrate --help\n"
     "Searches data/tensor/pipeline sizes, micro-batch size, chunks and\n"
@@ -187,6 +190,33 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
 
 /* ---- printing ---- */
 
+/* n with thousands separators: 8,030,261,248. */
+static const char *with_commas(unsigned long long n, char *buf, size_t cap) {
+    char digits[32];
+    int len = snprintf(digits, sizeof digits, "%llu", n), o = 0;
+    for (int i = 0; i < len && (size_t)o + 2 < cap; i++) {
+        if (i > 0 && (len - i) % 3 == 0) buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/* A block other than GPT-2's: its parameter count and kinds (the plan
+ * records the count as model.params). GPT-2 models print as before. */
+static void print_block(const zb_model *m) {
+    const zb_arch *a = &m->arch;
+    if (zb_arch_is_gpt2(a)) return;
+    char n[40];
+    printf("model: %s parameters; %d layers, hidden %d, %d heads, %d K/V heads, "
+           "%s MLP %d, %s, %s, %s, %s head\n",
+           with_commas(zb_model_params(a), n, sizeof n), a->layers, a->hidden,
+           a->heads, zb_arch_kv_heads(a), a->mlp == ZB_MLP_SWIGLU ? "SwiGLU" : "GELU",
+           a->ffn_hidden, a->norm == ZB_NORM_RMSNORM ? "RMSNorm" : "LayerNorm",
+           a->position == ZB_POS_ROPE ? "RoPE" : "learned positions",
+           a->no_bias ? "no biases" : "biases", a->tied_embeddings ? "tied" : "untied");
+}
+
 static void print_header(const zb_model *m, const zb_search_result *r,
                          double margin) {
     char where[64];
@@ -200,6 +230,7 @@ static void print_header(const zb_model *m, const zb_search_result *r,
            "pruned, %d over memory, %d not applicable, %.3f s\n", m->name,
            where, r->splits, r->simulated, r->pruned,
            r->over_memory, r->not_applicable, r->elapsed_s);
+    print_block(m);
     double dev = m->cluster.device.mem_bytes;
     printf("memory: %.2f GiB per device, %g%% safety margin: a plan may use "
            "%.2f GiB\n", dev / GIB, 100 * margin, dev * (1 - margin) / GIB);
@@ -332,7 +363,9 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
                        "run it with zbrun %s", a->model_path, a->model_path);
     zb_model m;
     zb_status st = zb_guard_paths(a->model_path, a->out_path, err);
-    if (st == ZB_OK) st = zb_model_load_set(a->model_path, &a->sets, &m, err);
+    if (st == ZB_OK)   /* a Hugging Face config.json: imported, then planned */
+        st = zb_hf_is_json(a->model_path) ? zb_hf_import(a->model_path, &a->sets, &m, err)
+                                           : zb_model_load_set(a->model_path, &a->sets, &m, err);
     if (st != ZB_OK) {
         /* file:line:col: messages already say where; others get "zbplan:" */
         bool at = strncmp(err->msg, a->model_path, strlen(a->model_path)) == 0;
@@ -389,6 +422,8 @@ int main(int argc, char **argv) {
     }
     if (argc > 1 && strcmp(argv[1], "sim") == 0)
         return zb_sim_cmd(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "import") == 0)
+        return zb_import_cmd(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "calibrate") == 0) {
         zb_calib_openmp_as_zbrun(argv);  /* its OpenMP regions as zbrun's */
         return zb_calibrate_cmd(argc - 1, argv + 1);

@@ -44,6 +44,11 @@
 
 typedef struct {
     double b, s, h, f, a, V, t, e;
+    double kv;         /* K (and V) width, kv_heads * h / a (= h: MHA) */
+    double nup;        /* the MLP's up projections: 1 (gelu), 2 (swiglu:
+                          gate and up, one fused h x 2f GEMM) */
+    bool swiglu, rms, rope, bias; /* the block's kinds (zb_arch) */
+    bool qkv_bias;     /* without biases, Q, K, V still have theirs */
     bool sp;
     bool cpu;          /* device "cpu": zbrun's CPU backend, whose own
                           activation layout the memory model follows */
@@ -159,9 +164,9 @@ static double tp_s(const shape *x, double t) { return t * x->tp_exposed; }
 static void block_gemms(const shape *x, double g[4][3]) {
     double bs = x->b * x->s, h = x->h, f = x->f, t = x->t;
     double tab[4][3] = {
-        {bs, 3 * h / t, h}, /* QKV */
+        {bs, (h + 2 * x->kv) / t, h}, /* QKV (GQA: K, V of width kv) */
         {bs, h, h / t},     /* attention output projection */
-        {bs, f / t, h},     /* MLP up (fc1) */
+        {bs, x->nup * f / t, h}, /* MLP up (fc1; swiglu: gate and up) */
         {bs, h, f / t},     /* MLP down (fc2) */
     };
     for (int i = 0; i < 4; i++)
@@ -178,7 +183,12 @@ static void block_gemms(const shape *x, double g[4][3]) {
 static double block_bytes_fwd(const shape *x) {
     double h = x->h, f = x->f, e = x->e, as = x->a * x->s;
     double repl = 2 * 2 * e * h + 2 * (3 * e + 1) * h;
-    double shard = 2 * e * f + (x->fused ? 0 : (4 * e + 1) * as);
+    /* RMSNorm moves what LayerNorm does (read, write). SwiGLU reads gate
+     * and up and writes their product: 3e over f, GELU 2e. RoPE reads and
+     * writes Q and K (Su et al. 2021). */
+    double act = x->swiglu ? 3 * e * f : 2 * e * f;
+    double rope = x->rope ? 2 * e * (h + x->kv) : 0;
+    double shard = act + (x->fused ? 0 : (4 * e + 1) * as) + rope;
     return x->b * x->s * (repl / (x->sp ? x->t : 1) + shard / x->t);
 }
 
@@ -187,8 +197,10 @@ static double block_bytes_fwd(const shape *x) {
  * and x: 2e per element over 2h). */
 static double block_bytes_w(const shape *x) {
     double h = x->h, f = x->f, e = x->e;
-    double repl = e * 2 * h + 2 * 2 * e * h;
-    double shard = e * (3 * h + f);
+    /* without biases only the norms' gains (RMSNorm: read dy and x too) */
+    double repl = (x->bias ? e * 2 * h : 0) + 2 * 2 * e * h;
+    double shard = x->bias ? e * (h + 2 * x->kv + x->nup * f)
+                           : x->qkv_bias ? e * (h + 2 * x->kv) : 0;
     return x->b * x->s * (repl / (x->sp ? x->t : 1) + shard / x->t);
 }
 
@@ -241,7 +253,11 @@ static void block_time(const shape *x, zb_pass_cost *c) {
  * a 1-byte mask, sharded over TP. With e = 2, f = 4h: 34 + 5as/h. */
 static void block_mem(const shape *x, zb_pass_cost *c) {
     double sbh = x->s * x->b * x->h, t = x->t, e = x->e;
-    double repl = 4, shard = 4 + 2 * x->f / x->h, masks = 2;
+    /* GQA keeps K and V of width kv; SwiGLU keeps gate, up and their
+     * product (fc2's input): 3f where GELU keeps 2f; RoPE keeps the
+     * rotated Q and K in place of Q and K (no more) */
+    double nact = x->swiglu ? 3 : 2, qkv = 2 + 2 * x->kv / x->h;
+    double repl = 4, shard = qkv + nact * x->f / x->h, masks = 2;
     double scores = x->a * x->s * x->s * x->b * (2 * e + 1) / t;
     if (x->rc == ZB_RECOMPUTE_SELECTIVE || x->fused) scores = 0;
     if (x->sp)
@@ -254,9 +270,11 @@ static void block_mem(const shape *x, zb_pass_cost *c) {
      *   X:  LN1 out (repl), proj in (shard), LN2 out (repl), fc2 in (f/h)
      *   dY: dQKV (3, shard), dproj out (repl), dfc1 (f/h), dfc2 out (repl)
      * -> 4 replicated + (4 + 2f/h) sharded; 32sbh bytes at e = 2, f = 4h
-     * (Qi et al. 2023, Table 1). Under SP the replicated ones are kept as
-     * sequence shards and re-gathered in W. */
-    c->m_w_bytes = e * sbh * (4 / (x->sp ? t : 1) + (4 + 2 * x->f / x->h) / t);
+     * (Qi et al. 2023, Table 1). GQA: dQKV is (h + 2kv)/h; SwiGLU: dfc1
+     * is 2f/h. Under SP the replicated ones are kept as sequence shards
+     * and re-gathered in W. */
+    double wshard = (1 + (x->h + 2 * x->kv) / x->h) + (1 + x->nup) * x->f / x->h;
+    c->m_w_bytes = e * sbh * (4 / (x->sp ? t : 1) + wshard / t);
 }
 
 /* The cpu device runs zbrun's CPU backend, which computes in fp32 and
@@ -278,12 +296,17 @@ static void block_mem_cpu(const shape *x, zb_pass_cost *c) {
     if (x->rc == ZB_RECOMPUTE_FULL) c->m_b_bytes = 4 * bs * h;
 }
 
-/* Parameters of one block on one TP rank: QKV 3h^2 + 3h, proj h^2 + h,
- * MLP 2hf + f + h, two LayerNorms 4h. Matrices and column-parallel biases
- * (QKV, fc1) are sharded; row-parallel biases and LayerNorms replicated. */
+/* Parameters of one block on one TP rank: Q and O h^2 each, K and V h*kv
+ * each, MLP (1 + nup)hf, with biases QKV h + 2kv, proj h, MLP up nup*f,
+ * down h; two norms 4h (LayerNorm) or 2h (RMSNorm). Matrices and
+ * column-parallel biases (QKV, fc1) are sharded; row-parallel biases and
+ * norms replicated. GPT-2: 12h^2 + 13h at f = 4h, t = 1. */
 static double block_params(const shape *x) {
     double h = x->h, f = x->f, t = x->t;
-    return (4 * h * h + 2 * h * f + 3 * h + f) / t + 2 * h + 4 * h;
+    double mats = 2 * h * h + 2 * h * x->kv + (1 + x->nup) * h * f;
+    double col_bias = x->bias ? h + 2 * x->kv + x->nup * f
+                              : x->qkv_bias ? h + 2 * x->kv : 0;
+    return (mats + col_bias) / t + (x->bias ? 2 * h : 0) + (x->rms ? 2 : 4) * h;
 }
 
 /* ---- embedding and head (vocabulary-parallel over TP) ---------------- */
@@ -299,15 +322,16 @@ static void embed_cost(const shape *x, zb_pass_cost *c) {
     c->f_flops = c->b_flops = c->w_flops = 0;  /* no matrix multiplies */
     /* F: gather (read, write) then add the position row (read 2, write 1);
      * W: read the gradient, read-modify-write fp32 rows, for both tables */
-    c->f_s = elem_s(x, 5 * x->e * bsh) + tp_s(x, x->ar_s);
+    /* RoPE: no position table, only the gather (read, write) */
+    c->f_s = elem_s(x, (x->rope ? 2 : 5) * x->e * bsh) + tp_s(x, x->ar_s);
     c->b_s = 0;
-    c->w_s = elem_s(x, 2 * (x->e + 8) * bsh);
+    c->w_s = elem_s(x, (x->rope ? 1 : 2) * (x->e + 8) * bsh);
     c->f_tp_s = tp_s(x, x->ar_s);
     c->b_tp_s = c->w_tp_s = 0;
     c->m_b_bytes = ids;
     c->m_w_bytes = ids + x->e * bsh;
     if (x->cpu) c->m_b_bytes = c->m_w_bytes = 0; /* in chunk_act_bytes */
-    c->params = x->Vl * x->h + x->s * x->h;
+    c->params = x->Vl * x->h + (x->rope ? 0 : x->s * x->h);
 }
 
 /* Final LayerNorm, LM head GEMM [b*s x h] x [h x V/t] over the local
@@ -336,7 +360,7 @@ static void head_cost(const shape *x, zb_pass_cost *c) {
     c->m_w_bytes = logits + x->e * bsh;
     if (x->cpu) /* CPU backend: LN out, its gradient, 2 statistics, dlogits */
         c->m_b_bytes = c->m_w_bytes = 4 * (2 * bsh + 2 * bs + bs * Vl);
-    c->params = Vl * h + 2 * h;
+    c->params = Vl * h + (x->rms ? 1 : 2) * h;   /* final norm */
 }
 
 /* ---- cpu: threads per rank -------------------------------------------- */
@@ -439,6 +463,9 @@ static zb_status check_args(const zb_model *m, int tp, int b, zb_err *err) {
         return zb_fail(err, ZB_EINFEASIBLE, "cost model: tp %d does not divide "
                        "heads %d, hidden %d and ffn_hidden %d", tp, A->heads,
                        A->hidden, A->ffn_hidden);
+    if (zb_arch_kv_heads(A) % tp)   /* Megatron shards K/V heads over TP */
+        return zb_fail(err, ZB_EINFEASIBLE, "cost model: tp %d does not divide "
+                       "kv_heads %d", tp, zb_arch_kv_heads(A));
     if (m->train.sequence_parallel && A->seq_len % tp)
         return zb_fail(err, ZB_EINFEASIBLE, "cost model: sequence parallelism "
                        "needs tp %d to divide seq_len %d", tp, A->seq_len);
@@ -461,6 +488,11 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
         .sp = m->train.sequence_parallel && tp > 1,
         .cpu = strcasecmp(C->device.name, "cpu") == 0,
         .rc = m->train.recompute,
+        .kv = (double)zb_arch_kv_heads(A) * (A->hidden / A->heads),
+        .nup = A->mlp == ZB_MLP_SWIGLU ? 2 : 1,
+        .swiglu = A->mlp == ZB_MLP_SWIGLU, .rms = A->norm == ZB_NORM_RMSNORM,
+        .rope = A->position == ZB_POS_ROPE, .bias = !A->no_bias,
+        .qkv_bias = A->no_bias && A->qkv_bias,
     };
     bool bf16 = m->train.precision == ZB_PREC_BF16;
     x.peak = bf16 ? C->device.peak_bf16_flops : C->device.peak_fp32_flops;
@@ -532,9 +564,15 @@ double zb_model_step_flops(const zb_model *m) {
      * recomputation): 3x the forward matmul FLOPs (F, B, W). Per layer
      * and sequence the forward is 8sh^2 + 4shf + 4s^2h, the LM head 2shV
      * (counted once also with tied embeddings). With f = 4h this is
-     * 72 B s l h^2 (1 + s/(6h) + V/(12 l h)). */
-    double B = m->train.global_batch, s = m->arch.seq_len, h = m->arch.hidden;
-    double f = m->arch.ffn_hidden, l = m->arch.layers, V = m->arch.vocab;
-    double layer = 8 * s * h * h + 4 * s * h * f + 4 * s * s * h;
+     * 72 B s l h^2 (1 + s/(6h) + V/(12 l h)). GQA and SwiGLU as
+     * Megatron-LM's num_floating_point_operations counts them: Q and O
+     * 4sh^2, K and V 4sh*kv, the MLP 2sh*f per matrix (3 for SwiGLU);
+     * the attention core unmasked (4s^2h, causal or not). */
+    const zb_arch *A = &m->arch;
+    double B = m->train.global_batch, s = A->seq_len, h = A->hidden;
+    double f = A->ffn_hidden, l = A->layers, V = A->vocab;
+    double kv = (double)zb_arch_kv_heads(A) * (A->hidden / A->heads);
+    double nmat = A->mlp == ZB_MLP_SWIGLU ? 3 : 2;
+    double layer = (4 * s * h * h + 4 * s * h * kv) + 2 * nmat * s * h * f + 4 * s * s * h;
     return 3 * B * (l * layer + 2 * s * h * V);
 }

@@ -25,6 +25,9 @@
 # pp 35) on 384..2240 GPUs, micro-batch 1 (given), batch 1536 and 2240.
 # Printed with 1F1B forced, no target (the schedule is not given).
 #
+# Dubey et al. 2024 (Llama 3), Table 4: the 405B model on 8192 and 16384
+# H100 GPUs (llama3_table below), no target.
+#
 # Prints predicted vs published and the mean and max |error| of each table;
 # exits 1 when a table misses its target (Narayanan 1F1B: mean <= 3%, max <=
 # 6%; Korthikanti: mean <= 3%, max <= 6%; the interleaved variant of
@@ -197,6 +200,62 @@ PY
 done
 }
 
+# Dubey et al. 2024, "The Llama 3 Herd of Models", Table 4: Llama 3 405B
+# (126 layers, hidden 16384, 128 heads, 8 K/V heads, SwiGLU 53248,
+# vocabulary 128256, untied) pretraining on H100-80GB, sequence 8192, batch
+# 16M tokens (2048 sequences), tp 8, pp 16, BF16: 8192 GPUs (dp 64) at 400
+# TFLOP/s per GPU, 16384 GPUs (dp 128) at 380. (Its third row, context
+# parallelism 16 at sequence 131072, is not modelled: zb has no context
+# parallelism.) The paper gives neither the micro-batch (1 taken) nor the
+# recompute nor the schedule's chunks (it interleaves): for each row the
+# fastest of 1F1B and interleaved (2 or 4 chunks, zbplan's choice) under
+# selective and full recompute that fits in memory is printed. Predicted
+# TFLOP/s count the model FLOPs as Megatron-LM does (zb_model_step_flops,
+# the plan's MFU times the 989 TFLOP/s peak). No target: the schedule and
+# recompute are not given, and the paper's count of model FLOPs is not
+# stated (400 TFLOP/s at "43% MFU" implies a 930 TFLOP/s peak).
+# gpus dp published_tflops
+llama_rows="8192 64 400
+16384 128 380"
+
+llama3_table() {
+: >"$out/llama3.txt"
+printf '%6s %4s %4s %4s %-9s %-15s %10s %10s %10s %7s\n' gpus tp pp dp recompute schedule "step (s)" predicted published error
+echo "$llama_rows" | while read -r G DP PUB; do
+    best=""; bt=""
+    for rc in selective full; do
+        for sch in 1f1b interleaved; do
+            f="$out/l3-$G-$rc-$sch.yaml"
+            "$BIN/zbplan" models/llama3-405b.yaml --set cluster.nodes=$((G / 8)) \
+                --set training.recompute=$rc --dp "$DP" --tp 8 --pp 16 --schedule "$sch" \
+                --mem-margin 0 -q -o "$f" 2>/dev/null || continue
+            t=$(sed -n 's/^  step_s: //p' "$f" | head -1)
+            if [ -z "$best" ] || python3 -c "import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]))" "$t" "$bt"; then
+                best=$f; bt=$t
+            fi
+        done
+    done
+    if [ -z "$best" ]; then
+        printf '%6s    8   16 %4s  (no plan fits)\n' "$G" "$DP"
+        echo "$G x 100%" >>"$out/llama3.txt"
+        continue
+    fi
+    python3 - "$best" "$G" "$DP" "$PUB" <<'PY' | tee -a "$out/llama3.txt"
+import re, sys
+plan = open(sys.argv[1]).read()
+G, DP, PUB = sys.argv[2:]
+step = float(re.search(r"\nprediction:\n  step_s: ([0-9.eE+-]+)", plan).group(1))
+mfu = float(re.search(r"\n  mfu: ([0-9.eE+-]+)", plan).group(1))
+rc = re.search(r"\n  recompute: (\S+)", plan).group(1)
+sched = re.search(r"\nschedule:\n  name: (\S+)", plan).group(1)
+v = re.search(r"\n  chunks: (\d+)", plan).group(1)
+pred = mfu * 989
+err = (pred - float(PUB)) / float(PUB)
+print(f"{G:>6} {8:>4} {16:>4} {DP:>4} {rc:<9} {sched + ' v' + v:<15} {step:10.2f} {pred:10.1f} {float(PUB):10.1f} {100 * err:+6.1f}%")
+PY
+done
+}
+
 echo "== 1F1B forced (micro-batch searched)"
 VALIDATE_FLAGS="--schedule 1f1b" run_table "Narayanan 2021 T1, 1f1b" 3 6
 echo
@@ -209,6 +268,10 @@ echo
 echo "== Korthikanti 2022, Table 5 (seconds per iteration)"
 k22_table
 summarize "$out/k22.txt" "Korthikanti 2022 T5" 3 6
+echo
+echo "== Dubey 2024 (Llama 3) Table 4: 405B on H100, TFLOP/s per GPU"
+llama3_table
+summarize "$out/llama3.txt" "Llama 3 405B T4" - -
 if [ -n "$failed" ]; then
     echo "validate: targets missed:$failed"
     exit 1

@@ -323,6 +323,13 @@ static void assert_same(const zb_model *a, const zb_model *b) {
     ck_assert_int_eq(a->arch.seq_len, b->arch.seq_len);
     ck_assert_int_eq(a->arch.vocab, b->arch.vocab);
     ck_assert_int_eq(a->arch.tied_embeddings, b->arch.tied_embeddings);
+    ck_assert_int_eq(a->arch.kv_heads, b->arch.kv_heads);
+    ck_assert_int_eq(a->arch.mlp, b->arch.mlp);
+    ck_assert_int_eq(a->arch.norm, b->arch.norm);
+    ck_assert_int_eq(a->arch.position, b->arch.position);
+    ck_assert(a->arch.rope_theta == b->arch.rope_theta);
+    ck_assert_int_eq(a->arch.no_bias, b->arch.no_bias);
+    ck_assert_int_eq(a->arch.qkv_bias, b->arch.qkv_bias);
     const zb_training *s = &a->train, *t = &b->train;
     ck_assert_int_eq(s->global_batch, t->global_batch);
     ck_assert_int_eq(s->micro_batch, t->micro_batch);
@@ -474,6 +481,110 @@ START_TEST(device_link_defaults) {
 }
 END_TEST
 
+/* ---- the Llama family: block kinds, the preset, parameter counts ---- */
+
+/* A Llama 3 model file's model section (Dubey et al. 2024, Table 3):
+ * 128256-token vocabulary, 8 K/V heads, untied head, RoPE base 500000. */
+static zb_model llama3(int layers, int hidden, int heads, int ffn) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "model: {arch: llama, layers: %d, hidden: %d, heads: %d, kv_heads: 8, "
+             "ffn_hidden: %d, seq_len: 8192, vocab: 128256, rope_theta: 500000}\n"
+             "training: {global_batch: 16}\ncluster: {device: h100-sxm}\n",
+             layers, hidden, heads, ffn);
+    zb_model m;
+    zb_err e;
+    zb_status s = parse_text(text, NULL, NULL, &m, &e);
+    ck_assert_msg(s == ZB_OK, "%s", e.msg);
+    return m;
+}
+
+/* The count written out matrix by matrix, independent of zb_model_params's
+ * grouping: per layer wq (h x h), wk and wv (h x kv*d), wo (h x h), w1 and
+ * w3 (h x f), w2 (f x h), two RMSNorm gains (h); embedding and untied
+ * output V x h; the final norm h. */
+static unsigned long long llama_count(unsigned long long L, unsigned long long h,
+                                      unsigned long long heads, unsigned long long kv,
+                                      unsigned long long f, unsigned long long V) {
+    unsigned long long d = h / heads;
+    unsigned long long wq = h * h, wk = h * kv * d, wv = h * kv * d, wo = h * h;
+    unsigned long long w1 = h * f, w2 = f * h, w3 = h * f, norms = h + h;
+    return L * (wq + wk + wv + wo + w1 + w2 + w3 + norms) + V * h + h * V + h;
+}
+
+START_TEST(llama3_params) {
+    /* published: Llama 3 8B and 70B as counted by their checkpoints
+     * (8,030,261,248 and 70,553,706,496); 405B: ~405.8B */
+    zb_model m8 = llama3(32, 4096, 32, 14336);
+    zb_model m70 = llama3(80, 8192, 64, 28672);
+    zb_model m405 = llama3(126, 16384, 128, 53248);
+    ck_assert_uint_eq(zb_model_params(&m8.arch), 8030261248ull);
+    ck_assert_uint_eq(zb_model_params(&m70.arch), 70553706496ull);
+    ck_assert_uint_eq(zb_model_params(&m405.arch), 405853388800ull);
+    ck_assert_uint_eq(llama_count(32, 4096, 32, 8, 14336, 128256), 8030261248ull);
+    ck_assert_uint_eq(llama_count(80, 8192, 64, 8, 28672, 128256), 70553706496ull);
+    ck_assert_uint_eq(llama_count(126, 16384, 128, 8, 53248, 128256),
+                      zb_model_params(&m405.arch));
+    ck_assert(!zb_arch_is_gpt2(&m8.arch));
+    ck_assert_int_eq(m8.arch.mlp, ZB_MLP_SWIGLU);
+    ck_assert_int_eq(m8.arch.norm, ZB_NORM_RMSNORM);
+    ck_assert_int_eq(m8.arch.position, ZB_POS_ROPE);
+    ck_assert(m8.arch.no_bias && !m8.arch.tied_embeddings);
+    ck_assert(m8.arch.rope_theta == 500000);
+    round_trip(&m70);
+}
+END_TEST
+
+START_TEST(gpt2_params) {
+    /* GPT-2 small: 124,439,808 (the Hugging Face checkpoint's count: wte
+     * 50257 x 768, wpe 1024 x 768, 12 blocks of 12h^2 + 13h, ln_f 2h) */
+    zb_model m = load("models/gpt2-124m.yaml");
+    ck_assert(zb_arch_is_gpt2(&m.arch));
+    ck_assert_int_eq(m.arch.kv_heads, m.arch.heads);
+    ck_assert_uint_eq(zb_model_params(&m.arch), 124439808ull);
+}
+END_TEST
+
+START_TEST(llama_preset_defaults) {
+    zb_model m;
+    zb_err e;
+    /* the preset's keys may each be overridden; swiglu's ffn default is
+     * 256 * ceil(8h/3 / 256): 11008 at h = 4096 (Llama 2 7B) */
+    const char *t1 = "model: {arch: llama, layers: 2, hidden: 4096, heads: 32, seq_len: 16,"
+                     " vocab: 50, norm: layernorm, tied_embeddings: true}\n"
+                     "training: {global_batch: 4}\ncluster: {device: h100-sxm}\n";
+    ck_assert_int_eq(parse_text(t1, NULL, NULL, &m, &e), ZB_OK);
+    ck_assert_int_eq(m.arch.ffn_hidden, 11008);
+    ck_assert_int_eq(m.arch.norm, ZB_NORM_LAYERNORM);
+    ck_assert(m.arch.tied_embeddings);
+    ck_assert_int_eq(m.arch.kv_heads, 32);
+    ck_assert(m.arch.rope_theta == 10000);
+    /* gelu without the preset keeps 4h; a GQA model is not GPT-2 */
+    const char *t2 = "model: {layers: 2, hidden: 64, heads: 4, kv_heads: 1, seq_len: 16,"
+                     " vocab: 50}\ntraining: {global_batch: 4}\ncluster: {device: cpu}\n";
+    ck_assert_int_eq(parse_text(t2, NULL, NULL, &m, &e), ZB_OK);
+    ck_assert_int_eq(m.arch.ffn_hidden, 256);
+    ck_assert(!zb_arch_is_gpt2(&m.arch));
+    round_trip(&m);
+    /* Qwen2.5 7B: Q, K, V biases on a Llama block, 7,615,616,512 as
+     * published (129,024 = 28 layers x (3584 + 2 x 512) of them) */
+    const char *tq = "model: {arch: llama, layers: 28, hidden: 3584, heads: 28, kv_heads: 4,"
+                     " ffn_hidden: 18944, seq_len: 4096, vocab: 152064, qkv_bias: true}\n"
+                     "training: {global_batch: 4}\ncluster: {device: h100-sxm}\n";
+    ck_assert_int_eq(parse_text(tq, NULL, NULL, &m, &e), ZB_OK);
+    ck_assert_uint_eq(zb_model_params(&m.arch), 7615616512ull);
+    ck_assert(!zb_arch_is_gpt2(&m.arch));
+    round_trip(&m);
+    m.arch.qkv_bias = false;
+    ck_assert_uint_eq(zb_model_params(&m.arch), 7615616512ull - 28 * (3584 + 2 * 512));
+    /* params given and right: accepted */
+    const char *t3 = "model: {layers: 12, hidden: 768, heads: 12, seq_len: 1024,"
+                     " vocab: 50257, params: 124439808}\ntraining: {global_batch: 4}\n"
+                     "cluster: {device: cpu}\n";
+    ck_assert_int_eq(parse_text(t3, NULL, NULL, &m, &e), ZB_OK);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("model");
     TCase *t = tcase_create("load");
@@ -487,6 +598,9 @@ int main(void) {
     tcase_add_test(t, explicit_device);
     tcase_add_test(t, data_path_resolution);
     tcase_add_test(t, extra_top_level_keys);
+    tcase_add_test(t, llama3_params);
+    tcase_add_test(t, gpt2_params);
+    tcase_add_test(t, llama_preset_defaults);
     suite_add_tcase(s, t);
     t = tcase_create("write");
     tcase_add_test(t, round_trip_models);

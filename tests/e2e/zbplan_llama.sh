@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# zbplan_llama.sh - Llama-shaped models end to end: the three Llama 3 model
+# files plan, zbplan prints their exact parameter counts and the plans
+# record them; a plan whose count no longer matches its shapes is refused;
+# zbrun refuses a Llama-shaped plan with one line naming what it does not
+# run yet (exit 2), and still runs the GPT-2 tiny plan's checks past that.
+# Usage (repository root): BIN=bin bash tests/e2e/zbplan_llama.sh
+set -euo pipefail
+BIN=${BIN:-bin}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+bad() { fails=$((fails + 1)); echo "FAIL: $*"; }
+
+for pair in 8b:8,030,261,248:8030261248 70b:70,553,706,496:70553706496 \
+            405b:405,853,388,800:405853388800; do
+    IFS=: read -r n commas plain <<<"$pair"
+    if "$BIN/zbplan" "models/llama3-$n.yaml" -o "$tmp/$n.yaml" >"$tmp/out" 2>&1; then
+        grep -q "^model: $commas parameters; " "$tmp/out" || bad "llama3-$n: no parameter line: $(head -3 "$tmp/out")"
+        grep -q "^  params: $plain\$" "$tmp/$n.yaml" || bad "llama3-$n: plan does not record params $plain"
+        grep -q "^  kv_heads: 8\$" "$tmp/$n.yaml" || bad "llama3-$n: plan lacks kv_heads"
+    else
+        bad "llama3-$n does not plan: $(tail -1 "$tmp/out")"
+    fi
+done
+
+# a GPT-2 model prints no parameter line and its plan no block keys
+"$BIN/zbplan" models/tiny.yaml -o "$tmp/tiny.yaml" >"$tmp/out" 2>&1
+grep -q "^model: " "$tmp/out" && bad "tiny printed a model line"
+grep -q "params:\|kv_heads:" "$tmp/tiny.yaml" && bad "tiny's plan has block keys"
+
+# params edited in the plan: refused naming the key, exit 2
+sed 's/^  params: 8030261248$/  params: 8030261249/' "$tmp/8b.yaml" >"$tmp/edited.yaml"
+rc=0; "$BIN/zbrun" "$tmp/edited.yaml" >/dev/null 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "'params' is 8030261249 but the model's shapes give 8030261248" "$tmp/err" ||
+    bad "edited params: rc $rc $(cat "$tmp/err")"
+
+# zbrun refuses a Llama-shaped plan (small enough for this host) in one line
+"$BIN/zbplan" models/tiny.yaml --set model.arch=llama --set model.kv_heads=2 -q -o "$tmp/tl.yaml"
+rc=0; "$BIN/zbrun" "$tmp/tl.yaml" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 2 ] || bad "zbrun on a Llama plan exited $rc, not 2"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || bad "zbrun's refusal is not one line: $(cat "$tmp/err")"
+grep -q "^$tmp/tl.yaml: zbrun does not run this model's blocks yet (grouped-query attention (kv_heads 2 of 4 heads), mlp: swiglu, norm: rmsnorm, position: rope, bias: false)" "$tmp/err" ||
+    bad "zbrun's refusal: $(cat "$tmp/err")"
+# one feature alone is named alone
+"$BIN/zbplan" models/tiny.yaml --set model.norm=rmsnorm -q -o "$tmp/rms.yaml"
+rc=0; "$BIN/zbrun" "$tmp/rms.yaml" >/dev/null 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "blocks yet (norm: rmsnorm); " "$tmp/err" || bad "rmsnorm alone: rc $rc $(cat "$tmp/err")"
+
+[ "$fails" -eq 0 ] && echo "zbplan_llama.sh: ok" || { echo "zbplan_llama.sh: $fails failure(s)"; exit 1; }
