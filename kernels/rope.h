@@ -11,8 +11,9 @@
  * linear and orthogonal). Both write in place (=); no W part.
  * The _ref functions compute each element's angle on its own; the fast
  * ones share each row's cosines and sines among its H heads and run rows
- * over OpenMP. Both round the same double cosine and sine, so they agree
- * bit for bit. */
+ * over OpenMP. Both round the double cosine and sine to float; they agree
+ * to an ulp of those (libm's sin, cos and sincos may differ in the last
+ * bit of a double). */
 #ifndef ZB_KERNELS_ROPE_H
 #define ZB_KERNELS_ROPE_H
 
