@@ -193,7 +193,27 @@ typedef struct {
     void (*destroy)(void *ctx);
 
     /* ---- Llama-shaped blocks (kernels/rmsnorm.h, swiglu.h, rope.h and
-     * attention.h's GQA; shapes local to the TP rank, zb_llama_tp) ---- */
+     * attention.h's GQA; shapes local to the TP rank, zb_llama_tp).
+     * How the stage program (gpt_passes.c) is meant to use them, block by
+     * block, where the GPT calls the ops above (not wired yet):
+     *  - ln_fwd / ln_bwd_input / ln_bwd_weight -> rms_*: only rstd is
+     *    kept (the mean slot is unused), no bias gradient.
+     *  - qkv GEMM of Cl + 2 KVl hs columns (no bias); then rope_fwd in
+     *    place on its first NHl + KVl heads, so that the kept qkv is what
+     *    the attention read (gqa_bwd and selective recompute need that).
+     *    attn_fwd/attn_bwd -> gqa_fwd/gqa_bwd (saved and scratch of
+     *    gqa_saved_bytes); after gqa_bwd, rope_bwd in place on dqkv: the
+     *    kept dqkv is then the gradient of the GEMM's output, what both
+     *    its B (linear_bwd_input_tp) and its W read. Full recompute
+     *    reruns the rope after the GEMM.
+     *  - MLP: one GEMM with W1 and W3 stacked per rank ([2 Fl, C], rows
+     *    ffn0.. of each) into fch [N, 2 Fl], no GELU epilogue; swiglu_fwd
+     *    into fch_gelu [N, Fl]; W2 as today. B: dgelu from W2, dfch
+     *    zeroed, swiglu_bwd (+=), then the stacked GEMM's B with OC 2 Fl.
+     *  - no biases: residual_add with a zero bias vector (or a bias-free
+     *    variant); position rope: no wpe, embed_add_pos -> cast of the
+     *    TP-summed lookup, no embed_pos_bwd; untied head: the LM head
+     *    reads its own [V, C] shard instead of the token table. ---- */
     /* RMSNorm, eps 1e-5: inp/out [N, C], w [C], rstd [N] (=) */
     zb_status (*rms_fwd)(void *ctx, zb_act *out, float *rstd,
                          const zb_act *inp, const float *w, int N, int C,
