@@ -37,6 +37,7 @@ extern "C" {
 #include "executor/stage/ops.h"
 }
 #include "executor/host/cuda_util.h"
+#include "executor/stage/gqa_gemm.h"
 #include "kernels/cuda/llama_cuda.h"
 
 #include <cublasLt.h>
@@ -1207,122 +1208,58 @@ static size_t o_gqa_saved(void *ctx, int B, int NH, int T) {
     return (size_t)B * NH * T * T * (X(ctx)->act_bf16 ? 2 : sizeof(float));
 }
 
-/* Geometry of one batch row's GQA GEMMs. Query heads h = kv G + g: for a
- * fixed member g of every group, the KVH heads kv = 0..KVH-1 are one
- * strided batch (q, out, dout and the [T, T] matrices G heads apart, k
- * and v one head apart). With G = 1 it is attn_gemm_fwd's batch. */
-typedef struct {
-    int T, C, NH, KVH, G, hs, ld; /* ld = C + 2 KVH hs, the qkv row */
-    long long TT;
-} gqa_geo;
-
-static zb_status gqa_geo_of(gqa_geo *g, int T, int C, int NH, int KVH,
-                            zb_err *err) {
-    if (NH < 1 || KVH < 1 || C % NH || NH % KVH)
+/* The GEMMs of executor/stage/gqa_gemm.h (tested on the CPU in
+ * tests/unit/test_llama_ops.c) around the softmax kernels. */
+static zb_status gqa_geo_of(const cu_ops *o, zb_gqa_geo *q, int T, int C,
+                            int NH, int KVH, zb_err *err) {
+    const char *bad = zb_gqa_geo_init(q, T, C, NH, KVH,
+                                      o->act_bf16 ? ZB_DT_BF16 : ZB_DT_F32);
+    if (bad)
         return zb_fail(err, ZB_EINPUT, "attention: %d heads of width %d with "
-                       "%d key/value heads: the heads must divide the width "
-                       "and the key/value heads the heads", NH, C, KVH);
-    g->T = T, g->C = C, g->NH = NH, g->KVH = KVH, g->G = NH / KVH;
-    g->hs = C / NH;
-    g->ld = C + 2 * KVH * g->hs;
-    g->TT = (long long)T * T;
+                       "%d key/value heads: %s", NH, C, KVH, bad);
     return ZB_OK;
 }
 
-/* C = alpha op(A) op(B) + beta C over the KVH heads of one group member */
-static zb_status gqa_gemm(cu_ops *o, const gqa_geo *q, bool ta, bool tb,
-                          int M, int N, int K, float alpha, const void *A,
-                          int lda, long long sa, const void *B, int ldb,
-                          long long sb, float beta, void *C, int ldc,
-                          long long sc, zb_err *err) {
-    zb_gemm g = {};
-    g.M = M; g.N = N; g.K = K; g.ta = ta; g.tb = tb;
-    g.A = A; g.lda = lda; g.sa = sa;
-    g.B = B; g.ldb = ldb; g.sb = sb;
-    g.C = C; g.ldc = ldc; g.sc = sc;
-    g.batch = q->KVH; g.alpha = alpha; g.beta = beta;
-    g.ab_type = g.c_type = o->act_bf16 ? ZB_DT_BF16 : ZB_DT_F32;
-    return o_gemm(o, &g, err);
+/* GEMM `which` for every batch row and group member */
+static zb_status gqa_gemms(cu_ops *o, const zb_gqa_geo *q, int which, int B,
+                           const zb_gqa_bufs *x, zb_err *err) {
+    for (int b = 0; b < B; b++)
+        for (int g = 0; g < q->G; g++) {
+            zb_gemm d = zb_gqa_gemm(q, which, b, g, x);
+            ZB_TRY(o_gemm(o, &d, err));
+        }
+    return ZB_OK;
 }
 
-/* P = softmax(scale Q K^T) (causal), out = P V; query head kv G + g reads
- * kv head kv */
+/* P = softmax(scale Q K^T) (causal, into saved), out = P V */
 static zb_status o_gqa_fwd(void *ctx, zb_act *out, void *P, const zb_act *qkv,
                            int B, int T, int C, int NH, int KVH, zb_err *err) {
     cu_ops *o = X(ctx);
-    gqa_geo q;
-    ZB_TRY(gqa_geo_of(&q, T, C, NH, KVH, err));
-    int hs = q.hs, ld = q.ld, G = q.G;
-    float scale = 1.0f / sqrtf((float)hs);
-    for (int b = 0; b < B; b++)
-        for (int g = 0; g < G; g++) {
-            const void *row = at(o, qkv, (size_t)b * T * ld);
-            ZB_TRY(gqa_gemm(o, &q, false, true, T, T, hs, scale,
-                            at(o, row, (size_t)g * hs), ld, (long long)G * hs,
-                            at(o, row, C), ld, hs, 0.0f,
-                            atw(o, P, ((size_t)b * NH + g) * q.TT), T,
-                            G * q.TT, err));
-        }
+    zb_gqa_geo q;
+    ZB_TRY(gqa_geo_of(o, &q, T, C, NH, KVH, err));
+    zb_gqa_bufs x = {};
+    x.qkv = qkv, x.P = P, x.S = P, x.out = out;
+    ZB_TRY(gqa_gemms(o, &q, ZB_GQA_SCORES, B, &x, err));
     ZB_TRY(softmax_fwd(o, P, T, (size_t)B * NH, err));
-    for (int b = 0; b < B; b++)
-        for (int g = 0; g < G; g++) {
-            const void *v = at(o, qkv, (size_t)b * T * ld + C + KVH * hs);
-            ZB_TRY(gqa_gemm(o, &q, false, false, T, hs, T, 1.0f,
-                            at(o, P, ((size_t)b * NH + g) * q.TT), T,
-                            G * q.TT, v, ld, hs, 0.0f,
-                            atw(o, out, (size_t)b * T * C + g * hs), C,
-                            (long long)G * hs, err));
-        }
-    return ZB_OK;
+    return gqa_gemms(o, &q, ZB_GQA_OUT, B, &x, err);
 }
 
-/* dS = P (dP - rowsum(P dP)), dP = dout V^T; dq = scale dS K (=); dk =
- * scale sum_g dS^T Q and dv = sum_g P^T dout over each group's G query
- * heads, in g order (beta 0 for g = 0, then 1): every element written */
-static zb_status gqa_bwd_dqkv(cu_ops *o, const gqa_geo *q, void *dqkv,
-                              const void *dS, const void *dout,
-                              const void *qkv, const void *P, int b, int g,
-                              zb_err *err) {
-    int T = q->T, C = q->C, hs = q->hs, ld = q->ld, G = q->G;
-    float scale = 1.0f / sqrtf((float)hs), beta = g ? 1.0f : 0.0f;
-    size_t off = (size_t)b * T * ld, kvc = (size_t)q->KVH * hs;
-    long long sq = (long long)G * hs, sm = G * q->TT;
-    const void *qh = at(o, qkv, off + g * hs), *k = at(o, qkv, off + C);
-    const void *dy = at(o, dout, (size_t)b * T * C + g * hs);
-    const void *ds = at(o, dS, ((size_t)b * q->NH + g) * q->TT);
-    const void *p = at(o, P, ((size_t)b * q->NH + g) * q->TT);
-    void *dq = atw(o, dqkv, off + g * hs), *dk = atw(o, dqkv, off + C);
-    void *dv = atw(o, dqkv, off + C + kvc);
-    ZB_TRY(gqa_gemm(o, q, false, false, T, hs, T, scale, ds, T, sm, k, ld, hs,
-                    0.0f, dq, ld, sq, err));
-    ZB_TRY(gqa_gemm(o, q, true, false, T, hs, T, scale, ds, T, sm, qh, ld, sq,
-                    beta, dk, ld, hs, err));
-    return gqa_gemm(o, q, true, false, T, hs, T, 1.0f, p, T, sm, dy, C, sq,
-                    beta, dv, ld, hs, err);
-}
-
+/* dS = P (dP - rowsum(P dP)), dP = dout V^T (in scratch); then dq, and
+ * dk, dv summed over each group in order: dqkv written (=) */
 static zb_status o_gqa_bwd(void *ctx, zb_act *dqkv, void *dS,
                            const zb_act *dout, const zb_act *qkv,
                            const zb_act *out, const void *P, int B, int T,
                            int C, int NH, int KVH, zb_err *err) {
     cu_ops *o = X(ctx);
-    gqa_geo q;
-    ZB_TRY(gqa_geo_of(&q, T, C, NH, KVH, err));
-    for (int b = 0; b < B; b++)
-        for (int g = 0; g < q.G; g++) {
-            const void *dy = at(o, dout, (size_t)b * T * C + g * q.hs);
-            const void *v = at(o, qkv, (size_t)b * T * q.ld + C +
-                                           (size_t)KVH * q.hs);
-            ZB_TRY(gqa_gemm(o, &q, false, true, T, T, q.hs, 1.0f, dy, C,
-                            (long long)q.G * q.hs, v, q.ld, q.hs, 0.0f,
-                            atw(o, dS, ((size_t)b * NH + g) * q.TT), T,
-                            q.G * q.TT, err));
-        }
+    zb_gqa_geo q;
+    ZB_TRY(gqa_geo_of(o, &q, T, C, NH, KVH, err));
+    zb_gqa_bufs x = {};
+    x.qkv = qkv, x.dout = dout, x.P = P, x.S = dS, x.dqkv = dqkv;
+    ZB_TRY(gqa_gemms(o, &q, ZB_GQA_DP, B, &x, err));
     ZB_TRY(softmax_bwd(o, dS, P, T, (size_t)B * NH, err));
-    for (int b = 0; b < B; b++)
-        for (int g = 0; g < q.G; g++)
-            ZB_TRY(gqa_bwd_dqkv(o, &q, dqkv, dS, dout, qkv, P, b, g, err));
-    return ZB_OK;
+    ZB_TRY(gqa_gemms(o, &q, ZB_GQA_DQ, B, &x, err));
+    ZB_TRY(gqa_gemms(o, &q, ZB_GQA_DK, B, &x, err));
+    return gqa_gemms(o, &q, ZB_GQA_DV, B, &x, err);
 }
 
 static void llama_ops(zb_ops *t) {

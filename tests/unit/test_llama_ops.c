@@ -7,6 +7,8 @@
  *   rounding (a missing wrapper would read bf16 bytes as floats).
  * - Bad GQA shapes and a tp that does not divide kv_heads are refused
  *   with a message that names them.
+ * - The GQA GEMM descriptors the CUDA op table runs (gqa_gemm.h), run
+ *   through the CPU gemm and softmax, give kernels/attention.c's GQA.
  * - TP: every rank's local GQA (its query heads and kv heads, cut from the
  *   global qkv as the column-split Wq, Wk, Wv would leave them) gives the
  *   global output and gradient of those heads; the SwiGLU MLP with W1 and
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor/stage/gqa_gemm.h"
 #include "executor/stage/ops.h"
 #include "kernels/attention.h"
 #include "kernels/bf16.h"
@@ -258,6 +261,62 @@ START_TEST(test_refusals) {
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* GQA as GEMM descriptors (what ops_cuda.cu enqueues)                */
+
+static void run_gemms(const zb_ops *o, const zb_gqa_geo *q, int which, int B,
+                      const zb_gqa_bufs *x) {
+    for (int b = 0; b < B; b++)
+        for (int g = 0; g < q->G; g++) {
+            zb_gemm d = zb_gqa_gemm(q, which, b, g, x);
+            OK(o->gemm(o->ctx, &d, err));
+        }
+}
+
+static void gqa_desc_case(int B, int T, int NH, int KVH, int hs) {
+    int C = NH * hs;
+    zb_ops o;
+    zb_ops_cpu(&o);
+    zb_gqa_geo q;
+    ck_assert_ptr_null(zb_gqa_geo_init(&q, T, C, NH, KVH, ZB_DT_F32));
+    size_t nq = (size_t)B * T * q.ld, no = (size_t)B * T * C;
+    size_t na = (size_t)B * NH * T * T;
+    float *qkv = frandbuf(nq, 1.0f), *dy = frandbuf(no, 1.0f);
+    float *out = fbuf(no), *att = fbuf(na), *scr = fbuf(na), *dq = fbuf(nq);
+    zb_attention_gqa_forward(out, att, qkv, B, T, C, NH, KVH);
+    zb_attention_gqa_backward(dq, scr, dy, qkv, att, B, T, C, NH, KVH);
+    float *out2 = fbuf(no), *P = fbuf(na), *dS = fbuf(na), *dq2 = fbuf(nq);
+    memset(out2, 0xff, no * sizeof *out2); /* NaN: must be overwritten */
+    memset(dq2, 0xff, nq * sizeof *dq2);
+    zb_gqa_bufs x = {.qkv = qkv, .dout = dy, .P = P, .S = P, .out = out2,
+                     .dqkv = dq2};
+    run_gemms(&o, &q, ZB_GQA_SCORES, B, &x);
+    zb_attn_softmax_causal(P, T, (size_t)B * NH);
+    run_gemms(&o, &q, ZB_GQA_OUT, B, &x);
+    x.S = dS;
+    run_gemms(&o, &q, ZB_GQA_DP, B, &x);
+    zb_attn_softmax_causal_backward(dS, P, T, (size_t)B * NH);
+    run_gemms(&o, &q, ZB_GQA_DQ, B, &x);
+    run_gemms(&o, &q, ZB_GQA_DK, B, &x);
+    run_gemms(&o, &q, ZB_GQA_DV, B, &x);
+    /* the same products, batched and summed over a group another way */
+    assert_close(P, att, na, 1e-6, 1e-7, "gqa descriptors P");
+    assert_close(out2, out, no, 1e-5, 1e-6, "gqa descriptors out");
+    assert_close(dq2, dq, nq, 1e-5, 1e-6, "gqa descriptors dqkv");
+    free(qkv), free(dy), free(out), free(att), free(scr), free(dq);
+    free(out2), free(P), free(dS), free(dq2);
+}
+
+START_TEST(test_gqa_gemm_descriptors) {
+    seed(5);
+    gqa_desc_case(2, 9, 8, 2, 4); /* groups of 4 */
+    gqa_desc_case(2, 9, 4, 4, 8); /* kv_heads = heads */
+    gqa_desc_case(1, 16, 6, 1, 4); /* multi-query */
+    zb_gqa_geo q;
+    ck_assert_ptr_nonnull(zb_gqa_geo_init(&q, 4, 24, 6, 4, ZB_DT_F32));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* tensor parallelism                                                 */
 
 /* Global GQA against each rank's local one. The local qkv rows are [q of
@@ -391,6 +450,7 @@ static Suite *ops_suite(void) {
     tcase_add_test(tc, test_cpu_ops_are_the_kernels);
     tcase_add_test(tc, test_bf16_hook_ops);
     tcase_add_test(tc, test_refusals);
+    tcase_add_test(tc, test_gqa_gemm_descriptors);
     tcase_add_test(tc, test_tp_gqa);
     tcase_add_test(tc, test_tp_swiglu);
     suite_add_tcase(s, tc);
