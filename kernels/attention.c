@@ -11,7 +11,9 @@
  * small, and float sums do not vectorise without reassociation). The zero
  * upper triangle of att keeps the masked entries out of every result.
  * Each (b, h) pair owns its slices, so pairs run in parallel without races
- * and with a fixed summation order.
+ * and with a fixed summation order; under GQA (KVH < NH, [B, T, C + 2 KVC]
+ * rows, leading dimension C + 2 KVC) the backward's unit is a (b, kv head)
+ * pair and its group of query heads, which share dk and dv.
  */
 #include "kernels/attention.h"
 
@@ -61,15 +63,30 @@ void zb_attn_softmax_causal_backward(float *ds, const float *att, int T,
 
 void zb_attention_forward(float *out, float *att, const float *qkv, int B,
                           int T, int C, int NH) {
+    zb_attention_gqa_forward(out, att, qkv, B, T, C, NH, NH);
+}
+
+void zb_attention_backward(float *dqkv, float *datt, const float *dout,
+                           const float *qkv, const float *att, int B, int T,
+                           int C, int NH) {
+    zb_attention_gqa_backward(dqkv, datt, dout, qkv, att, B, T, C, NH, NH);
+}
+
+/* Query head h of batch row b reads kv head h / G: its k and v are KVC
+ * and 2 KVC past the row's start; with KVH = NH (G = 1) these are the
+ * offsets C + h hs and 2C + h hs of the [B, T, 3C] layout. */
+void zb_attention_gqa_forward(float *out, float *att, const float *qkv, int B,
+                              int T, int C, int NH, int KVH) {
     zb_blas_single_threaded();
-    int hs = C / NH, ld = 3 * C;
+    int hs = C / NH, kvc = KVH * hs, ld = C + 2 * kvc, G = NH / KVH;
     float scale = 1.0f / sqrtf((float)hs);
     size_t work = (size_t)B * T * T * C; /* multiply-adds */
 #pragma omp parallel for schedule(static) if (ZB_OMP_WORTH(work))
     for (int bh = 0; bh < B * NH; bh++) {
         int b = bh / NH, h = bh % NH;
-        const float *q = qkv + (size_t)b * T * ld + h * hs; /* [T, hs] ld 3C */
-        const float *k = q + C, *v = q + 2 * C;
+        const float *row = qkv + (size_t)b * T * ld;         /* [T, ld] */
+        const float *q = row + h * hs;                       /* [T, hs] ld */
+        const float *k = row + C + (h / G) * hs, *v = k + kvc;
         float *a = att + (size_t)bh * T * T;                 /* [T, T] */
         float *o = out + (size_t)b * T * C + h * hs;         /* [T, hs] ld C */
         /* a = scale * q k^T, then causal softmax row by row */
@@ -86,31 +103,40 @@ void zb_attention_forward(float *out, float *att, const float *qkv, int B,
  *   da = dy v^T                        [T, T]
  *   ds[t, t2] = p (da - sum_j p da)    (softmax backward, per row t)
  *   dv += p^T dy;  dq += s ds k;  dk += s ds^T q
- * ds is 0 wherever p is, so the masked entries stay out. */
-void zb_attention_backward(float *dqkv, float *datt, const float *dout,
-                           const float *qkv, const float *att, int B, int T,
-                           int C, int NH) {
+ * ds is 0 wherever p is, so the masked entries stay out. One iteration
+ * owns a (b, kv head) pair and runs its G query heads in order: dk and dv
+ * are shared by the group, so they are summed without races and in a
+ * fixed order. */
+void zb_attention_gqa_backward(float *dqkv, float *datt, const float *dout,
+                               const float *qkv, const float *att, int B,
+                               int T, int C, int NH, int KVH) {
     zb_blas_single_threaded();
-    int hs = C / NH, ld = 3 * C;
+    int hs = C / NH, kvc = KVH * hs, ld = C + 2 * kvc, G = NH / KVH;
     float scale = 1.0f / sqrtf((float)hs);
     size_t work = (size_t)B * T * T * C; /* multiply-adds */
 #pragma omp parallel for schedule(static) if (ZB_OMP_WORTH(work))
-    for (int bh = 0; bh < B * NH; bh++) {
-        int b = bh / NH, h = bh % NH;
-        size_t off = (size_t)b * T * ld + h * hs;
-        const float *q = qkv + off, *k = q + C, *v = q + 2 * C;
-        float *dq = dqkv + off, *dk = dq + C, *dv = dq + 2 * C;
-        const float *p = att + (size_t)bh * T * T;             /* [T, T] */
-        float *ds = datt + (size_t)bh * T * T;                 /* [T, T] */
-        const float *dy = dout + (size_t)b * T * C + h * hs;   /* [T, hs] ld C */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f,
-                    dy, C, v, ld, 0.0f, ds, T);
-        zb_attn_softmax_causal_backward(ds, p, T, 1);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f,
-                    p, T, dy, C, 1.0f, dv, ld);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale,
-                    ds, T, k, ld, 1.0f, dq, ld);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale,
-                    ds, T, q, ld, 1.0f, dk, ld);
+    for (int bk = 0; bk < B * KVH; bk++) {
+        int b = bk / KVH, kh = bk % KVH;
+        size_t koff = (size_t)b * T * ld + C + kh * hs;
+        const float *k = qkv + koff, *v = k + kvc;
+        float *dk = dqkv + koff, *dv = dk + kvc;
+        for (int h = kh * G; h < kh * G + G; h++) {
+            size_t qoff = (size_t)b * T * ld + h * hs;
+            const float *q = qkv + qoff;
+            float *dq = dqkv + qoff;
+            size_t bh = (size_t)b * NH + h;
+            const float *p = att + bh * T * T;                   /* [T, T] */
+            float *ds = datt + bh * T * T;                       /* [T, T] */
+            const float *dy = dout + (size_t)b * T * C + h * hs; /* [T, hs] ld C */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs,
+                        1.0f, dy, C, v, ld, 0.0f, ds, T);
+            zb_attn_softmax_causal_backward(ds, p, T, 1);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T,
+                        1.0f, p, T, dy, C, 1.0f, dv, ld);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T,
+                        scale, ds, T, k, ld, 1.0f, dq, ld);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T,
+                        scale, ds, T, q, ld, 1.0f, dk, ld);
+        }
     }
 }

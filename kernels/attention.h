@@ -24,4 +24,20 @@ void zb_attention_backward(float *dqkv, float *datt, const float *dout,
                            const float *qkv, const float *att, int B, int T,
                            int C, int NH);
 
+/* Grouped-query attention (GQA, Ainslie et al. 2023): KVH key/value heads,
+ * each shared by G = NH / KVH consecutive query heads (query head h reads
+ * kv head h / G; KVH divides NH). Multi-query attention is KVH = 1,
+ * KVH = NH is the attention above, bit for bit (those functions call
+ * these).
+ *   qkv, dqkv [B, T, C + 2 KVC], KVC = KVH hs, hs = C / NH: per position
+ *       q (C), k (KVC), v (KVC)
+ *   out, dout [B, T, C]; att, datt [B, NH, T, T] as above
+ * The backward sums a kv head's gradient over its G query heads in head
+ * order (+= into dqkv, like the above). */
+void zb_attention_gqa_forward(float *out, float *att, const float *qkv, int B,
+                              int T, int C, int NH, int KVH);
+void zb_attention_gqa_backward(float *dqkv, float *datt, const float *dout,
+                               const float *qkv, const float *att, int B,
+                               int T, int C, int NH, int KVH);
+
 #endif

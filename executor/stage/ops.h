@@ -191,7 +191,94 @@ typedef struct {
     bool (*pass_times)(void *ctx, double *t_start, double *t_end, int n,
                        double t0);
     void (*destroy)(void *ctx);
+
+    /* ---- Llama-shaped blocks (kernels/rmsnorm.h, swiglu.h, rope.h and
+     * attention.h's GQA; shapes local to the TP rank, zb_llama_tp).
+     * How the stage program (gpt_passes.c) is meant to use them, block by
+     * block, where the GPT calls the ops above (not wired yet):
+     *  - ln_fwd / ln_bwd_input / ln_bwd_weight -> rms_*: only rstd is
+     *    kept (the mean slot is unused), no bias gradient.
+     *  - qkv GEMM of Cl + 2 KVl hs columns (no bias); then rope_fwd in
+     *    place on its first NHl + KVl heads, so that the kept qkv is what
+     *    the attention read (gqa_bwd and selective recompute need that).
+     *    attn_fwd/attn_bwd -> gqa_fwd/gqa_bwd (saved and scratch of
+     *    gqa_saved_bytes); after gqa_bwd, rope_bwd in place on dqkv: the
+     *    kept dqkv is then the gradient of the GEMM's output, what both
+     *    its B (linear_bwd_input_tp) and its W read. Full recompute
+     *    reruns the rope after the GEMM.
+     *  - MLP: one GEMM with W1 and W3 stacked per rank ([2 Fl, C], rows
+     *    ffn0.. of each) into fch [N, 2 Fl], no GELU epilogue; swiglu_fwd
+     *    into fch_gelu [N, Fl]; W2 as today. B: dgelu from W2, dfch
+     *    zeroed, swiglu_bwd (+=), then the stacked GEMM's B with OC 2 Fl.
+     *  - no biases: residual_add with a zero bias vector (or a bias-free
+     *    variant); position rope: no wpe, embed_add_pos -> cast of the
+     *    TP-summed lookup, no embed_pos_bwd; untied head: the LM head
+     *    reads its own [V, C] shard instead of the token table. ---- */
+    /* RMSNorm, eps 1e-5: inp/out [N, C], w [C], rstd [N] (=) */
+    zb_status (*rms_fwd)(void *ctx, zb_act *out, float *rstd,
+                         const zb_act *inp, const float *w, int N, int C,
+                         zb_err *err);
+    /* dinp += d/dinp (B) */
+    zb_status (*rms_bwd_input)(void *ctx, zb_act *dinp, const zb_act *dout,
+                               const zb_act *inp, const float *w,
+                               const float *rstd, int N, int C, zb_err *err);
+    /* dw += sum dout * xhat (W) */
+    zb_status (*rms_bwd_weight)(void *ctx, float *dw, const zb_act *dout,
+                                const zb_act *inp, const float *rstd, int N,
+                                int C, zb_err *err);
+    /* SwiGLU gate: ab [N, 2F] (a = x W1^T | b = x W3^T), out [N, F] =
+     * silu(a) * b (=); dab [N, 2F] += (B; no W part) */
+    zb_status (*swiglu_fwd)(void *ctx, zb_act *out, const zb_act *ab, int N,
+                            int F, zb_err *err);
+    zb_status (*swiglu_bwd)(void *ctx, zb_act *dab, const zb_act *ab,
+                            const zb_act *dout, int N, int F, zb_err *err);
+    /* RoPE in place on x [B, T, ld]: the first H heads of hs channels of
+     * each row (a GQA qkv: H = NH + KVH, ld = C + 2 KVH hs); rope_bwd
+     * turns the gradient back (=, in place) */
+    zb_status (*rope_fwd)(void *ctx, zb_act *x, int B, int T, int H, int hs,
+                          int ld, float theta, zb_err *err);
+    zb_status (*rope_bwd)(void *ctx, zb_act *dx, int B, int T, int H, int hs,
+                          int ld, float theta, zb_err *err);
+    /* causal GQA core: qkv [B, T, C + 2 KVH hs] (q, k, v; hs = C / NH;
+     * KVH divides NH), out/dout [B, T, C]; `saved` and the backward
+     * `scratch` of gqa_saved_bytes each (both backends keep the [B, NH,
+     * T, T] probabilities). Fails (ZB_EINPUT) on shapes that do not
+     * divide. */
+    size_t (*gqa_saved_bytes)(void *ctx, int B, int NH, int T);
+    zb_status (*gqa_fwd)(void *ctx, zb_act *out, void *saved,
+                         const zb_act *qkv, int B, int T, int C, int NH,
+                         int KVH, zb_err *err);
+    /* dqkv = (writes) */
+    zb_status (*gqa_bwd)(void *ctx, zb_act *dqkv, void *scratch,
+                         const zb_act *dout, const zb_act *qkv,
+                         const zb_act *out, const void *saved, int B, int T,
+                         int C, int NH, int KVH, zb_err *err);
 } zb_ops;
+
+/* Tensor parallelism of a Llama block over tp ranks (Megatron-style: one
+ * all-reduce after attention, one after the MLP, as for the GPT):
+ *  - attention: the NH query heads and the KVH key/value heads are each
+ *    split in tp equal runs; rank r holds query heads [head0, head0 +
+ *    heads) and kv heads [kv_head0, kv_head0 + kv_heads). G = NH / KVH
+ *    is the same on every rank and rank r's query heads read exactly its
+ *    own kv heads (h / G), so the local GQA is the global one restricted.
+ *    Wq, Wk, Wv are column-split by head (the local qkv is [q | k | v] of
+ *    the local heads), Wo row-split: each rank's partial [N, C] is summed
+ *    over TP. tp must divide kv_heads: a kv head is never cut or copied.
+ *  - SwiGLU MLP: W1 and W3 [F, C] column-split (rank r's output features
+ *    [ffn0, ffn0 + ffn) of each, stacked into one [2 ffn, C] GEMM whose
+ *    output is the local ab), the gate elementwise on them, W2 [C, F]
+ *    row-split (input features [ffn0, ffn0 + ffn)): partials summed over
+ *    TP. tp must divide F.
+ * Fills *out for `rank` or fails (ZB_EINPUT) naming what tp does not
+ * divide. Pure arithmetic, the same for both backends (ops_cpu.c). */
+typedef struct {
+    int heads, head0;       /* local query heads, the first one's index */
+    int kv_heads, kv_head0; /* local key/value heads */
+    int ffn, ffn0;          /* local SwiGLU features, the first's index */
+} zb_llama_tp;
+zb_status zb_llama_tp_split(int heads, int kv_heads, int ffn, int tp,
+                            int rank, zb_llama_tp *out, zb_err *err);
 
 /* ops_cpu.c: fp32 activations; never fails. */
 void zb_ops_cpu(zb_ops *ops);

@@ -20,6 +20,9 @@
 #include "kernels/gelu.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/swiglu.h"
 
 #define ZB_ARENA_ALIGN 256
 
@@ -264,6 +267,9 @@ static int logits_align(void) {
     return k >= 1 && k <= 4096 ? k : 1;
 }
 
+static void cpu_llama_ops(zb_ops *o);
+static void bf16_llama_ops(zb_ops *o);
+
 void zb_ops_cpu(zb_ops *o) {
     *o = (zb_ops){
         .name = "cpu", .ctx = NULL, .stream = NULL,
@@ -289,6 +295,7 @@ void zb_ops_cpu(zb_ops *o) {
         .pass_end = c_pass_mark, .pass_times = c_pass_times,
         .destroy = c_destroy,
     };
+    cpu_llama_ops(o);
 }
 
 /* ---- bf16 activations: the CPU ops with bf16 activation storage, a
@@ -623,5 +630,258 @@ zb_status zb_ops_cpu_bf16(zb_ops *o, zb_err *err) {
     o->ce_bwd = b_ce_bwd;
     o->ce_fused = b_ce_fused;
     o->destroy = b_destroy;
+    bf16_llama_ops(o);
+    return ZB_OK;
+}
+
+/* ---- Llama-shaped blocks (ops.h, appended): fp32, then the bf16 test
+ * hook's wrappers; then the TP split ---- */
+
+static zb_status c_rms_fwd(void *ctx, zb_act *out, float *rstd,
+                           const zb_act *inp, const float *w, int N, int C,
+                           zb_err *err) {
+    zb_rmsnorm_forward(F(out), rstd, CF(inp), w, N, C);
+    return ZB_OK;
+}
+static zb_status c_rms_bwd_input(void *ctx, zb_act *dinp, const zb_act *dout,
+                                 const zb_act *inp, const float *w,
+                                 const float *rstd, int N, int C,
+                                 zb_err *err) {
+    zb_rmsnorm_backward_input(F(dinp), CF(dout), CF(inp), w, rstd, N, C);
+    return ZB_OK;
+}
+static zb_status c_rms_bwd_weight(void *ctx, float *dw, const zb_act *dout,
+                                  const zb_act *inp, const float *rstd, int N,
+                                  int C, zb_err *err) {
+    zb_rmsnorm_backward_weight(dw, CF(dout), CF(inp), rstd, N, C);
+    return ZB_OK;
+}
+static zb_status c_swiglu_fwd(void *ctx, zb_act *out, const zb_act *ab, int N,
+                              int Fn, zb_err *err) {
+    zb_swiglu_forward(F(out), CF(ab), N, Fn);
+    return ZB_OK;
+}
+static zb_status c_swiglu_bwd(void *ctx, zb_act *dab, const zb_act *ab,
+                              const zb_act *dout, int N, int Fn, zb_err *err) {
+    zb_swiglu_backward(F(dab), CF(ab), CF(dout), N, Fn);
+    return ZB_OK;
+}
+static zb_status c_rope_fwd(void *ctx, zb_act *x, int B, int T, int H, int hs,
+                            int ld, float theta, zb_err *err) {
+    zb_rope_forward(F(x), B, T, H, hs, ld, theta);
+    return ZB_OK;
+}
+static zb_status c_rope_bwd(void *ctx, zb_act *dx, int B, int T, int H,
+                            int hs, int ld, float theta, zb_err *err) {
+    zb_rope_backward(F(dx), B, T, H, hs, ld, theta);
+    return ZB_OK;
+}
+
+/* NH heads of C / NH channels, KVH kv heads each shared by NH / KVH */
+static zb_status gqa_check(int C, int NH, int KVH, zb_err *err) {
+    if (NH < 1 || KVH < 1 || C % NH || NH % KVH)
+        return zb_fail(err, ZB_EINPUT, "attention: %d heads of width %d with "
+                       "%d key/value heads: the heads must divide the width "
+                       "and the key/value heads the heads", NH, C, KVH);
+    return ZB_OK;
+}
+static zb_status c_gqa_fwd(void *ctx, zb_act *out, void *saved,
+                           const zb_act *qkv, int B, int T, int C, int NH,
+                           int KVH, zb_err *err) {
+    ZB_TRY(gqa_check(C, NH, KVH, err));
+    zb_attention_gqa_forward(F(out), saved, CF(qkv), B, T, C, NH, KVH);
+    return ZB_OK;
+}
+static zb_status c_gqa_bwd(void *ctx, zb_act *dqkv, void *scratch,
+                           const zb_act *dout, const zb_act *qkv,
+                           const zb_act *out, const void *saved, int B, int T,
+                           int C, int NH, int KVH, zb_err *err) {
+    ZB_TRY(gqa_check(C, NH, KVH, err));
+    size_t row = (size_t)C + 2 * (size_t)KVH * (C / NH);
+    memset(dqkv, 0, (size_t)B * T * row * sizeof(float));
+    zb_attention_gqa_backward(F(dqkv), scratch, CF(dout), CF(qkv), saved, B,
+                              T, C, NH, KVH);
+    return ZB_OK;
+}
+
+static void cpu_llama_ops(zb_ops *o) {
+    o->rms_fwd = c_rms_fwd;
+    o->rms_bwd_input = c_rms_bwd_input;
+    o->rms_bwd_weight = c_rms_bwd_weight;
+    o->swiglu_fwd = c_swiglu_fwd;
+    o->swiglu_bwd = c_swiglu_bwd;
+    o->rope_fwd = c_rope_fwd;
+    o->rope_bwd = c_rope_bwd;
+    o->gqa_saved_bytes = c_attn_full;
+    o->gqa_fwd = c_gqa_fwd;
+    o->gqa_bwd = c_gqa_bwd;
+}
+
+/* bf16 storage: widen, run the fp32 op, round what it wrote (as above) */
+static zb_status b_rms_fwd(void *ctx, zb_act *out, float *rstd,
+                           const zb_act *inp, const float *w, int N, int C,
+                           zb_err *err) {
+    bx *x = BX(ctx);
+    size_t n = (size_t)N * C;
+    float *o, *i;
+    W(0, out, n, o);
+    W(1, inp, n, i);
+    ZB_TRY(x->f32.rms_fwd(NULL, (zb_act *)o, rstd, (zb_act *)i, w, N, C, err));
+    narrow(out, o, n);
+    return ZB_OK;
+}
+static zb_status b_rms_bwd_input(void *ctx, zb_act *dinp, const zb_act *dout,
+                                 const zb_act *inp, const float *w,
+                                 const float *rstd, int N, int C,
+                                 zb_err *err) {
+    bx *x = BX(ctx);
+    size_t n = (size_t)N * C;
+    float *di, *d, *i;
+    W(0, dinp, n, di);
+    W(1, dout, n, d);
+    W(2, inp, n, i);
+    ZB_TRY(x->f32.rms_bwd_input(NULL, (zb_act *)di, (zb_act *)d, (zb_act *)i,
+                                w, rstd, N, C, err));
+    narrow(dinp, di, n);
+    return ZB_OK;
+}
+static zb_status b_rms_bwd_weight(void *ctx, float *dw, const zb_act *dout,
+                                  const zb_act *inp, const float *rstd, int N,
+                                  int C, zb_err *err) {
+    bx *x = BX(ctx);
+    size_t n = (size_t)N * C;
+    float *d, *i;
+    W(0, dout, n, d);
+    W(1, inp, n, i);
+    return x->f32.rms_bwd_weight(NULL, dw, (zb_act *)d, (zb_act *)i, rstd, N,
+                                 C, err);
+}
+static zb_status b_swiglu_fwd(void *ctx, zb_act *out, const zb_act *ab, int N,
+                              int Fn, zb_err *err) {
+    bx *x = BX(ctx);
+    size_t n = (size_t)N * Fn;
+    float *o, *a;
+    W(0, out, n, o);
+    W(1, ab, 2 * n, a);
+    ZB_TRY(x->f32.swiglu_fwd(NULL, (zb_act *)o, (zb_act *)a, N, Fn, err));
+    narrow(out, o, n);
+    return ZB_OK;
+}
+static zb_status b_swiglu_bwd(void *ctx, zb_act *dab, const zb_act *ab,
+                              const zb_act *dout, int N, int Fn, zb_err *err) {
+    bx *x = BX(ctx);
+    size_t n = (size_t)N * Fn;
+    float *da, *a, *d;
+    W(0, dab, 2 * n, da);
+    W(1, ab, 2 * n, a);
+    W(2, dout, n, d);
+    ZB_TRY(x->f32.swiglu_bwd(NULL, (zb_act *)da, (zb_act *)a, (zb_act *)d, N,
+                             Fn, err));
+    narrow(dab, da, 2 * n);
+    return ZB_OK;
+}
+/* the rows' extent: the untouched columns past H heads round-trip
+ * exactly (bf16 -> fp32 -> bf16) */
+static zb_status b_rope(bx *x, zb_act *p, int B, int T, int H, int hs, int ld,
+                        float theta, bool back, zb_err *err) {
+    size_t n = extent(B * T, H * hs, ld, 1, 0);
+    float *f;
+    W(0, p, n, f);
+    if (back) ZB_TRY(x->f32.rope_bwd(NULL, (zb_act *)f, B, T, H, hs, ld, theta,
+                                     err));
+    else ZB_TRY(x->f32.rope_fwd(NULL, (zb_act *)f, B, T, H, hs, ld, theta,
+                                err));
+    narrow(p, f, n);
+    return ZB_OK;
+}
+static zb_status b_rope_fwd(void *ctx, zb_act *p, int B, int T, int H, int hs,
+                            int ld, float theta, zb_err *err) {
+    return b_rope(BX(ctx), p, B, T, H, hs, ld, theta, false, err);
+}
+static zb_status b_rope_bwd(void *ctx, zb_act *p, int B, int T, int H, int hs,
+                            int ld, float theta, zb_err *err) {
+    return b_rope(BX(ctx), p, B, T, H, hs, ld, theta, true, err);
+}
+/* the probabilities kept in bf16, as b_attn_saved */
+static size_t b_gqa_saved(void *ctx, int B, int NH, int T) {
+    return BX(ctx)->f32.gqa_saved_bytes(NULL, B, NH, T) / 2;
+}
+static zb_status b_gqa_fwd(void *ctx, zb_act *out, void *saved,
+                           const zb_act *qkv, int B, int T, int C, int NH,
+                           int KVH, zb_err *err) {
+    bx *x = BX(ctx);
+    ZB_TRY(gqa_check(C, NH, KVH, err));
+    size_t n = (size_t)B * T * C, ns = b_gqa_saved(ctx, B, NH, T) / 2;
+    size_t nq = (size_t)B * T * (C + 2 * (size_t)KVH * (C / NH));
+    float *o, *s, *q;
+    W(0, out, n, o);
+    W(1, saved, ns, s);
+    W(2, qkv, nq, q);
+    ZB_TRY(x->f32.gqa_fwd(NULL, (zb_act *)o, s, (zb_act *)q, B, T, C, NH, KVH,
+                          err));
+    narrow(out, o, n);
+    narrow(saved, s, ns);
+    return ZB_OK;
+}
+/* the scratch stays fp32 (gqa_saved_bytes of the fp32 ops: the stage
+ * sizes it with this table's entry, half that, so the bf16 hook keeps
+ * its own in scratch 4) */
+static zb_status b_gqa_bwd(void *ctx, zb_act *dqkv, void *scratch,
+                           const zb_act *dout, const zb_act *qkv,
+                           const zb_act *out, const void *saved, int B, int T,
+                           int C, int NH, int KVH, zb_err *err) {
+    bx *x = BX(ctx);
+    ZB_TRY(gqa_check(C, NH, KVH, err));
+    size_t n = (size_t)B * T * C, ns = b_gqa_saved(ctx, B, NH, T) / 2;
+    size_t nq = (size_t)B * T * (C + 2 * (size_t)KVH * (C / NH));
+    float *dq, *d, *q, *s, *scr;
+    W(0, dqkv, nq, dq);
+    W(1, dout, n, d);
+    W(2, qkv, nq, q);
+    W(3, saved, ns, s);
+    W(4, NULL, ns, scr);
+    ZB_TRY(x->f32.gqa_bwd(NULL, (zb_act *)dq, scr, (zb_act *)d, (zb_act *)q,
+                          NULL, s, B, T, C, NH, KVH, err));
+    narrow(dqkv, dq, nq);
+    return ZB_OK;
+}
+
+static void bf16_llama_ops(zb_ops *o) {
+    o->rms_fwd = b_rms_fwd;
+    o->rms_bwd_input = b_rms_bwd_input;
+    o->rms_bwd_weight = b_rms_bwd_weight;
+    o->swiglu_fwd = b_swiglu_fwd;
+    o->swiglu_bwd = b_swiglu_bwd;
+    o->rope_fwd = b_rope_fwd;
+    o->rope_bwd = b_rope_bwd;
+    o->gqa_saved_bytes = b_gqa_saved;
+    o->gqa_fwd = b_gqa_fwd;
+    o->gqa_bwd = b_gqa_bwd;
+}
+
+/* Equal runs of each: rank r holds [r n / tp, (r + 1) n / tp). */
+zb_status zb_llama_tp_split(int heads, int kv_heads, int ffn, int tp,
+                            int rank, zb_llama_tp *out, zb_err *err) {
+    if (tp < 1 || rank < 0 || rank >= tp)
+        return zb_fail(err, ZB_EINPUT, "tensor parallelism: rank %d of tp %d",
+                       rank, tp);
+    if (heads < 1 || kv_heads < 1 || heads % kv_heads)
+        return zb_fail(err, ZB_EINPUT, "attention: kv_heads %d must divide "
+                       "heads %d (each key/value head serves heads/kv_heads "
+                       "query heads)", kv_heads, heads);
+    if (kv_heads % tp)
+        return zb_fail(err, ZB_EINPUT, "tp %d does not divide kv_heads %d: "
+                       "each tensor-parallel rank holds whole key/value "
+                       "heads (use a tp that divides kv_heads)", tp, kv_heads);
+    if (ffn < 1 || ffn % tp)
+        return zb_fail(err, ZB_EINPUT, "tp %d does not divide the SwiGLU "
+                       "width %d (its up matrices are split by columns)", tp,
+                       ffn);
+    out->heads = heads / tp;
+    out->head0 = rank * out->heads;
+    out->kv_heads = kv_heads / tp;
+    out->kv_head0 = rank * out->kv_heads;
+    out->ffn = ffn / tp;
+    out->ffn0 = rank * out->ffn;
     return ZB_OK;
 }

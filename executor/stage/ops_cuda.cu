@@ -37,6 +37,8 @@ extern "C" {
 #include "executor/stage/ops.h"
 }
 #include "executor/host/cuda_util.h"
+#include "executor/stage/gqa_gemm.h"
+#include "kernels/cuda/llama_cuda.h"
 
 #include <cublasLt.h>
 #include <stdint.h>
@@ -1009,6 +1011,8 @@ static zb_status device_init(cu_ops *o, zb_err *err) {
     return events_init(o, err);
 }
 
+static void llama_ops(zb_ops *t);
+
 extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
                                  zb_err *err) {
     cu_ops *o = (cu_ops *)zb_calloc(1, sizeof *o, err);
@@ -1036,6 +1040,7 @@ extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
         return s;
     }
     zb_ops t = {};
+    llama_ops(&t);
     t.name = "cuda";
     t.ctx = o;
     t.stream = (void *)o->stream;
@@ -1103,4 +1108,169 @@ extern "C" void zb_ops_cuda_device_name(int device, char *buf, size_t n) {
     }
     snprintf(buf, n, "%s, %.0f GiB", prop.name,
              (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+}
+
+/* ---- Llama-shaped blocks (ops.h, appended): the kernels of
+ * kernels/cuda/llama_cuda.h, and GQA as GEMMs around the softmax kernels
+ * ---- */
+
+static zb_status o_rms_fwd(void *ctx, zb_act *out, float *rstd,
+                           const zb_act *inp, const float *w, int N, int C,
+                           zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_rmsnorm_forward_bf16(out, rstd, inp, w, N, C,
+                                               o->stream));
+    else
+        ZB_KERNEL(zb_cuda_rmsnorm_forward(F(out), rstd, CF(inp), w, N, C,
+                                          o->stream));
+    return ZB_OK;
+}
+
+static zb_status o_rms_bwd_input(void *ctx, zb_act *dinp, const zb_act *dout,
+                                 const zb_act *inp, const float *w,
+                                 const float *rstd, int N, int C,
+                                 zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_rmsnorm_backward_input_bf16(dinp, dout, inp, w, rstd,
+                                                      N, C, o->stream));
+    else
+        ZB_KERNEL(zb_cuda_rmsnorm_backward_input(F(dinp), CF(dout), CF(inp), w,
+                                                 rstd, N, C, o->stream));
+    return ZB_OK;
+}
+
+static zb_status o_rms_bwd_weight(void *ctx, float *dw, const zb_act *dout,
+                                  const zb_act *inp, const float *rstd, int N,
+                                  int C, zb_err *err) {
+    cu_ops *o = X(ctx);
+    ZB_TRY(wgrad_fits(o, N, C, err));
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_rmsnorm_backward_weight_bf16(
+            dw, dout, inp, rstd, N, C, o->wgrad_scratch, o->stream));
+    else
+        ZB_KERNEL(zb_cuda_rmsnorm_backward_weight(
+            dw, CF(dout), CF(inp), rstd, N, C, o->wgrad_scratch, o->stream));
+    return ZB_OK;
+}
+
+static zb_status o_swiglu_fwd(void *ctx, zb_act *out, const zb_act *ab, int N,
+                              int Fn, zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_swiglu_forward_bf16(out, ab, N, Fn, o->stream));
+    else
+        ZB_KERNEL(zb_cuda_swiglu_forward(F(out), CF(ab), N, Fn, o->stream));
+    return ZB_OK;
+}
+
+static zb_status o_swiglu_bwd(void *ctx, zb_act *dab, const zb_act *ab,
+                              const zb_act *dout, int N, int Fn, zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_swiglu_backward_bf16(dab, ab, dout, N, Fn,
+                                               o->stream));
+    else
+        ZB_KERNEL(zb_cuda_swiglu_backward(F(dab), CF(ab), CF(dout), N, Fn,
+                                          o->stream));
+    return ZB_OK;
+}
+
+static zb_status o_rope_fwd(void *ctx, zb_act *x, int B, int T, int H, int hs,
+                            int ld, float theta, zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_rope_forward_bf16(x, B, T, H, hs, ld, theta,
+                                            o->stream));
+    else
+        ZB_KERNEL(zb_cuda_rope_forward(F(x), B, T, H, hs, ld, theta,
+                                       o->stream));
+    return ZB_OK;
+}
+
+static zb_status o_rope_bwd(void *ctx, zb_act *dx, int B, int T, int H,
+                            int hs, int ld, float theta, zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_rope_backward_bf16(dx, B, T, H, hs, ld, theta,
+                                             o->stream));
+    else
+        ZB_KERNEL(zb_cuda_rope_backward(F(dx), B, T, H, hs, ld, theta,
+                                        o->stream));
+    return ZB_OK;
+}
+
+/* GQA: the [B, NH, T, T] probabilities (saved) and dP / dS (scratch) in
+ * the activations' type, whichever attention the plain op uses (the fused
+ * kernel has no kv head sharing). */
+static size_t o_gqa_saved(void *ctx, int B, int NH, int T) {
+    return (size_t)B * NH * T * T * (X(ctx)->act_bf16 ? 2 : sizeof(float));
+}
+
+/* The GEMMs of executor/stage/gqa_gemm.h (tested on the CPU in
+ * tests/unit/test_llama_ops.c) around the softmax kernels. */
+static zb_status gqa_geo_of(const cu_ops *o, zb_gqa_geo *q, int T, int C,
+                            int NH, int KVH, zb_err *err) {
+    const char *bad = zb_gqa_geo_init(q, T, C, NH, KVH,
+                                      o->act_bf16 ? ZB_DT_BF16 : ZB_DT_F32);
+    if (bad)
+        return zb_fail(err, ZB_EINPUT, "attention: %d heads of width %d with "
+                       "%d key/value heads: %s", NH, C, KVH, bad);
+    return ZB_OK;
+}
+
+/* GEMM `which` for every batch row and group member */
+static zb_status gqa_gemms(cu_ops *o, const zb_gqa_geo *q, int which, int B,
+                           const zb_gqa_bufs *x, zb_err *err) {
+    for (int b = 0; b < B; b++)
+        for (int g = 0; g < q->G; g++) {
+            zb_gemm d = zb_gqa_gemm(q, which, b, g, x);
+            ZB_TRY(o_gemm(o, &d, err));
+        }
+    return ZB_OK;
+}
+
+/* P = softmax(scale Q K^T) (causal, into saved), out = P V */
+static zb_status o_gqa_fwd(void *ctx, zb_act *out, void *P, const zb_act *qkv,
+                           int B, int T, int C, int NH, int KVH, zb_err *err) {
+    cu_ops *o = X(ctx);
+    zb_gqa_geo q;
+    ZB_TRY(gqa_geo_of(o, &q, T, C, NH, KVH, err));
+    zb_gqa_bufs x = {};
+    x.qkv = qkv, x.P = P, x.S = P, x.out = out;
+    ZB_TRY(gqa_gemms(o, &q, ZB_GQA_SCORES, B, &x, err));
+    ZB_TRY(softmax_fwd(o, P, T, (size_t)B * NH, err));
+    return gqa_gemms(o, &q, ZB_GQA_OUT, B, &x, err);
+}
+
+/* dS = P (dP - rowsum(P dP)), dP = dout V^T (in scratch); then dq, and
+ * dk, dv summed over each group in order: dqkv written (=) */
+static zb_status o_gqa_bwd(void *ctx, zb_act *dqkv, void *dS,
+                           const zb_act *dout, const zb_act *qkv,
+                           const zb_act *out, const void *P, int B, int T,
+                           int C, int NH, int KVH, zb_err *err) {
+    cu_ops *o = X(ctx);
+    zb_gqa_geo q;
+    ZB_TRY(gqa_geo_of(o, &q, T, C, NH, KVH, err));
+    zb_gqa_bufs x = {};
+    x.qkv = qkv, x.dout = dout, x.P = P, x.S = dS, x.dqkv = dqkv;
+    ZB_TRY(gqa_gemms(o, &q, ZB_GQA_DP, B, &x, err));
+    ZB_TRY(softmax_bwd(o, dS, P, T, (size_t)B * NH, err));
+    ZB_TRY(gqa_gemms(o, &q, ZB_GQA_DQ, B, &x, err));
+    ZB_TRY(gqa_gemms(o, &q, ZB_GQA_DK, B, &x, err));
+    return gqa_gemms(o, &q, ZB_GQA_DV, B, &x, err);
+}
+
+static void llama_ops(zb_ops *t) {
+    t->rms_fwd = o_rms_fwd;
+    t->rms_bwd_input = o_rms_bwd_input;
+    t->rms_bwd_weight = o_rms_bwd_weight;
+    t->swiglu_fwd = o_swiglu_fwd;
+    t->swiglu_bwd = o_swiglu_bwd;
+    t->rope_fwd = o_rope_fwd;
+    t->rope_bwd = o_rope_bwd;
+    t->gqa_saved_bytes = o_gqa_saved;
+    t->gqa_fwd = o_gqa_fwd;
+    t->gqa_bwd = o_gqa_bwd;
 }
