@@ -83,11 +83,13 @@ static zb_status req_int(const zb_ydoc *doc, const zb_ynode *root, const char *k
     return zb_yget_int(doc, root, key, true, 1, max, out, err);
 }
 
+static const char k_arch_key[] = "architectures";
+
 /* The architecture: "architectures"[0], else "model_type". */
 static zb_status find_arch(const zb_ydoc *doc, const zb_ynode *root, int *which,
                            zb_err *err) {
     const zb_ynode *n = zb_ymap_get(root, "architectures");
-    const char *key = "architectures";
+    const char *key = k_arch_key;   /* or "model_type": match by type */
     if (n && n->type == ZB_Y_SEQ && n->n > 0 && n->items[0]->type == ZB_Y_SCALAR) {
         n = n->items[0];
     } else if (n) {
@@ -100,7 +102,7 @@ static zb_status find_arch(const zb_ydoc *doc, const zb_ynode *root, int *which,
                           "missing key 'architectures' (or 'model_type') in the top level");
     }
     for (int i = 0; i < N_KNOWN; i++)
-        if (strcmp(n->str, key[0] == 'a' ? k_known[i].arch : k_known[i].type) == 0) {
+        if (strcmp(n->str, key == k_arch_key ? k_known[i].arch : k_known[i].type) == 0) {
             *which = i;
             return ZB_OK;
         }

@@ -172,6 +172,9 @@ static zb_status check_forced(const zb_model *mdl, const zb_search_opts *o,
         return zb_fail(err, ZB_EINPUT, "--tp %d must divide heads (%d), "
                        "hidden (%d) and ffn_hidden (%d)", o->tp, a->heads,
                        a->hidden, a->ffn_hidden);
+    if (o->tp > 0 && zb_arch_kv_heads(a) % o->tp)   /* GQA: K/V heads shard too */
+        return zb_fail(err, ZB_EINPUT, "--tp %d must divide kv_heads (%d)", o->tp,
+                       zb_arch_kv_heads(a));
     if (o->tp > 0 && !is_cpu(mdl) &&
         (o->tp > dpn || dpn % o->tp || (o->tp & (o->tp - 1))))
         return bad_opt(err, "--tp %d must be a power of two dividing "

@@ -41,6 +41,14 @@ grep -q "^  rope_theta: 1000000\$" "$tmp/mistral-7b.yaml" || bad "mistral-7b: ro
 grep -q "^  tied_embeddings: true\$" "$tmp/gpt2.yaml" || bad "gpt2: not tied"
 grep -q "kv_heads\|mlp:" "$tmp/gpt2.yaml" && bad "gpt2: block keys written"
 
+# JSON as tools write it: tab-indented, and minified (no spaces at all)
+printf '{\n\t"architectures": ["GPT2LMHeadModel"],\n\t"n_embd": 768,\n\t"n_head": 12,\n\t"n_layer": 12,\n\t"n_positions": 1024,\n\t"vocab_size": 50257\n}\n' >"$tmp/tabs.json"
+printf '{"architectures":["GPT2LMHeadModel"],"n_embd":768,"n_head":12,"n_layer":12,"n_positions":1024,"vocab_size":50257,"n_inner":null}' >"$tmp/min.json"
+for j in tabs min; do
+    "$BIN/zbplan" import "$tmp/$j.json" -o "$tmp/$j.yaml" >"$tmp/out" 2>&1 &&
+        grep -q "GPT-2 blocks, 124439808 parameters" "$tmp/out" || bad "$j.json: $(cat "$tmp/out")"
+done
+
 # --set on the import and on the one-go plan
 "$BIN/zbplan" import tests/models/hf/llama3-8b/config.json --set training.global_batch=64 \
     --set cluster.nodes=2 -o "$tmp/s.yaml" >/dev/null

@@ -24,6 +24,14 @@ for pair in 8b:8,030,261,248:8030261248 70b:70,553,706,496:70553706496 \
     fi
 done
 
+# shapes change by --set (the model files state no params); a forced tp must
+# divide kv_heads
+"$BIN/zbplan" models/llama3-8b.yaml --set model.layers=16 -o "$tmp/l16.yaml" >"$tmp/out" 2>&1 ||
+    bad "--set model.layers=16: $(tail -1 "$tmp/out")"
+grep -q "^model: 4,540,469,248 parameters; 16 layers" "$tmp/out" || bad "16 layers: $(sed -n 2p "$tmp/out")"
+rc=0; "$BIN/zbplan" models/llama3-8b.yaml --set model.kv_heads=4 --tp 8 -q -o "$tmp/x.yaml" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "^zbplan: --tp 8 must divide kv_heads (4)\$" "$tmp/err" || bad "tp vs kv_heads: rc $rc $(cat "$tmp/err")"
+
 # a GPT-2 model prints no parameter line and its plan no block keys
 "$BIN/zbplan" models/tiny.yaml -o "$tmp/tiny.yaml" >"$tmp/out" 2>&1
 grep -q "^model: " "$tmp/out" && bad "tiny printed a model line"
