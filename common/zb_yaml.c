@@ -789,10 +789,14 @@ static void yw_emit(zb_yw *w, int init_ok, yaml_event_t *ev) {
 }
 
 zb_status zb_yw_open(const char *path, zb_yw **out, zb_err *err) {
+    return zb_yw_open_mode(path, true, out, err);
+}
+
+zb_status zb_yw_open_mode(const char *path, bool follow, zb_yw **out, zb_err *err) {
     *out = NULL;
     zb_yw *w = zb_calloc(1, sizeof *w, err);
     if (!w) return ZB_ENOMEM;
-    zb_status s = zb_afile_open(&w->af, path, err);
+    zb_status s = zb_afile_open_mode(&w->af, path, follow, err);
     if (s != ZB_OK) {
         free(w);
         return s;

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/zb_afile.h"
 #include "common/zb_error.h"
 #include "common/zb_override.h"
 #include "common/zb_plan.h"
@@ -509,7 +510,9 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     zb_run_outputs outs = {a->report, a->trace, a->svg, a->export_path, a->profile,
                            a->metrics};
     zb_ckpt_use ck = {pr_dir(a), a->ckpt_every > 0, a->resume, a->overwrite_ckpt};
-    zb_status st = writer ? zb_run_check_outputs(a->plan_path, &plan, &outs, err) : ZB_OK;
+    zb_status st = writer ? zb_run_check_outputs(a->plan_path, &plan,
+                                           a->ckpt_every || a->resume ? pr_dir(a) : NULL,
+                                           &outs, err) : ZB_OK;
     if (st == ZB_OK)
         st = zb_run_preflight(writer ? &ck : NULL, here, threads, &lock_fd, err);
     zb_metrics metrics;   /* checked with the other outputs above */
@@ -547,15 +550,19 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     zb_signals_flush(stdout);
     zb_run_result res;
     zb_signals_install();
+    zb_afile_stop_on(&zb_stop_signal);   /* an output FIFO's wait ends too */
     st = zb_run(&plan, &o, &res, err);
     if (pr.tty && pr.started) printf("\r\033[K");
-    zb_err merr;
-    if (zb_metrics_close(pr.metrics, &merr) != ZB_OK && st == ZB_OK) {
-        st = ZB_EIO;
-        *err = merr;
-    }
+    zb_err merr;   /* a failed metrics stream loses no other output */
+    zb_status ms = zb_metrics_close(pr.metrics, &merr);
     if (st == ZB_OK && !a->quiet) st = print_summary(&plan, &res, err);
     if (st == ZB_OK && writer) st = write_outputs(a, &plan, &res, &meta, err);
+    if (ms != ZB_OK && st == ZB_OK) {
+        st = ZB_EIO;
+        *err = merr;
+    } else if (ms != ZB_OK) {
+        fprintf(stderr, "zbrun: %s\n", merr.msg);
+    }
     if (st == ZB_OK && res.stopped && writer)
         zb_print_stopped(a->plan_path, pr_dir(a), &res);
     *stopped = st == ZB_OK ? res.stopped : 0;

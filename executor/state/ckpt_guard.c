@@ -54,7 +54,18 @@ zb_status zb_ckpt_lock(const char *dir, bool shared, int *fd, zb_err *err) {
                        dir, strerror(errno));
     if (snprintf(path, sizeof path, "%s/.lock", dir) >= (int)sizeof path)
         return zb_fail(err, ZB_EINPUT, "checkpoint path too long: %.64s...", dir);
-    int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    /* never through a link: only zbrun makes this file, and a link
+     * planted there would have the pid written over whatever it names */
+    int f = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    struct stat sb;
+    if (f >= 0 && (fstat(f, &sb) != 0 || !S_ISREG(sb.st_mode))) {
+        close(f);
+        f = -1;
+        errno = EINVAL;
+    }
+    if (f < 0 && (errno == ELOOP || errno == EINVAL))
+        return zb_fail(err, ZB_EINPUT, "cannot use checkpoint folder '%s': %s is "
+                       "not a regular file (a symbolic link?); remove it", dir, path);
     if (f < 0)
         return zb_fail(err, ZB_EINPUT, "cannot use checkpoint folder '%s': %s: %s",
                        dir, path, strerror(errno));

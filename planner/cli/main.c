@@ -331,7 +331,7 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
         return zb_fail(err, ZB_EINPUT, "%s:1:1: this is a plan, not a model; "
                        "run it with zbrun %s", a->model_path, a->model_path);
     zb_model m;
-    zb_status st = zb_guard_paths(a->model_path, a->out_path, err);
+    zb_status st = zb_guard_paths(a->model_path, a->profile_path, a->out_path, err);
     if (st == ZB_OK) st = zb_model_load_set(a->model_path, &a->sets, &m, err);
     if (st != ZB_OK) {
         /* file:line:col: messages already say where; others get "zbplan:" */
