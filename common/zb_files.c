@@ -103,7 +103,8 @@ static zb_status landing(const char *opt, const char *path, const char *target,
 static zb_status check_kind(const char *opt, const char *path, const char *target,
                             const struct stat *sb, zb_err *err) {
     if (S_ISDIR(sb->st_mode))
-        return zb_fail(err, ZB_EINPUT, "%s %s: is a folder, not a file", opt, path);
+        return zb_fail(err, ZB_EINPUT, "%s %s: is a folder, not a file (Is a directory)",
+                       opt, path);
     if (S_ISBLK(sb->st_mode) || S_ISSOCK(sb->st_mode))
         return zb_fail(err, ZB_EINPUT, "%s %s: is a %s, not a file", opt, path,
                        S_ISBLK(sb->st_mode) ? "block device" : "socket");

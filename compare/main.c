@@ -30,8 +30,9 @@ static const char usage[] =
     "                   its folder and .yaml / .report.yaml)\n"
     "  -h, --help       this text\n"
     "  --version        zbreport's version (git describe at build time)\n"
-    "Exit status: 0 done; 2 bad usage or a file that is not a zbrun report;\n"
-    "  1 the picture could not be written.\n"
+    "Exit status: 0 done; 2 bad usage, a file that is not a zbrun report, or\n"
+    "  a picture over a report or in a missing folder; 1 the picture could\n"
+    "  not be written.\n"
     "Docs: docs/zbreport.md; `make compare` runs every schedule and calls this.\n";
 
 #define MIB (1024.0 * 1024.0)
