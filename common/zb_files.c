@@ -190,3 +190,35 @@ zb_status zb_files_output(zb_files *fs, const char *opt, const char *path, zb_er
     fs->out[fs->n_out++] = o;
     return ZB_OK;
 }
+
+static const char *kind_of(mode_t m) {
+    return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m)
+           ? "a character device" : S_ISSOCK(m) ? "a socket" : "a block device";
+}
+
+FILE *zb_files_open_input(const char *path, const char **kind) {
+    *kind = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct stat sb;
+    int fl = fcntl(fd, F_GETFL);
+    if (fstat(fd, &sb) != 0 || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return NULL;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        *kind = kind_of(sb.st_mode);
+        close(fd);
+        errno = EINVAL;
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}

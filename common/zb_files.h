@@ -21,11 +21,15 @@
  * A symbolic link the user named is followed (the file it names is
  * checked and later replaced); a character device (/dev/null) and a FIFO
  * are written in place, never created. Strings are borrowed: they must
- * outlive the zb_files (argv, a loaded model). */
+ * outlive the zb_files (argv, a loaded model).
+ *
+ * Inputs: zb_files_open_input opens a file to read; only regular files are
+ * read (a FIFO or a device is refused, so /dev/zero cannot hang a reader). */
 #ifndef ZB_FILES_H
 #define ZB_FILES_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "common/zb_error.h"
@@ -63,6 +67,13 @@ void zb_files_ckpt(zb_files *fs, const char *dir);
  * above and register it; NULL path: nothing to do. Creates and removes a
  * temporary file beside a regular output; writes nothing else. */
 zb_status zb_files_output(zb_files *fs, const char *opt, const char *path, zb_err *err);
+
+/* Open input path for reading without ever blocking (open(2) of a FIFO
+ * with no writer would wait for one): NULL with errno set when it cannot
+ * be opened; NULL with *kind set ("a folder", "a FIFO", "a character
+ * device", "a socket", "a block device") when it is not a regular file,
+ * which zb never reads (/dev/zero would never end). */
+FILE *zb_files_open_input(const char *path, const char **kind);
 
 /* Does folder dir (real or not) hold a zbrun checkpoint, or is it a step
  * folder of one? */
