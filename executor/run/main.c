@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -613,6 +614,9 @@ static int fail_procs(const zb_launch *l, zb_procs *procs, zb_status st,
 }
 
 int main(int argc, char **argv) {
+    /* the re-execution below goes through /proc/self/exe, which would make
+     * ps and top show the process as "exe" */
+    (void)prctl(PR_SET_NAME, "zbrun", 0, 0, 0);
     if (zb_stdfds_reserve() != 0) return 1;   /* before any file is opened */
     zb_signals_ignore_pipe();
     prefer_passive_openmp(argv);

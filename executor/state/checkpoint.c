@@ -29,7 +29,7 @@ static const char ckpt_magic[8] = {'Z', 'B', 'C', 'K', 'P', 'T', '0', '2'};
 static const char *index_keys[] = {"checkpoint", "step", "data_position",
                                    "total_steps", "seed", "rng", "layout",
                                    "model", "fingerprint", "baseline_loss",
-                                   "last_good_step", "folder", NULL};
+                                   "last_good_step", "folder", "data", NULL};
 static const char *layout_keys[] = {"dp", "tp", "pp", "v", "schedule", NULL};
 
 static zb_status path_of(char *out, size_t cap, zb_err *err, const char *dir,
@@ -246,6 +246,7 @@ zb_status zb_ckpt_commit(const char *dir, const zb_plan *plan,
     zb_yw_kstr(w, "schedule", plan->sched.name);
     zb_yw_map_end(w);
     zb_ckpt_write_model(w, plan);
+    zb_ckpt_write_data(w, plan);
     zb_yw_kstr(w, "fingerprint", fp);
     zb_yw_kdouble(w, "baseline_loss", cs->baseline_loss);
     zb_yw_kint(w, "last_good_step", cs->last_good_step);
@@ -331,7 +332,7 @@ static zb_status parse_index(const zb_ydoc *doc, const zb_plan *plan,
     idx->data_position = (int)pos;
     idx->total_steps = (int)total;
     ZB_TRY(zb_yget_int(doc, root, "seed", true, 0, LLONG_MAX, &idx->seed, err));
-    return ZB_OK;
+    return zb_ckpt_read_data(doc, root, idx, err);
 }
 
 zb_status zb_ckpt_find(const char *dir, const zb_plan *plan,

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "common/zb_model.h"
 #include "common/zb_override.h"
@@ -382,6 +383,9 @@ static bool sub_version(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    /* calibrate re-executes itself through /proc/self/exe, which would make
+     * ps and top show the process as "exe" */
+    (void)prctl(PR_SET_NAME, "zbplan", 0, 0, 0);
     if (argc > 1 && (!strcmp(argv[1], "sim") || !strcmp(argv[1], "calibrate")) &&
         sub_version(argc, argv)) {
         printf("zbplan %s\n", ZB_VERSION);
