@@ -627,6 +627,21 @@ static bool is_float_text(const char *s) {
     return *s == '\0';
 }
 
+/* "010", "-007", "00.5": a digit after a leading 0. YAML 1.1 reads 010 as
+ * octal 8, YAML 1.2 as decimal 10; rather than pick one silently, zb
+ * refuses it (docs/model-format.md). */
+static bool leading_zero(const char *s) {
+    if (*s == '-' || *s == '+') s++;
+    return s[0] == '0' && isdigit((unsigned char)s[1]);
+}
+
+static zb_status leading_zero_error(const zb_ydoc *doc, const zb_ynode *n,
+                                    const char *what, zb_err *err) {
+    return zb_fail_at(err, doc->file, n->line, n->col, "%s: '%s' has a leading "
+                      "zero, which YAML 1.1 reads as octal and YAML 1.2 as "
+                      "decimal; write it without the zero", what, n->str);
+}
+
 static bool plain_scalar(const zb_ynode *n) {
     return n->type == ZB_Y_SCALAR && !n->quoted;
 }
@@ -635,6 +650,7 @@ zb_status zb_yscalar_int(const zb_ydoc *doc, const zb_ynode *node, const char *w
                          long long min, long long max, long long *out, zb_err *err) {
     if (!plain_scalar(node) || !is_int_text(node->str))
         return type_error(doc, node, what, "an integer", err);
+    if (leading_zero(node->str)) return leading_zero_error(doc, node, what, err);
     errno = 0;
     long long v = strtoll(node->str, NULL, 10);
     if (errno == ERANGE)
@@ -654,6 +670,7 @@ zb_status zb_yscalar_double(const zb_ydoc *doc, const zb_ynode *node, const char
                             double min, double max, double *out, zb_err *err) {
     if (!plain_scalar(node) || !is_float_text(node->str))
         return type_error(doc, node, what, "a number", err);
+    if (leading_zero(node->str)) return leading_zero_error(doc, node, what, err);
     double v = strtod(node->str, NULL);
     if (!isfinite(v))
         return zb_fail_at(err, doc->file, node->line, node->col,
