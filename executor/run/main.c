@@ -345,6 +345,7 @@ static zb_status write_outputs(const args *a, const zb_plan *plan,
 
 static zb_status print_summary(const zb_plan *plan, const zb_run_result *res,
                                zb_err *err) {
+    if (res->n_steps == 0 && res->stopped) return ZB_OK;   /* zb_print_stopped */
     if (res->n_steps == 0) {
         printf("nothing to run: the checkpoint is at step %d of %d\n",
                res->resumed_from, res->total_steps);
@@ -538,6 +539,11 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                      .max_loss_ratio = a->max_loss_ratio, .proc = proc,
                      .keep_params = a->export_path != NULL,
                      .backend = backend};
+    /* the handlers before anything is shown, so that a signal sent once
+     * the header is out is always a stop (after the step, or the
+     * validation pass's batch, in progress) */
+    zb_signals_install();
+    zb_afile_stop_on(&zb_stop_signal);   /* an output FIFO's wait ends too */
     if (!a->quiet) print_header(a, &plan, threads, here, proc.tr != NULL);
     if (!a->quiet && fit_note[0]) printf("%s\n", fit_note);
     if (!a->quiet && pr.metrics)
@@ -550,8 +556,6 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                  "rank modulo the devices it sees" : "MPI transport");
     zb_signals_flush(stdout);
     zb_run_result res;
-    zb_signals_install();
-    zb_afile_stop_on(&zb_stop_signal);   /* an output FIFO's wait ends too */
     st = zb_run(&plan, &o, &res, err);
     if (pr.tty && pr.started) printf("\r\033[K");
     zb_err merr;   /* a failed metrics stream loses no other output */

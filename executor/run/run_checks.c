@@ -115,6 +115,12 @@ void zb_print_stopped(const char *plan_path, const char *ckpt_dir,
     char qplan[2100], qdir[2100];
     zb_shell_quote(plan_path, qplan, sizeof qplan);
     zb_shell_quote(ckpt_dir, qdir, sizeof qdir);
+    if (res->n_steps == 0) {   /* during the validation pass before step 1 */
+        fprintf(stderr, "zbrun: stopped by %s in the validation pass before "
+                "step %d of %d; no step ran, nothing new saved\n", sig,
+                res->first_step, res->total_steps);
+        return;
+    }
     fprintf(stderr, "zbrun: stopped by %s after step %d of %d\n", sig, last,
             res->total_steps);
     if (res->stop_saved)

@@ -10,7 +10,9 @@
 #   - an output FIFO nobody reads: zbplan -o gives up (exit 1, after at
 #     most 10 s); zbrun --report, held there, ends on SIGTERM (exit 1);
 #     while zbrun waits there, /proc/PID/comm (what ps and top show) is
-#     zbrun, not "exe" after its re-execution (section 4).
+#     zbrun, not "exe" after its re-execution (section 4);
+#   - SIGTERM during a long validation pass (a million batches): the pass
+#     ends at the batch in progress, no step runs, exit 143, report kept.
 # Usage (from anywhere): BIN=bin bash tests/e2e/no_hang.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -90,6 +92,20 @@ rc=0; wait "$pid" || rc=$?
 expect 1 "^zbrun: cannot write '.*fifo': stopped by a signal while waiting for a reader" \
     "zbrun --report a FIFO with no reader, SIGTERM"
 [ "$name" = zbrun ] && ok || bad "zbrun's process name: '$name' (want zbrun; it re-executes itself)"
+
+# ---- SIGTERM in a long validation pass (a million batches before step 1) --
+cp "$ROOT/models/data/corpus.txt" corpus.txt
+sed 's/^  steps: 3$/  steps: 3\n  val: {path: corpus.txt, batches: 1000000}/' m.yaml >v.yaml
+"$BIN/zbplan" v.yaml --pp 2 -q -o vp.yaml || bad "zbplan v.yaml"
+timeout -s KILL 90 "$BIN/zbrun" vp.yaml --threads 1 --report vr.yaml >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+# the header is printed once the handlers are in place: the pass follows
+until grep -q '^zbrun vp.yaml' "$tmp/out" 2>/dev/null || ! kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+kill -TERM "$(pgrep -P "$pid")" 2>/dev/null
+rc=0; wait "$pid" || rc=$?
+expect 143 "^zbrun: stopped by SIGTERM in the validation pass before step 1 of 3" "SIGTERM in a long validation pass"
+! grep -q '^step ' "$tmp/out" && [ -s vr.yaml ] && ok ||
+    bad "SIGTERM in the validation pass: a step ran, or no report: $(grep -c '^step ' "$tmp/out")"
 
 echo "no_hang.sh: $checks checks, $fails failed"
 [ "$fails" -eq 0 ]
