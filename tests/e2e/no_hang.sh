@@ -9,6 +9,7 @@
 #     a FIFO as --costs, as the model, as zbrun's plan: exit 2 at once;
 #   - an output FIFO nobody reads: zbplan -o gives up (exit 1, after at
 #     most 10 s); zbrun --report, held there, ends on SIGTERM (exit 1);
+#     zbrun --metrics (opened before step 1) is an error at once;
 #     while zbrun waits there, /proc/PID/comm (what ps and top show) is
 #     zbrun, not "exe" after its re-execution (section 4);
 #   - SIGTERM during a long validation pass (a million batches): the pass
@@ -79,6 +80,10 @@ expect 2 "cannot read 'fifo': a FIFO, not a regular file" "a FIFO as --profile"
 # ---- an output FIFO nobody reads -------------------------------------------
 run "$BIN/zbplan" m.yaml --pp 2 -q -o fifo
 expect 1 "^zbplan: cannot write '.*fifo': a FIFO that nobody reads" "zbplan -o a FIFO with no reader"
+# --metrics, opened before step 1 and written in place: a FIFO nobody
+# reads is an error at once (it blocked in open(2) before)
+run "$BIN/zbrun" p.yaml --steps 2 --threads 1 -q --metrics fifo
+expect 1 "^zbrun: --metrics fifo: a FIFO that nobody reads" "--metrics a FIFO with no reader"
 # zbrun: held at the FIFO after its last step (the metrics file shows that
 # step), then SIGTERM
 timeout -s KILL 90 "$BIN/zbrun" p.yaml --steps 2 --threads 1 -q --metrics m.jsonl \
