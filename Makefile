@@ -158,20 +158,30 @@ MODEL ?= models/tiny.yaml
 CORES := $(shell nproc 2>/dev/null || echo 2)
 RUN_PP ?= $(shell [ $(CORES) -ge 4 ] && echo 4 || echo 2)
 RUN_PLAN_FLAGS ?= --dp 1 --tp 1 --pp $(RUN_PP)
-# The CPU measured once, in two parts cached in out/ per model (delete them
-# to measure again): `zbplan calibrate` (peak per core, GEMM, attention and
+# The CPU measured once, in two parts cached in out/ (delete them to
+# measure again): `zbplan calibrate` (peak per core, GEMM, attention and
 # elementwise rates on the model's shapes), then the model's own F, B and W
 # passes timed by a short profiling run (`zbrun --profile`) of the
 # calibrated plan, with the threads per rank the run will have; the plan
 # is then made from the measured pass times (`zbplan --profile`).
-RUN_CALIB := out/calibrated-$(notdir $(MODEL))
-RUN_PROF := out/profile-pp$(RUN_PP)-$(notdir $(MODEL))
-$(RUN_CALIB): $(MODEL) | $(BIN)/zbplan
+# The cache is keyed by content, not by name or date: a hash of the model
+# file's bytes, this machine (architecture, CPU model, cores) and the zb
+# version, so another model of the same name (elsewhere/tiny.yaml), a
+# changed model, another machine or another build measures again. Each
+# part is written under a temporary name and renamed only when its
+# command succeeded: a Ctrl-C (zbrun exits 130 after writing what it
+# measured so far) leaves no partial profile for the next `make run`.
+RUN_KEY := $(shell { cat '$(MODEL)' 2>/dev/null || echo missing; uname -m; \
+             grep -m1 'model name' /proc/cpuinfo 2>/dev/null; echo $(CORES); \
+             git describe --tags --always --dirty 2>/dev/null; } | sha256sum | cut -c1-12)
+RUN_CALIB := out/calibrated-$(RUN_KEY)-$(notdir $(MODEL))
+RUN_PROF := out/profile-pp$(RUN_PP)-$(RUN_KEY)-$(notdir $(MODEL))
+$(RUN_CALIB): | $(BIN)/zbplan
 	@mkdir -p out
-	$(BIN)/zbplan calibrate --model $(MODEL) -o $@
+	$(BIN)/zbplan calibrate --model $(MODEL) -o $@.tmp && mv $@.tmp $@
 $(RUN_PROF): $(RUN_CALIB) | $(BIN)/zbplan $(BIN)/zbrun
 	$(BIN)/zbplan $(RUN_CALIB) $(RUN_PLAN_FLAGS) -q -o $@.plan
-	$(BIN)/zbrun $@.plan --steps 8 -q --profile $@
+	$(BIN)/zbrun $@.plan --steps 8 -q --profile $@.tmp && mv $@.tmp $@
 	@rm -f $@.plan
 run: all $(RUN_PROF)
 	@mkdir -p out

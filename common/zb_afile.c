@@ -10,8 +10,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 zb_status zb_afile_target(const char *path, char *out, size_t cap, zb_err *err) {
@@ -47,34 +49,95 @@ bool zb_same_file(const char *a, const char *b) {
            sa.st_ino == sb.st_ino;
 }
 
-/* An existing path that is not a regular file: write to it in place. */
+/* A FIFO nobody reads yet: open(O_NONBLOCK) says ENXIO. Wait for a reader
+ * in short naps, at most ZB_AFILE_FIFO_WAIT_S; a signal ends a nap early
+ * (nanosleep is never restarted) and with it the wait, so a stop request
+ * is honoured within one nap instead of blocking in open(2) for ever. */
+static volatile sig_atomic_t *stop_flag;
+
+void zb_afile_stop_on(volatile sig_atomic_t *flag) {
+    stop_flag = flag;
+}
+
+/* *stopped: the wait ended by a signal (or the stop flag) */
+static int open_fifo_wait(const char *path, bool *stopped) {
+    struct timespec nap = {0, 50 * 1000 * 1000};
+    *stopped = false;
+    for (int i = 0; i < ZB_AFILE_FIFO_WAIT_S * 20; i++) {
+        int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0 || errno != ENXIO) return fd;
+        if ((stop_flag && *stop_flag) || nanosleep(&nap, NULL) != 0) {
+            *stopped = true;   /* a signal came: give up */
+            break;
+        }
+    }
+    errno = ENXIO;
+    return -1;
+}
+
+/* An existing path that is not a regular file: write to it in place,
+ * opened without blocking (a FIFO with no reader), then blocking again. */
 static zb_status open_direct(zb_afile *a, const struct stat *sb, zb_err *err) {
     if (S_ISDIR(sb->st_mode))
         return zb_fail(err, ZB_EIO, "cannot write '%s': Is a directory", a->path);
     a->direct = true;
-    a->f = fopen(a->path, "w");
-    if (!a->f)
+    bool stopped = false;
+    int fd = S_ISFIFO(sb->st_mode) ? open_fifo_wait(a->path, &stopped)
+                                   : open(a->path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && stopped)
+        return zb_fail(err, ZB_EIO, "cannot write '%s': stopped by a signal "
+                       "while waiting for a reader of the FIFO", a->path);
+    if (fd < 0 && errno == ENXIO && S_ISFIFO(sb->st_mode))
+        return zb_fail(err, ZB_EIO, "cannot write '%s': a FIFO that nobody "
+                       "reads (waited %d s)", a->path, ZB_AFILE_FIFO_WAIT_S);
+    int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+    if (fd >= 0 && (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ||
+                    !(a->f = fdopen(fd, "w")))) {
+        close(fd);
+        fd = -1;
+    }
+    if (fd < 0)
         return zb_fail(err, ZB_EIO, "cannot open '%s': %s", a->path, strerror(errno));
     return ZB_OK;
 }
 
-zb_status zb_afile_open(zb_afile *a, const char *path, zb_err *err) {
+/* The temporary file: created new (O_EXCL), never through a link someone
+ * put at its name (O_NOFOLLOW); a leftover of a killed process with our
+ * pid is removed once. */
+static zb_status open_tmp(zb_afile *a, zb_err *err) {
+    int fd = -1;
+    for (int i = 0; i < 2 && fd < 0; i++) {
+        fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0 && errno == EEXIST && i == 0) unlink(a->tmp);
+        else if (fd < 0) break;
+    }
+    if (fd >= 0 && !(a->f = fdopen(fd, "w"))) close(fd);
+    if (!a->f)
+        return zb_fail(err, ZB_EIO, "cannot create '%s': %s", a->path, strerror(errno));
+    return ZB_OK;
+}
+
+zb_status zb_afile_open_mode(zb_afile *a, const char *path, bool follow, zb_err *err) {
     memset(a, 0, sizeof *a);
     size_t n = strlen(path);
     if (n == 0) return zb_fail(err, ZB_EIO, "cannot write a file with an empty name");
     if (n >= sizeof a->path)
         return zb_fail(err, ZB_EIO, "path too long (%zu bytes): %.64s...", n, path);
-    ZB_TRY(zb_afile_target(path, a->path, sizeof a->path, err));
+    if (follow) ZB_TRY(zb_afile_target(path, a->path, sizeof a->path, err));
+    else memcpy(a->path, path, n + 1);
     struct stat sb;
-    if (stat(a->path, &sb) == 0 && !S_ISREG(sb.st_mode)) return open_direct(a, &sb, err);
+    int got = follow ? stat(a->path, &sb) : lstat(a->path, &sb);
+    if (got == 0 && !S_ISREG(sb.st_mode) && (follow || !S_ISLNK(sb.st_mode)))
+        return open_direct(a, &sb, err);
     path = a->path;
     int t = snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", path, (long)getpid());
     if (t < 0 || (size_t)t >= sizeof a->tmp)
         return zb_fail(err, ZB_EIO, "path too long: %.64s...", path);
-    a->f = fopen(a->tmp, "w");
-    if (!a->f)
-        return zb_fail(err, ZB_EIO, "cannot create '%s': %s", a->path, strerror(errno));
-    return ZB_OK;
+    return open_tmp(a, err);
+}
+
+zb_status zb_afile_open(zb_afile *a, const char *path, zb_err *err) {
+    return zb_afile_open_mode(a, path, true, err);
 }
 
 /* Directory part of path ("." when there is none) into dir[cap]. */

@@ -95,6 +95,9 @@ typedef struct zb_yw zb_yw;
 
 /* Open path for writing: creates "path.tmp.<pid>" next to it. */
 zb_status zb_yw_open(const char *path, zb_yw **w, zb_err *err);
+/* follow false: a symbolic link at path is replaced, never followed
+ * (zb_afile_open_mode), for files only zb writes (a checkpoint index). */
+zb_status zb_yw_open_mode(const char *path, bool follow, zb_yw **w, zb_err *err);
 /* Finish the document, fsync, rename over path. On any earlier failure (or
  * if ok is false) removes the temporary file and leaves path untouched.
  * Always frees w. Returns the first error seen. */

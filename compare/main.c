@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/zb_afile.h"
+#include "common/zb_files.h"
 #include "common/zb_suggest.h"
 #include "compare/cmp_report.h"
 #include "compare/cmp_svg.h"
@@ -28,8 +30,9 @@ static const char usage[] =
     "                   its folder and .yaml / .report.yaml)\n"
     "  -h, --help       this text\n"
     "  --version        zbreport's version (git describe at build time)\n"
-    "Exit status: 0 done; 2 bad usage or a file that is not a zbrun report;\n"
-    "  1 the picture could not be written.\n"
+    "Exit status: 0 done; 2 bad usage, a file that is not a zbrun report, or\n"
+    "  a picture over a report or in a missing folder; 1 the picture could\n"
+    "  not be written.\n"
     "Docs: docs/zbreport.md; `make compare` runs every schedule and calls this.\n";
 
 #define MIB (1024.0 * 1024.0)
@@ -64,6 +67,26 @@ static void print_table(const zb_cmp_report *r, int n) {
     if (guessed) printf("*: MFU against a guessed CPU peak, not a measured one\n");
     char note[400];
     if (zb_cmp_rank_note(r, n, note, sizeof note)) printf("note: %s\n", note);
+}
+
+/* The picture may not be written over a report it is drawn from, or be
+ * unwritable (common/zb_files.h), checked before anything is read. */
+static zb_status check_output(const char *svg, const char *const *paths, int n,
+                              zb_err *err) {
+    zb_files *fs = svg ? zb_calloc(1, sizeof *fs, err) : NULL;
+    if (!svg) return ZB_OK;
+    if (!fs) return ZB_ENOMEM;
+    zb_files_init(fs);
+    zb_status st = ZB_OK;
+    for (int i = 0; st == ZB_OK && i < n && i < ZB_FILES_MAX; i++)
+        st = zb_files_input(fs, "the report", paths[i], err);
+    for (int i = ZB_FILES_MAX; st == ZB_OK && i < n; i++)   /* past the table */
+        if (zb_same_file(paths[i], svg))
+            st = zb_fail(err, ZB_EINPUT, "-o %s would overwrite the report %s",
+                         svg, paths[i]);
+    if (st == ZB_OK) st = zb_files_output(fs, "-o", svg, err);
+    free(fs);
+    return st;
 }
 
 int main(int argc, char **argv) {
@@ -128,7 +151,7 @@ int main(int argc, char **argv) {
     }
     zb_cmp_report *reps = calloc((size_t)n, sizeof *reps);
     zb_err err = {{0}};
-    zb_status st = reps ? ZB_OK : ZB_ENOMEM;
+    zb_status st = reps ? check_output(svg, paths, n, &err) : ZB_ENOMEM;
     int read = 0;
     bool drawing = false;
     for (; st == ZB_OK && read < n; read++)

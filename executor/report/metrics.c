@@ -2,9 +2,11 @@
 #include "executor/report/metrics.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 zb_status zb_metrics_format_of(const char *name, const char *path,
                                zb_metrics_format *out, zb_err *err) {
@@ -30,7 +32,17 @@ zb_status zb_metrics_open(zb_metrics *m, const char *path, zb_metrics_format fmt
     memset(m, 0, sizeof *m);
     m->path = path;
     m->fmt = fmt;
-    m->f = fopen(path, append ? "a" : "w");
+    /* opened without blocking: a FIFO nobody reads is an error at once,
+     * not a hang before step 1 (issue 29) */
+    int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC |
+                  (append ? O_APPEND : O_TRUNC), 0666);
+    int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+    if (fd < 0 && errno == ENXIO)
+        return zb_fail(err, ZB_EIO, "--metrics %s: a FIFO that nobody reads",
+                       path);
+    if (fd >= 0 && (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ||
+                    !(m->f = fdopen(fd, append ? "a" : "w"))))
+        close(fd);
     if (!m->f)
         return zb_fail(err, ZB_EIO, "--metrics %s: cannot create: %s", path,
                        strerror(errno));

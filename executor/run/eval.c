@@ -2,6 +2,8 @@
  * see eval.h. */
 #include "executor/run/eval.h"
 
+#include <math.h>
+#include <signal.h>
 #include <string.h>
 
 zb_status zb_eval_alloc(zb_run_result *res, const zb_plan *plan, int first,
@@ -68,8 +70,16 @@ static zb_status eval_batch(zb_rank *rk, int b, zb_err *err) {
                                   p->micro_batch, rk->tokens + j * per_mb,
                                   rk->targets + j * per_mb, err));
     for (int j = 0; j < p->m; j++) ZB_TRY(forward_mb(rk, j, err));
-    /* inboxes hold one step's messages: no rank runs a batch ahead */
-    return rk->tr->barrier(rk->tr, &rk->world_g, err);
+    /* inboxes hold one step's messages: no rank runs a batch ahead. With
+     * a stop flag the barrier is an all-reduce of it, so that every rank
+     * agrees to end a long pass at the same batch when a SIGINT/SIGTERM
+     * came (within one batch, not after all of them and a step) */
+    const volatile sig_atomic_t *stop = rk->ctx->opts->stop;
+    if (!stop) return rk->tr->barrier(rk->tr, &rk->world_g, err);
+    rk->red[0] = *stop;
+    ZB_TRY(rk->tr->allreduce_f64(rk->tr, &rk->world_g, rk->red, 1, err));
+    rk->eval_stopped = rk->red[0] != 0;
+    return ZB_OK;
 }
 
 zb_status zb_eval_run(zb_rank *rk, int step, double *loss, zb_err *err) {
@@ -77,7 +87,13 @@ zb_status zb_eval_run(zb_rank *rk, int step, double *loss, zb_err *err) {
     const zb_plan *p = c->plan;
     int batches = p->model.train.val_batches, world = c->world;
     zb_stage_zero_grads(rk->st);
-    for (int b = 0; b < batches; b++) ZB_TRY(eval_batch(rk, b, err));
+    rk->eval_stopped = false;
+    for (int b = 0; b < batches && !rk->eval_stopped; b++) ZB_TRY(eval_batch(rk, b, err));
+    if (rk->eval_stopped) {   /* no loss: the pass did not finish */
+        zb_stage_zero_grads(rk->st);
+        *loss = NAN;
+        return ZB_OK;
+    }
     double *red = rk->red;   /* [2 + 2*world] */
     memset(red, 0, (2 + 2 * (size_t)world) * sizeof *red);
     red[1] = rk->tp_rank == 0 ? zb_stage_loss_sum(rk->st) : 0.0;

@@ -23,9 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/zb_afile.h"
 #include "common/zb_error.h"
 #include "common/zb_override.h"
 #include "common/zb_plan.h"
@@ -369,6 +371,7 @@ static zb_status write_outputs(const args *a, const zb_plan *plan,
 
 static zb_status print_summary(const zb_plan *plan, const zb_run_result *res,
                                zb_err *err) {
+    if (res->n_steps == 0 && res->stopped) return ZB_OK;   /* zb_print_stopped */
     if (res->n_steps == 0) {
         printf("nothing to run: the checkpoint is at step %d of %d\n",
                res->resumed_from, res->total_steps);
@@ -541,7 +544,9 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     zb_run_outputs outs = {a->report, a->trace, a->svg, a->export_path, a->profile,
                            a->metrics};
     zb_ckpt_use ck = {pr_dir(a), a->ckpt_every > 0, a->resume, a->overwrite_ckpt};
-    zb_status st = writer ? zb_run_check_outputs(a->plan_path, &plan, &outs, err) : ZB_OK;
+    zb_status st = writer ? zb_run_check_outputs(a->plan_path, &plan,
+                                           a->ckpt_every || a->resume ? pr_dir(a) : NULL,
+                                           &outs, err) : ZB_OK;
     if (st == ZB_OK)
         st = zb_run_preflight(writer ? &ck : NULL, here, threads, &lock_fd, err);
     zb_metrics metrics;   /* checked with the other outputs above */
@@ -567,6 +572,12 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                      .keep_params = a->export_path != NULL,
                      .backend = backend, .on_hold = on_hold,
                      .hold_after_step = hold};
+    /* the handlers before anything is shown, so that a signal sent once
+     * the header is out is always a stop (after the step, or the
+     * validation pass's batch, in progress) */
+    zb_signals_install();
+    if (o.hold_after_step) zb_signals_install_go();
+    zb_afile_stop_on(&zb_stop_signal);   /* an output FIFO's wait ends too */
     if (!a->quiet) print_header(a, &plan, threads, here, proc.tr != NULL);
     if (!a->quiet && fit_note[0]) printf("%s\n", fit_note);
     if (!a->quiet && pr.metrics)
@@ -579,17 +590,18 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                  "rank modulo the devices it sees" : "MPI transport");
     zb_signals_flush(stdout);
     zb_run_result res;
-    zb_signals_install();
-    if (o.hold_after_step) zb_signals_install_go();
     st = zb_run(&plan, &o, &res, err);
     if (pr.tty && pr.started) printf("\r\033[K");
-    zb_err merr;
-    if (zb_metrics_close(pr.metrics, &merr) != ZB_OK && st == ZB_OK) {
-        st = ZB_EIO;
-        *err = merr;
-    }
+    zb_err merr;   /* a failed metrics stream loses no other output */
+    zb_status ms = zb_metrics_close(pr.metrics, &merr);
     if (st == ZB_OK && !a->quiet) st = print_summary(&plan, &res, err);
     if (st == ZB_OK && writer) st = write_outputs(a, &plan, &res, &meta, err);
+    if (ms != ZB_OK && st == ZB_OK) {
+        st = ZB_EIO;
+        *err = merr;
+    } else if (ms != ZB_OK) {
+        fprintf(stderr, "zbrun: %s\n", merr.msg);
+    }
     if (st == ZB_OK && res.stopped && writer)
         zb_print_stopped(a->plan_path, pr_dir(a), &res);
     *stopped = st == ZB_OK ? res.stopped : 0;
@@ -640,6 +652,9 @@ static int fail_procs(const zb_launch *l, zb_procs *procs, zb_status st,
 }
 
 int main(int argc, char **argv) {
+    /* the re-execution below goes through /proc/self/exe, which would make
+     * ps and top show the process as "exe" */
+    (void)prctl(PR_SET_NAME, "zbrun", 0, 0, 0);
     if (zb_stdfds_reserve() != 0) return 1;   /* before any file is opened */
     zb_signals_ignore_pipe();
     prefer_passive_openmp(argv);

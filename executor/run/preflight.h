@@ -1,33 +1,14 @@
-/* preflight.h - zbrun's checks before the first step, so that a run never
- * trains for hours and then finds it cannot write what was asked for:
- * every output file can be created (its folder exists and is writable; it
- * is not a folder; its name is not empty), no two outputs name the same
- * file (after following links and resolving the folder: "a" and "./a"),
- * no output is one of the run's inputs, and the checkpoint
- * folder is usable and held by this run only (checkpoint.h's lock). */
+/* preflight.h - zbrun's check of its checkpoint folder before the first
+ * step, so that a run never trains for hours and then finds it cannot
+ * save: the folder is usable and held by this run only (checkpoint.h's
+ * lock). The output files are checked by common/zb_files.h
+ * (run_checks.h's zb_run_check_outputs). */
 #ifndef ZB_PREFLIGHT_H
 #define ZB_PREFLIGHT_H
 
 #include <stdbool.h>
 
 #include "common/zb_error.h"
-
-/* names[i] is the option ("--report") of paths[i]; NULL paths are skipped.
- * ZB_EINPUT "--report nodir/r.yaml: cannot create: No such file or
- * directory", "--report: the file name is empty" or "--report a and
- * --trace ./a name the same file" on the first that fails. Creates and removes a temporary file
- * next to each regular output; writes nothing else. */
-zb_status zb_preflight_outputs(const char *const *names, const char *const *paths,
-                               int n, zb_err *err);
-
-/* No output may be an input of the run: names[i]/paths[i] as above,
- * in_names[k]/inputs[k] the inputs ("the plan", "the data file"; NULL or
- * empty: none). Compared by device and inode after following links, so a
- * link or a hard link to an input is caught too. ZB_EINPUT "--report
- * plan.yaml would overwrite the plan plan.yaml". */
-zb_status zb_preflight_inputs(const char *const *names, const char *const *paths,
-                              int n, const char *const *in_names,
-                              const char *const *inputs, int n_in, zb_err *err);
 
 /* A run that writes checkpoints (writes): make the folder, lock it
  * exclusively (*lock_fd, release with zb_ckpt_unlock), with fresh (no

@@ -286,7 +286,12 @@ static zb_status initial_eval(zb_rank *rk, zb_err *err) {
     zb_run_ctx *c = rk->ctx;
     double val;
     ZB_TRY(maybe_eval(rk, c->first_step - 1, &val, err));
-    if (rk->rank != 0 || !c->val || !c->opts->on_step) return ZB_OK;
+    if (rk->eval_stopped && (rk->rank == 0 || c->opts->proc.tr)) {
+        c->res->stopped = *c->opts->stop ? *c->opts->stop : SIGTERM;
+        c->res->stop_saved = false;   /* no step ran: nothing new to save */
+    }
+    if (rk->eval_stopped || rk->rank != 0 || !c->val || !c->opts->on_step)
+        return ZB_OK;
     zb_step_info info = {.step = c->first_step - 1, .steps = c->total_steps,
                          .loss = NAN, .val_loss = val, .eval_only = true,
                          .elapsed_s = zb_now_s() - c->t0};
@@ -527,7 +532,7 @@ static zb_status rank_run(zb_rank *rk, zb_err *err) {
     omp_set_num_threads(c->res->threads);
     ZB_TRY(rank_setup(rk, err));
     ZB_TRY(initial_eval(rk, err));
-    for (int step = c->first_step; step <= c->total_steps; step++) {
+    for (int step = c->first_step; step <= c->total_steps && !rk->eval_stopped; step++) {
         bool stop;
         ZB_TRY(rank_step(rk, step, err));
         if (step == c->opts->hold_after_step && c->opts->on_hold)

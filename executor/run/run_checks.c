@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/zb_files.h"
 #include "executor/state/checkpoint.h"
 #include "executor/host/memlimit.h"
 #include "executor/run/preflight.h"
@@ -52,19 +53,22 @@ zb_status zb_run_preflight(const zb_ckpt_use *ck, int world, int threads,
 }
 
 zb_status zb_run_check_outputs(const char *plan_path, const zb_plan *plan,
-                               const zb_run_outputs *o, zb_err *err) {
-    static const char *const names[] = {"--report", "--trace", "--svg",
-                                        "--export", "--profile", "--metrics"};
-    const char *const paths[] = {o->report, o->trace, o->svg, o->export_path,
-                                 o->profile, o->metrics};
-    static const char *const in_names[] = {"the plan", "the data file",
-                                           "the validation data file",
-                                           "the init checkpoint"};
+                               const char *ckpt_dir, const zb_run_outputs *o,
+                               zb_err *err) {
     const zb_model *m = &plan->model;
-    const char *const inputs[] = {plan_path, m->train.data_path, m->train.val_path,
-                                  m->arch.init};
-    ZB_TRY(zb_preflight_inputs(names, paths, 6, in_names, inputs, 4, err));
-    return zb_preflight_outputs(names, paths, 6, err);
+    zb_files fs;
+    zb_files_init(&fs);
+    ZB_TRY(zb_files_input(&fs, "the plan", plan_path, err));
+    ZB_TRY(zb_files_input(&fs, "the data file", m->train.data_path, err));
+    ZB_TRY(zb_files_input(&fs, "the validation data file", m->train.val_path, err));
+    ZB_TRY(zb_files_input(&fs, "the init checkpoint", m->arch.init, err));
+    if (ckpt_dir) zb_files_ckpt(&fs, ckpt_dir);
+    ZB_TRY(zb_files_output(&fs, "--report", o->report, err));
+    ZB_TRY(zb_files_output(&fs, "--trace", o->trace, err));
+    ZB_TRY(zb_files_output(&fs, "--svg", o->svg, err));
+    ZB_TRY(zb_files_output(&fs, "--export", o->export_path, err));
+    ZB_TRY(zb_files_output(&fs, "--profile", o->profile, err));
+    return zb_files_output(&fs, "--metrics", o->metrics, err);
 }
 
 /* Append ", what" (or "what" first) to list. */
@@ -136,6 +140,12 @@ void zb_print_stopped(const char *plan_path, const char *ckpt_dir,
     char qplan[2100], qdir[2100];
     zb_shell_quote(plan_path, qplan, sizeof qplan);
     zb_shell_quote(ckpt_dir, qdir, sizeof qdir);
+    if (res->n_steps == 0) {   /* during the validation pass before step 1 */
+        fprintf(stderr, "zbrun: stopped by %s in the validation pass before "
+                "step %d of %d; no step ran, nothing new saved\n", sig,
+                res->first_step, res->total_steps);
+        return;
+    }
     fprintf(stderr, "zbrun: stopped by %s after step %d of %d\n", sig, last,
             res->total_steps);
     if (res->stop_saved)

@@ -50,12 +50,13 @@ typedef struct {
 } zb_run_outputs;
 
 /* Before the first step, on the process that writes them: every output
- * can be created and is not a folder or an empty name, no two name the
- * same file, and none is an input of the run (the plan, its data and
- * validation files, its init checkpoint): ZB_EINPUT naming the option
- * (preflight.h). */
+ * passes common/zb_files.h's rules against the run's inputs (the plan,
+ * its data and validation files, its init checkpoint), the other outputs
+ * and the checkpoint folder ckpt_dir (NULL: the run keeps none):
+ * ZB_EINPUT naming the option. */
 zb_status zb_run_check_outputs(const char *plan_path, const zb_plan *plan,
-                               const zb_run_outputs *o, zb_err *err);
+                               const char *ckpt_dir, const zb_run_outputs *o,
+                               zb_err *err);
 
 /* A loss far above the first: true once, the first time loss exceeds
  * ZB_LOSS_WARN_RATIO x *first (*first: 0 until the first call sets it). */

@@ -56,6 +56,7 @@ typedef struct {
     /* this step's boundary (zb_run_result's boundary_*, verdict_wait_s):
      * wall, idle, busy and verdict-wait seconds so far (rank.c) */
     double bnd_wall, bnd_idle, bnd_busy, bnd_verdict;
+    bool eval_stopped;   /* a stop signal ended a validation pass (eval.c) */
 } zb_rank;
 
 struct zb_run_ctx {

@@ -29,7 +29,7 @@ static const char ckpt_magic[8] = {'Z', 'B', 'C', 'K', 'P', 'T', '0', '2'};
 static const char *index_keys[] = {"checkpoint", "step", "data_position",
                                    "total_steps", "seed", "rng", "layout",
                                    "model", "fingerprint", "baseline_loss",
-                                   "last_good_step", "folder", NULL};
+                                   "last_good_step", "folder", "data", NULL};
 static const char *layout_keys[] = {"dp", "tp", "pp", "v", "schedule", NULL};
 
 static zb_status path_of(char *out, size_t cap, zb_err *err, const char *dir,
@@ -54,10 +54,14 @@ static zb_status rank_path(char *out, size_t cap, const char *dir, int step,
 
 /* ---- folders ---- */
 
-static zb_status make_dir(const char *path, zb_err *err) {
+/* follow: the folder the user named may be a link to one; a step folder,
+ * which only zbrun makes, may not (a link there would send the rank
+ * files elsewhere). */
+static zb_status make_dir(const char *path, bool follow, zb_err *err) {
     if (mkdir(path, 0777) == 0 || errno == EEXIST) {
         struct stat sb;
-        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return ZB_OK;
+        if ((follow ? stat(path, &sb) : lstat(path, &sb)) == 0 && S_ISDIR(sb.st_mode))
+            return ZB_OK;
         return zb_fail(err, ZB_EIO, "checkpoint folder '%s' is not a folder",
                        path);
     }
@@ -75,9 +79,9 @@ static void sync_dir(const char *path) {
 
 zb_status zb_ckpt_begin(const char *dir, int step, zb_err *err) {
     char sd[1100];
-    ZB_TRY(make_dir(dir, err));
+    ZB_TRY(make_dir(dir, true, err));
     ZB_TRY(step_dir(sd, sizeof sd, dir, step, err));
-    ZB_TRY(make_dir(sd, err));
+    ZB_TRY(make_dir(sd, false, err));
     sync_dir(dir);
     return ZB_OK;
 }
@@ -87,6 +91,11 @@ zb_status zb_ckpt_begin(const char *dir, int step, zb_err *err) {
 static void remove_step(const char *dir, int step) {
     char sd[1100], f[1400];
     if (step_dir(sd, sizeof sd, dir, step, NULL) != ZB_OK) return;
+    struct stat sb;
+    if (lstat(sd, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+        unlink(sd);   /* a link (not made by zbrun): never what it names */
+        return;
+    }
     DIR *d = opendir(sd);
     if (!d) return;
     struct dirent *e;
@@ -154,7 +163,7 @@ zb_status zb_ckpt_save_rank(const char *dir, int step, int rank, int world,
     char path[1400];
     zb_afile af;
     ZB_TRY(rank_path(path, sizeof path, dir, step, rank, err));
-    ZB_TRY(zb_afile_open(&af, path, err));
+    ZB_TRY(zb_afile_open_mode(&af, path, false, err));   /* a link is replaced */
     zb_status s = write_rank(af.f, path, rank, world, step, st, err);
     zb_status c = zb_afile_close(&af, s == ZB_OK, err);
     return s != ZB_OK ? s : c;
@@ -220,7 +229,7 @@ zb_status zb_ckpt_commit(const char *dir, const zb_plan *plan,
     snprintf(folder, sizeof folder, "step-%08d", cs->step);
     snprintf(fp, sizeof fp, "%016llx", (unsigned long long)zb_plan_fingerprint(plan));
     zb_yw *w;
-    ZB_TRY(zb_yw_open(path, &w, err));
+    ZB_TRY(zb_yw_open_mode(path, false, &w, err));   /* a link is replaced */
     zb_yw_map_begin(w, false);
     zb_yw_kint(w, "checkpoint", ZB_CKPT_INDEX_VERSION);
     zb_yw_kint(w, "step", cs->step);
@@ -237,6 +246,7 @@ zb_status zb_ckpt_commit(const char *dir, const zb_plan *plan,
     zb_yw_kstr(w, "schedule", plan->sched.name);
     zb_yw_map_end(w);
     zb_ckpt_write_model(w, plan);
+    zb_ckpt_write_data(w, plan);
     zb_yw_kstr(w, "fingerprint", fp);
     zb_yw_kdouble(w, "baseline_loss", cs->baseline_loss);
     zb_yw_kint(w, "last_good_step", cs->last_good_step);
@@ -322,7 +332,7 @@ static zb_status parse_index(const zb_ydoc *doc, const zb_plan *plan,
     idx->data_position = (int)pos;
     idx->total_steps = (int)total;
     ZB_TRY(zb_yget_int(doc, root, "seed", true, 0, LLONG_MAX, &idx->seed, err));
-    return ZB_OK;
+    return zb_ckpt_read_data(doc, root, idx, err);
 }
 
 zb_status zb_ckpt_find(const char *dir, const zb_plan *plan,

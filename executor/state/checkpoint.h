@@ -48,6 +48,10 @@ typedef struct {
     long long seed;    /* training.seed of the run that wrote it */
     double baseline_loss; /* --max-loss-ratio's reference; 0: none (format 1) */
     int last_good_step;   /* newest step whose loss passed; 0: unknown */
+    bool has_data;        /* the index's data map (older indexes lack it): */
+    int global_batch;     /*   training.global_batch of the run */
+    bool data_sequential; /*   training.data.order: sequential */
+    char data_path[1024]; /*   the data file's real path; "": built-in corpus */
 } zb_ckpt_index;
 
 /* What a commit records besides the plan's layout and model. */
@@ -58,9 +62,13 @@ typedef struct {
 } zb_ckpt_state;
 
 /* Resuming from idx into a run of total_steps steps of plan: a different
- * total (it shapes the learning-rate schedule) or seed (it picks the data
- * batches) is ZB_EINPUT saying what would change and that the option
- * --resume-changed accepts it; with allow_changed, ZB_OK. */
+ * total (it shapes the learning-rate schedule: the message names the
+ * first step left whose learning rate differs, with both values) or seed
+ * (it picks the data batches) is ZB_EINPUT saying what would change and
+ * that the option --resume-changed accepts it; with allow_changed, ZB_OK.
+ * Another training.global_batch, data file or data order (recorded in
+ * the index since issue 29; an older index has none) is refused even with
+ * allow_changed: the data position would point at other samples. */
 zb_status zb_ckpt_check_resume(const char *dir, const zb_ckpt_index *idx,
                                const zb_plan *plan, int total_steps,
                                bool allow_changed, zb_err *err);
@@ -85,6 +93,11 @@ zb_status zb_ckpt_check_fresh(const char *dir, zb_err *err);
  * read one against the plan (ZB_EINPUT "DIR/latest.yaml:l:c: the
  * checkpoint's model has heads 4, the plan's heads 8 ..."). */
 void zb_ckpt_write_model(zb_yw *w, const zb_plan *plan);
+/* The index's data map: global_batch, path (real path), order. Reading
+ * it (optional: idx->has_data) ZB_EINPUT on a malformed map. */
+void zb_ckpt_write_data(zb_yw *w, const zb_plan *plan);
+zb_status zb_ckpt_read_data(const zb_ydoc *doc, const zb_ynode *root,
+                            zb_ckpt_index *idx, zb_err *err);
 zb_status zb_ckpt_check_model(const zb_ydoc *doc, const zb_ynode *model,
                               const zb_plan *plan, zb_err *err);
 

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,20 +15,44 @@
 #include "executor/state/checkpoint.h"
 #include "executor/base.h"
 
+/* The first step the resumed run would train, from `from` to its end
+ * `now`, whose learning rate differs between the schedule of a run of
+ * `was` steps (the checkpoint's) and one of `now` steps; 0 when none does
+ * (a constant schedule). Exact comparison: any difference changes the
+ * weights, even one that %.6g would not show. */
+static int first_lr_change(const zb_optim *o, int from, int was, int now) {
+    for (int s = from; s <= now; s++)
+        if (zb_lr_at(o, s, now) != zb_lr_at(o, s, was)) return s;
+    return 0;
+}
+
+static zb_status check_data(const char *dir, const zb_ckpt_index *idx,
+                            const zb_plan *plan, zb_err *err);
+
 zb_status zb_ckpt_check_resume(const char *dir, const zb_ckpt_index *idx,
                                const zb_plan *plan, int total_steps,
                                bool allow_changed, zb_err *err) {
     const zb_optim *o = &plan->model.train.opt;
     int next = idx->step + 1;
+    ZB_TRY(check_data(dir, idx, plan, err));
     if (allow_changed) return ZB_OK;
-    if (idx->total_steps != total_steps && next <= total_steps)
+    if (idx->total_steps != total_steps && next <= total_steps) {
+        int d = first_lr_change(o, next, idx->total_steps, total_steps);
+        char what[160];
+        if (d > 0)
+            snprintf(what, sizeof what, "the learning rate first differs at "
+                     "step %d: %.9g instead of %.9g", d,
+                     zb_lr_at(o, d, total_steps), zb_lr_at(o, d, idx->total_steps));
+        else
+            snprintf(what, sizeof what, "the learning rate of every step "
+                     "left stays the same, but the run would end at step %d "
+                     "instead of %d", total_steps, idx->total_steps);
         return zb_fail(err, ZB_EINPUT, "%s/latest.yaml: the checkpoint belongs "
-                       "to a run of %d steps, this one has %d: the learning "
-                       "rate from step %d would be %.6g instead of %.6g (pass "
+                       "to a run of %d steps, this one has %d: %s (pass "
                        "--steps %d to keep it, or --resume-changed to accept "
-                       "the change)", dir, idx->total_steps, total_steps, next,
-                       zb_lr_at(o, next, total_steps),
-                       zb_lr_at(o, next, idx->total_steps), idx->total_steps);
+                       "the change)", dir, idx->total_steps, total_steps, what,
+                       idx->total_steps);
+    }
     if (idx->seed != (long long)plan->model.train.seed)
         return zb_fail(err, ZB_EINPUT, "%s/latest.yaml: the checkpoint was "
                        "trained with seed %lld, the plan has %lld: the data "
@@ -54,7 +79,18 @@ zb_status zb_ckpt_lock(const char *dir, bool shared, int *fd, zb_err *err) {
                        dir, strerror(errno));
     if (snprintf(path, sizeof path, "%s/.lock", dir) >= (int)sizeof path)
         return zb_fail(err, ZB_EINPUT, "checkpoint path too long: %.64s...", dir);
-    int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    /* never through a link: only zbrun makes this file, and a link
+     * planted there would have the pid written over whatever it names */
+    int f = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    struct stat sb;
+    if (f >= 0 && (fstat(f, &sb) != 0 || !S_ISREG(sb.st_mode))) {
+        close(f);
+        f = -1;
+        errno = EINVAL;
+    }
+    if (f < 0 && (errno == ELOOP || errno == EINVAL))
+        return zb_fail(err, ZB_EINPUT, "cannot use checkpoint folder '%s': %s is "
+                       "not a regular file (a symbolic link?); remove it", dir, path);
     if (f < 0)
         return zb_fail(err, ZB_EINPUT, "cannot use checkpoint folder '%s': %s: %s",
                        dir, path, strerror(errno));
@@ -171,5 +207,78 @@ zb_status zb_ckpt_check_model(const zb_ydoc *doc, const zb_ynode *model,
                           "belong to another model (resume with the plan it "
                           "was trained with)", model_keys[i], theirs[i], mine[i]);
     }
+    return ZB_OK;
+}
+
+/* ---- the data map of the index ---- */
+
+static const char *data_keys[] = {"global_batch", "path", "order", NULL};
+
+/* path's real path into out ("" stays ""; a path that cannot be resolved
+ * is kept as given). */
+static void real_data_path(const char *path, char *out, size_t cap) {
+    char real[PATH_MAX];
+    const char *p = path[0] && realpath(path, real) && strlen(real) < cap ? real : path;
+    snprintf(out, cap, "%.*s", (int)cap - 1, p);
+}
+
+void zb_ckpt_write_data(zb_yw *w, const zb_plan *plan) {
+    const zb_training *t = &plan->model.train;
+    char path[1024];
+    real_data_path(t->data_path, path, sizeof path);
+    zb_yw_str(w, "data");
+    zb_yw_map_begin(w, true);
+    zb_yw_kint(w, "global_batch", t->global_batch);
+    zb_yw_kstr(w, "path", path);
+    zb_yw_kstr(w, "order", t->data_sequential ? "sequential" : "random");
+    zb_yw_map_end(w);
+}
+
+zb_status zb_ckpt_read_data(const zb_ydoc *doc, const zb_ynode *root,
+                            zb_ckpt_index *idx, zb_err *err) {
+    const zb_ynode *d = zb_ymap_get(root, "data");
+    idx->has_data = false;
+    if (!d) return ZB_OK;   /* written before issue 29 */
+    long long gb;
+    static const char *const orders[] = {"random", "sequential", NULL};
+    int order;
+    ZB_TRY(zb_ynode_expect(doc, d, ZB_Y_MAP, "'data'", err));
+    ZB_TRY(zb_ymap_check_keys(doc, d, "data", data_keys, err));
+    ZB_TRY(zb_yget_int(doc, d, "global_batch", true, 1, 1LL << 40, &gb, err));
+    ZB_TRY(zb_yget_str(doc, d, "path", true, idx->data_path,
+                       sizeof idx->data_path, err));
+    ZB_TRY(zb_yget_enum(doc, d, "order", true, orders, &order, err));
+    idx->global_batch = (int)gb;
+    idx->data_sequential = order == 1;
+    idx->has_data = true;
+    return ZB_OK;
+}
+
+/* What --resume-changed does not cover: the batches would be other
+ * samples than the data position says. */
+static zb_status check_data(const char *dir, const zb_ckpt_index *idx,
+                            const zb_plan *plan, zb_err *err) {
+    const zb_training *t = &plan->model.train;
+    char path[1024];
+    if (!idx->has_data) return ZB_OK;
+    real_data_path(t->data_path, path, sizeof path);
+    const char *tail = "the data position would name other samples; resume "
+                       "with the settings it was trained with (--resume-changed "
+                       "does not cover this)";
+    if (idx->global_batch != t->global_batch)
+        return zb_fail(err, ZB_EINPUT, "%s/latest.yaml: the checkpoint was "
+                       "trained with training.global_batch %d, the plan has %d: "
+                       "%s", dir, idx->global_batch, t->global_batch, tail);
+    if (strcmp(idx->data_path, path))
+        return zb_fail(err, ZB_EINPUT, "%s/latest.yaml: the checkpoint was "
+                       "trained on training.data.path '%s', the plan reads "
+                       "'%s': %s", dir, idx->data_path[0] ? idx->data_path
+                       : "(the built-in corpus)", path[0] ? path
+                       : "(the built-in corpus)", tail);
+    if (idx->data_sequential != t->data_sequential)
+        return zb_fail(err, ZB_EINPUT, "%s/latest.yaml: the checkpoint was "
+                       "trained with training.data.order %s, the plan has %s: "
+                       "%s", dir, idx->data_sequential ? "sequential" : "random",
+                       t->data_sequential ? "sequential" : "random", tail);
     return ZB_OK;
 }

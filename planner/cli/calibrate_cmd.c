@@ -11,6 +11,7 @@
 #include "planner/cost/calibrate.h"
 #include "common/zb_suggest.h"
 #include "planner/cli/cli.h"
+#include "planner/cli/guard.h"
 
 static const char usage[] =
     "usage: zbplan calibrate [--model MODEL.yaml] [-o FILE] [--device NAME]\n"
@@ -133,6 +134,8 @@ static void write_device(zb_yw *w, const zb_device *d) {
 
 static zb_status run(const cal_args *a, zb_err *err) {
     zb_model m;
+    const zb_guard_in in[] = {{"the model", a->model}};
+    ZB_TRY(zb_guard_output("-o", a->out, in, 1, err));
     if (a->model) ZB_TRY(zb_model_load(a->model, &m, err));
     zb_calib_result r;
     ZB_TRY(zb_calibrate(&a->o, a->model ? &m : NULL, &r, err));

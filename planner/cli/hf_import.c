@@ -307,7 +307,7 @@ int zb_import_cmd(int argc, char **argv) {
         fputs(k_usage, stdout);
         return 0;
     }
-    if (st == ZB_OK) st = zb_guard_paths(a.in, a.out, &err);
+    if (st == ZB_OK) st = zb_guard_paths(a.in, NULL, a.out, &err);
     if (st == ZB_OK) st = zb_hf_import(a.in, &a.sets, &m, &err);
     if (st == ZB_OK) st = import_write(&a, &m, &err);
     if (st != ZB_OK) {

@@ -12,7 +12,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include "common/zb_model.h"
 #include "common/zb_override.h"
@@ -330,10 +333,42 @@ static zb_status compare(const zb_model *m, const args *a,
     return st;
 }
 
+/* zbrun reads a plan with zb_plan_read's limits, among them every time
+ * and size below 1e15: a plan that breaks that one (a device peak of
+ * 1e-20 TFLOPS predicts passes of 7e16 s) is refused here, exit 2,
+ * instead of written for zbrun to refuse. The plan goes through a private
+ * temporary file and is read back exactly as zbrun will read it. Only the
+ * number limit is enforced: the reader's size limits (hidden x ffn_hidden,
+ * ...) are this executor's, and a plan for a larger machine may pass them
+ * legitimately (tests/bench/validate.sh plans a 1T model). */
+static zb_status check_readable(const zb_plan *plan, zb_err *err) {
+    char tmp[] = "/tmp/zbplan-check-XXXXXX";
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return zb_fail(err, ZB_EIO, "cannot create a temporary file in /tmp: %s",
+                       strerror(errno));
+    close(fd);
+    zb_plan back;
+    zb_err e;
+    zb_status st = zb_plan_write(tmp, plan, err);
+    bool read = st == ZB_OK && zb_plan_read(tmp, &back, &e) == ZB_OK;
+    if (read) zb_plan_free(&back);
+    if (st == ZB_OK && !read && strstr(e.msg, "must be <= 1e+15")) {
+        const char *why = strncmp(e.msg, tmp, strlen(tmp)) ? e.msg : e.msg + strlen(tmp);
+        st = zb_fail(err, ZB_EINPUT, "the plan would be refused by zbrun (plan%s); "
+                     "check the model's cluster.device (peak %g TFLOPS bf16, "
+                     "%g fp32)", why, plan->model.cluster.device.peak_bf16_flops / 1e12,
+                     plan->model.cluster.device.peak_fp32_flops / 1e12);
+    }
+    unlink(tmp);
+    return st;
+}
+
 static zb_status write_plan(const zb_model *m, const args *a,
                             const zb_candidate *best, zb_err *err) {
     zb_plan plan;
     zb_status st = zb_search_make_plan(m, best, &plan, err);
+    if (st == ZB_OK) st = check_readable(&plan, err);
     if (st == ZB_OK) st = zb_plan_write(a->out_path, &plan, err);
     zb_plan_free(&plan);
     if (st == ZB_OK && !a->quiet)
@@ -362,7 +397,7 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
         return zb_fail(err, ZB_EINPUT, "%s:1:1: this is a plan, not a model; "
                        "run it with zbrun %s", a->model_path, a->model_path);
     zb_model m;
-    zb_status st = zb_guard_paths(a->model_path, a->out_path, err);
+    zb_status st = zb_guard_paths(a->model_path, a->profile_path, a->out_path, err);
     if (st == ZB_OK)   /* a Hugging Face config.json: imported, then planned */
         st = zb_hf_is_json(a->model_path) ? zb_hf_import(a->model_path, &a->sets, &m, err)
                                            : zb_model_load_set(a->model_path, &a->sets, &m, err);
@@ -415,6 +450,9 @@ static bool sub_version(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    /* calibrate re-executes itself through /proc/self/exe, which would make
+     * ps and top show the process as "exe" */
+    (void)prctl(PR_SET_NAME, "zbplan", 0, 0, 0);
     if (argc > 1 && (!strcmp(argv[1], "sim") || !strcmp(argv[1], "calibrate")) &&
         sub_version(argc, argv)) {
         printf("zbplan %s\n", ZB_VERSION);

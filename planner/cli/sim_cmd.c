@@ -17,6 +17,7 @@
 #include "common/zb_suggest.h"
 #include "planner/cli/cli.h"
 #include "planner/registry/registry.h"
+#include "planner/cli/guard.h"
 #include "planner/cli/sim_costs.h"
 
 #define ZB_SIM_MAX_TOTAL 1e100   /* bound on summed costs (any unit) */
@@ -204,6 +205,9 @@ static zb_status parse_args(int argc, char **argv, sim_args *a, bool *help,
                                           "zbplan sim --help");
         ZB_TRY(st);
     }
+    const zb_guard_in in[] = {{"the --costs file", a->costs_path},
+                              {"the --import file", a->import_path}};
+    ZB_TRY(zb_guard_output("--export", a->export_path, in, 2, err));
     if (a->import_path) ZB_TRY(sim_import_args(a, err));
     if (!a->schedule) return zb_fail(err, ZB_EINPUT, "sim: --schedule is required");
     if (!a->p) return zb_fail(err, ZB_EINPUT, "sim: --stages is required");

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/zb_files.h"
+
 #define MAX_ROWS 65536
 #define MAX_VALUE 1e30
 
@@ -40,7 +42,10 @@ static zb_status parse_line(char *s, const char *path, int line, double *vals,
 
 zb_status zb_sim_costs_read(const char *path, zb_sim_costs_file *f, zb_err *err) {
     memset(f, 0, sizeof *f);
-    FILE *in = fopen(path, "r");
+    const char *kind;
+    FILE *in = zb_files_open_input(path, &kind);   /* never /dev/zero, a FIFO */
+    if (!in && kind)
+        return zb_fail(err, ZB_EINPUT, "%s: %s, not a regular file", path, kind);
     if (!in) return zb_fail(err, ZB_EINPUT, "%s: %s", path, strerror(errno));
     zb_status st = ZB_OK;
     char buf[1024];

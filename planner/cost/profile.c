@@ -64,6 +64,48 @@ static zb_status read_model(const zb_ydoc *d, zb_profile *p, zb_err *err) {
     return get_d(d, s, "measured_s", &p->p2p_s, err);
 }
 
+/* Times that contradict each other (issue 29): a pass kind is measured
+ * (a time and samples) or never ran (0 and 0), and every stage runs F. */
+static zb_status check_row(const zb_ydoc *d, const zb_ynode *r, int i,
+                           const zb_profile_row *row, zb_err *err) {
+    static const char *const kind[4] = {"f", "b", "w", "bw"};
+    for (int k = 0; k < 4; k++)
+        if ((row->t[k] > 0) != (row->samples[k] > 0))
+            return zb_fail_at(err, d->file, r->line, r->col, "vstage %d: t_%s "
+                              "%g s over samples_%s %d: a pass that ran has a "
+                              "time and samples, one that never ran has 0 and "
+                              "0", i, kind[k], row->t[k], kind[k], row->samples[k]);
+    if (row->samples[0] == 0)
+        return zb_fail_at(err, d->file, r->line, r->col, "vstage %d: no forward "
+                          "pass measured (samples_f 0): every stage runs F; a "
+                          "profile of one step has no samples (the first step "
+                          "is not counted)", i);
+    return ZB_OK;
+}
+
+/* The passes of a pipeline rank run one after the other inside its span,
+ * so all of them together take at most pp x the longest span (step's
+ * pipeline_s) per step, with m microbatches each; 5% for rounding and
+ * the means' noise. Only when the profile gives both numbers. */
+static zb_status check_busy(const zb_ydoc *d, const zb_ynode *seq,
+                            const zb_profile *p, zb_err *err) {
+    const zb_ynode *lay = zb_ymap_get(d->root, "layout"), *st = zb_ymap_get(d->root, "step");
+    long long m = 0;
+    double span = 0, busy = 0;
+    zb_err e;
+    if (zb_yget_int(d, lay, "microbatches", false, 0, 1 << 30, &m, &e) != ZB_OK ||
+        zb_yget_double(d, st, "pipeline_s", false, 0, 1e15, &span, &e) != ZB_OK ||
+        m == 0 || span == 0)
+        return ZB_OK;
+    for (int i = 0; i < p->n; i++)
+        for (int k = 0; k < 4; k++) busy += (double)m * p->rows[i].t[k];
+    if (busy <= 1.05 * p->pp * span + 1e-9) return ZB_OK;
+    return zb_fail_at(err, d->file, seq->line, seq->col, "the passes take %g s "
+                      "per step (%lld microbatches), more than pp %d x "
+                      "pipeline_s %g s allows: the profile's times contradict "
+                      "each other", busy, m, p->pp, span);
+}
+
 static zb_status read_rows(const zb_ydoc *d, zb_profile *p, zb_err *err) {
     static const char *const tk[4] = {"t_f", "t_b", "t_w", "t_bw"};
     static const char *const sk[4] = {"samples_f", "samples_b", "samples_w",
@@ -89,8 +131,9 @@ static zb_status read_rows(const zb_ydoc *d, zb_profile *p, zb_err *err) {
             ZB_TRY(get_d(d, r, tk[k], &row->t[k], err));
             ZB_TRY(get_i(d, r, sk[k], &row->samples[k], err));
         }
+        ZB_TRY(check_row(d, r, i, row, err));
     }
-    return ZB_OK;
+    return check_busy(d, seq, p, err);
 }
 
 zb_status zb_profile_load(const char *path, zb_profile *out, zb_err *err) {

@@ -7,7 +7,8 @@
  * selective recomputation (little time, much memory saved; Korthikanti et
  * al. 2022) before none (fastest when it fits) before full, each with
  * SP and ZeRO-1 on (they save memory for little or no time) before off.
- * SP is tried only when tp can be above 1, ZeRO-1 only when dp can.
+ * SP is tried only when tp can be above 1 (and its candidates at tp 1
+ * are dropped: nothing to split), ZeRO-1 only when dp can.
  * (1T parameters on 16384 GPUs: 0.7 s of CPU, tests/bench/bench_search.c;
  * none first took 1.5 s, most of it simulating layouts that do not fit.)
  */
@@ -63,6 +64,19 @@ static zb_status merge(zb_search_result *res, zb_search_result *r, long key0,
     return ZB_OK;
 }
 
+/* Sequence parallelism splits the sequence over the tensor-parallel
+ * ranks: at tp 1 there is nothing to split, and such a candidate is the
+ * same layout as the one without SP (same time and memory, and it would
+ * win the tie as the earlier combination). Drop those from r. */
+static void drop_sp_at_tp1(zb_search_result *r) {
+    int n = 0;
+    for (int i = 0; i < r->n; i++) {
+        if (r->cand[i].tp == 1) cand_free(&r->cand[i]);
+        else r->cand[n++] = r->cand[i];
+    }
+    r->n = n;
+}
+
 static void add_counts(zb_search_result *res, const zb_search_result *r) {
     res->splits += r->splits;
     res->simulated += r->simulated;
@@ -107,6 +121,10 @@ zb_status zb_search_levers(const zb_model *m, const zb_search_opts *o,
                 zb_status st = zb_search(&lm, &lo, &r, &e);
                 add_counts(res, &r);
                 res->elapsed_s += r.elapsed_s;
+                if (st == ZB_OK && sp) drop_sp_at_tp1(&r);
+                if (st == ZB_OK && sp && r.n == 0)
+                    st = zb_fail(&e, ZB_EINFEASIBLE, "sequence parallelism "
+                                 "needs tp > 1, and no such layout is left");
                 if (st == ZB_OK) st = merge(res, &r, combo << 40, o->top_k, &e);
                 zb_search_result_free(&r);
                 /* nothing fits (or beats the bound) with these levers; SP can

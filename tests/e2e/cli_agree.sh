@@ -72,8 +72,9 @@ for w in ZB_CUDA_SHARE ZB_CUDA_SYNC --quiet; do
     "$BIN/zbrun" --help | grep -q -- "$w" || bad "zbrun --help does not mention $w"
 done
 
-# an unwritable output is named as asked
-expect 1 "^zbplan: cannot create '$tmp/nodir/p\.yaml': No such file or directory$" \
+# an unwritable output is named as asked, refused before planning (exit 2,
+# docs/files.md)
+expect 2 "^zbplan: -o $tmp/nodir/p\.yaml: cannot create: No such file or directory$" \
     "unwritable plan" -- "$BIN/zbplan" models/tiny.yaml --pp 2 -q -o "$tmp/nodir/p.yaml"
 
 # README: profile, then replan the same pipeline into the plan that ran

@@ -111,11 +111,12 @@ grep -q "nope.yaml" "$tmp/e" || bad "missing file not named: $(cat "$tmp/e")"
 expect2 "no argument" "$BIN/zbreport"
 expect2 "unknown option" "$BIN/zbreport" --bogus "$tmp/1f1b.yaml"
 expect2 "--label count" "$BIN/zbreport" "$tmp/1f1b.yaml" "$tmp/zb-h1.yaml" --label one
-# a picture that cannot be written: exit 1, the asked-for path named (not a
-# temporary file), nothing left behind
+# a picture that cannot be created: refused before any report is read
+# (docs/files.md), exit 2, the asked-for path named (not a temporary
+# file), nothing left behind
 set +e; "$BIN/zbreport" "$tmp/1f1b.yaml" -o "$tmp/nodir/x.svg" >/dev/null 2>"$tmp/e"; rc=$?; set -e
-[ "$rc" -eq 1 ] || bad "unwritable picture: rc $rc (want 1)"
-grep -qx "zbreport: cannot create '$tmp/nodir/x.svg': No such file or directory" "$tmp/e" ||
+[ "$rc" -eq 2 ] || bad "unwritable picture: rc $rc (want 2)"
+grep -qx "zbreport: -o $tmp/nodir/x.svg: cannot create: No such file or directory" "$tmp/e" ||
     bad "unwritable picture: $(cat "$tmp/e")"
 "$BIN/zbreport" --help | grep -q '^usage: zbreport' || bad "--help"
 "$BIN/zbreport" --version | grep -q '^zbreport ' || bad "--version"

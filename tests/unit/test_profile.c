@@ -200,6 +200,23 @@ START_TEST(load_good_and_bad) {
     ck_assert_msg(strstr(err.msg, "profile_bad.yaml:7:") && strstr(err.msg, "samples_w"),
                   "%s", err.msg);
     ck_assert_int_eq(zb_profile_load("build/tests/no_such_profile.yaml", p, &err), ZB_EINPUT);
+    /* times that contradict each other (issue 29): a time without
+     * samples, no forward pass, passes longer than the spans allow */
+    static const char *const contra[][3] = {
+        {"t_w: 0.002,", "t_w: 0.000,", "t_w 0 s over samples_w 8"},
+        {"samples_f: 8, samples_b: 8, samples_w: 8, samples_bw: 0}",
+         "samples_f: 8, samples_b: 8, samples_w: 8, samples_bw: 3}", "t_bw 0 s over samples_bw 3"},
+        {"pipeline_s: 0.19", "pipeline_s: 0.01", "contradict each other"}};
+    for (int c = 0; c < 3; c++) {
+        snprintf(bad, sizeof bad, "%s", good);
+        at = strstr(bad, contra[c][0]);
+        ck_assert_ptr_nonnull(at);
+        ck_assert_int_eq(strlen(contra[c][0]), strlen(contra[c][1]));
+        memcpy(at, contra[c][1], strlen(contra[c][1]));
+        write_file("build/tests/profile_contra.yaml", bad);
+        ck_assert_int_eq(zb_profile_load("build/tests/profile_contra.yaml", p, &err), ZB_EINPUT);
+        ck_assert_msg(strstr(err.msg, contra[c][2]), "%s", err.msg);
+    }
     write_file("build/tests/profile_v2.yaml", "profile: 2\n");
     ck_assert_int_eq(zb_profile_load("build/tests/profile_v2.yaml", p, &err), ZB_EINPUT);
     free(p);

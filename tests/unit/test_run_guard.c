@@ -1,6 +1,6 @@
 /* test_run_guard.c - zbrun's guards of issue 20 below the command line:
- * the shell quoting of the resume hint (run_checks.h), outputs naming one
- * file or an input (preflight.h), the checkpoint folder's fresh-run check
+ * the shell quoting of the resume hint (run_checks.h) (outputs naming one
+ * file or an input: test_files.c), the checkpoint folder's fresh-run check
  * and shared lock (checkpoint.h), and the reserved standard descriptors
  * (stdfds.h). Files go to a fresh folder under /tmp. */
 #include <check.h>
@@ -30,13 +30,6 @@ static void remove_dir(void) {
     ck_assert_int_eq(system(cmd), 0);
 }
 
-static void touch(const char *path) {
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs("x\n", f);
-    fclose(f);
-}
-
 START_TEST(test_shell_quote) {
     char out[64];
     zb_shell_quote("ck/run-1_a.yaml", out, sizeof out);
@@ -49,51 +42,6 @@ START_TEST(test_shell_quote) {
     ck_assert_str_eq(out, "''");
     zb_shell_quote("$(rm -rf x)", out, sizeof out);
     ck_assert_str_eq(out, "'$(rm -rf x)'");
-}
-END_TEST
-
-START_TEST(test_outputs_same_file) {
-    make_dir();
-    char a[128], dot[128], up[128];
-    snprintf(a, sizeof a, "%s/a", dir);
-    snprintf(dot, sizeof dot, "%s/./a", dir);
-    snprintf(up, sizeof up, "%s/../%s/a", dir, strrchr(dir, '/') + 1);
-    const char *names[] = {"--report", "--trace"};
-    zb_err err;
-    const char *same[] = {a, dot};   /* neither exists yet */
-    ck_assert_int_eq(zb_preflight_outputs(names, same, 2, &err), ZB_EINPUT);
-    ck_assert_ptr_nonnull(strstr(err.msg, "name the same file"));
-    const char *same_up[] = {a, up};
-    ck_assert_int_eq(zb_preflight_outputs(names, same_up, 2, &err), ZB_EINPUT);
-    const char *empty[] = {"", NULL};
-    ck_assert_int_eq(zb_preflight_outputs(names, empty, 2, &err), ZB_EINPUT);
-    ck_assert_str_eq(err.msg, "--report: the file name is empty");
-    char b[128];
-    snprintf(b, sizeof b, "%s/b", dir);
-    const char *two[] = {a, b};
-    ck_assert_int_eq(zb_preflight_outputs(names, two, 2, &err), ZB_OK);
-    remove_dir();
-}
-END_TEST
-
-START_TEST(test_outputs_over_inputs) {
-    make_dir();
-    char plan[128], hard[128], other[128];
-    snprintf(plan, sizeof plan, "%s/plan.yaml", dir);
-    snprintf(hard, sizeof hard, "%s/hard.yaml", dir);
-    snprintf(other, sizeof other, "%s/other.yaml", dir);
-    touch(plan);
-    ck_assert_int_eq(link(plan, hard), 0);
-    const char *names[] = {"--svg"}, *in_names[] = {"the plan"};
-    const char *inputs[] = {plan};
-    zb_err err;
-    const char *outs[] = {hard};
-    ck_assert_int_eq(zb_preflight_inputs(names, outs, 1, in_names, inputs, 1, &err),
-                     ZB_EINPUT);
-    ck_assert_ptr_nonnull(strstr(err.msg, "would overwrite the plan"));
-    const char *fine[] = {other};
-    ck_assert_int_eq(zb_preflight_inputs(names, fine, 1, in_names, inputs, 1, &err), ZB_OK);
-    remove_dir();
 }
 END_TEST
 
@@ -145,8 +93,6 @@ static Suite *guard_suite(void) {
     Suite *s = suite_create("run_guard");
     TCase *tc = tcase_create("run_guard");
     tcase_add_test(tc, test_shell_quote);
-    tcase_add_test(tc, test_outputs_same_file);
-    tcase_add_test(tc, test_outputs_over_inputs);
     tcase_add_test(tc, test_fresh_and_shared_lock);
     tcase_add_test(tc, test_stdfds_reserved);
     suite_add_tcase(s, tc);

@@ -625,6 +625,10 @@ START_TEST(levers_searched) {
     ck_assert(plan.model.train.zero1 == free_.cand[0].zero1);
     ck_assert(fabs(plan.pred.step_s - free_.cand[0].step_s) <= 1e-9 * plan.pred.step_s);
     zb_plan_free(&plan);
+    /* sequence parallelism has nothing to split at tp 1 (issue 29): no
+     * candidate has it there, and the winner at tp 1 has it off */
+    for (int i = 0; i < free_.n; i++)
+        ck_assert(!(free_.cand[i].sp && free_.cand[i].tp == 1));
     zb_search_result_free(&pinned);
     zb_search_result_free(&free_);
 }
