@@ -3,7 +3,8 @@
  *   zbrun PLAN [--steps N] [--backend cpu|cuda|auto] [--report FILE]
  *              [--trace FILE] [--svg FILE] [--checkpoint-every N]
  *              [--checkpoint-dir DIR] [--resume] [--threads N]
- *              [--export FILE] [--profile FILE] [-q]
+ *              [--export FILE] [--profile FILE] [--metrics FILE]
+ *              [--tensorboard DIR] [--log-every N] [-q]
  *
  * Prints one line per step (on a terminal: a live progress line and a step
  * line every few steps), then a table of measured against predicted numbers
@@ -39,6 +40,8 @@
 #include "executor/host/meminfo.h"
 #include "executor/host/memlimit.h"
 #include "executor/report/metrics.h"
+#include "executor/report/tensorboard.h"
+#include "executor/state/crc32c.h"
 #include "executor/run/preflight.h"
 #include "executor/run/procs.h"
 #include "executor/report/profile.h"
@@ -61,11 +64,17 @@ static const char usage[] =
     "  --report FILE         write the run report (YAML; default: none)\n"
     "  --trace FILE          write a Chrome/Perfetto trace (JSON; default: none)\n"
     "  --svg FILE            write the planned and executed timelines (SVG; default: none)\n"
-    "  --metrics FILE        stream one record per step (step, loss, lr, grad norm,\n"
-    "                        tokens/s, step ms, val loss when due), flushed per\n"
-    "                        step (default: none)\n"
+    "  --metrics FILE        stream one record per step (step, time, loss, lr, grad\n"
+    "                        norm, tokens/s, tokens seen, step ms, MFU, peak memory\n"
+    "                        per rank, val loss when due), flushed per step\n"
+    "                        (default: none)\n"
     "  --metrics-format F    jsonl or csv (default: csv when FILE ends in .csv,\n"
     "                        else jsonl: one JSON object per line)\n"
+    "  --tensorboard DIR     write TensorBoard event files into DIR (created when\n"
+    "                        missing; default: none)\n"
+    "  --log-every N         print a step line every N steps, the last and those\n"
+    "                        with a validation loss always (default: 1; on a\n"
+    "                        terminal: a tenth of the steps, at least 5)\n"
     "  --profile FILE        write measured pass, transfer and all-reduce times\n"
     "                        and memory beside the plan's, for zbplan --profile\n"
     "                        (default: none)\n"
@@ -107,15 +116,16 @@ static const char usage[] =
 /* every option, for "did you mean" */
 static const char *const option_names[] = {
     "--steps", "--backend", "--report", "--trace", "--svg", "--profile",
-    "--metrics", "--metrics-format", "--set",
+    "--metrics", "--metrics-format", "--set", "--tensorboard", "--log-every",
     "--checkpoint-every", "--checkpoint-dir", "--resume", "--resume-changed",
     "--max-loss-ratio", "--threads", "--export", "--quiet", "--help",
     "--version", NULL};
 
 typedef struct {
     const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir, *export_path;
-    const char *profile, *metrics, *metrics_format;
+    const char *profile, *metrics, *metrics_format, *tensorboard;
     zb_metrics_format mfmt;
+    int log_every;       /* --log-every, 0: not given */
     zb_overrides sets;   /* --set KEY=VALUE on the plan's run options */
     int steps, ckpt_every, threads;
     bool resume, quiet, help, version, resume_changed, overwrite_ckpt;
@@ -180,6 +190,10 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     else if (take_opt(argc, argv, i, "--profile", &v, &st, err)) a->profile = v;
     else if (take_opt(argc, argv, i, "--metrics-format", &v, &st, err)) a->metrics_format = v;
     else if (take_opt(argc, argv, i, "--metrics", &v, &st, err)) a->metrics = v;
+    else if (take_opt(argc, argv, i, "--tensorboard", &v, &st, err)) a->tensorboard = v;
+    else if (take_opt(argc, argv, i, "--log-every", &v, &st, err)) {
+        if (st == ZB_OK) st = parse_int("--log-every", v, 1, &a->log_every, err);
+    }
     else if (take_opt(argc, argv, i, "--set", &v, &st, err)) {
         if (st == ZB_OK) st = zb_overrides_add(&a->sets, v, err);
     }
@@ -256,6 +270,7 @@ typedef struct {
     int first, every;
     const char *ckpt_dir;
     zb_metrics *metrics;   /* --metrics, NULL: none */
+    zb_tb *tb;             /* --tensorboard, NULL: none */
 } printer;
 
 static void print_step_line(const zb_step_info *s, double eta_s) {
@@ -298,6 +313,7 @@ static void on_step(const zb_step_info *s, void *ctx) {
                 "first step's %.4g (the run stops above --max-loss-ratio)\n",
                 s->step, s->loss, ZB_LOSS_WARN_RATIO, p->loss0);
     zb_metrics_step(p->metrics, s);
+    zb_tb_step(p->tb, s);
     if (p->quiet) return;
     if (s->eval_only) {   /* the validation loss before training */
         printf("step %d/%d val_loss %.6f\n", s->step, s->steps, s->val_loss);
@@ -312,12 +328,13 @@ static void on_step(const zb_step_info *s, void *ctx) {
     }
     int done = s->step - p->first + 1, left = s->steps - s->step;
     double eta = left * s->elapsed_s / done;
+    bool due = s->step % p->every == 0 || left == 0 || !isnan(s->val_loss);
     if (!p->tty) {
-        print_step_line(s, eta);
+        if (due) print_step_line(s, eta);
         zb_signals_flush(stdout);
         return;
     }
-    if (s->step == p->first || s->step % p->every == 0 || left == 0) {
+    if (s->step == p->first || due) {
         printf("\r\033[K");
         print_step_line(s, eta);
     }
@@ -542,7 +559,14 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
         st = zb_run_preflight(writer ? &ck : NULL, here, threads, &lock_fd, err);
     zb_metrics metrics;   /* checked with the other outputs above */
     if (st == ZB_OK && writer && a->metrics)
-        st = zb_metrics_open(&metrics, a->metrics, a->mfmt, a->resume, err);
+        st = zb_metrics_open(&metrics, a->metrics, a->mfmt, zb_plan_world(&plan),
+                             a->resume, err);
+    zb_tb tb;
+    if (st == ZB_OK && writer && a->tensorboard &&
+        (st = zb_tb_open(&tb, a->tensorboard, zb_crc32c, err)) != ZB_OK && a->metrics) {
+        zb_err e;
+        zb_metrics_close(&metrics, &e);
+    }
     if (st != ZB_OK) {
         zb_ckpt_unlock(lock_fd);
         zb_plan_free(&plan);
@@ -552,9 +576,10 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
      * job's output goes to a file: plain lines there */
     printer pr = {.tty = isatty(STDOUT_FILENO) && !proc.tr, .quiet = a->quiet,
                   .ckpt_dir = a->ckpt_dir ? a->ckpt_dir : "checkpoints",
-                  .metrics = writer && a->metrics ? &metrics : NULL};
+                  .metrics = writer && a->metrics ? &metrics : NULL,
+                  .tb = writer && a->tensorboard ? &tb : NULL};
     int steps = a->steps ? a->steps : plan.model.train.steps;
-    pr.every = steps >= 50 ? steps / 10 : 5;
+    pr.every = a->log_every ? a->log_every : !pr.tty ? 1 : steps >= 50 ? steps / 10 : 5;
     zb_run_opts o = {.steps = a->steps, .threads = threads,
                      .checkpoint_every = a->ckpt_every, .checkpoint_dir = a->ckpt_dir,
                      .resume = a->resume, .on_step = on_step, .on_step_ctx = &pr,
@@ -568,6 +593,7 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     if (!a->quiet && pr.metrics)
         printf("metrics: %s (%s, a record per step)\n", a->metrics,
                a->mfmt == ZB_METRICS_CSV ? "CSV" : "JSON Lines");
+    if (!a->quiet && pr.tb) printf("tensorboard: %s\n", tb.path);
     if (!a->quiet && proc.tr)
         printf("launch: %s, %d processes, one rank each, %s\n",
                zb_launcher_name(l->kind), l->world, backend == ZB_BACKEND_CUDA
@@ -581,6 +607,10 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     if (pr.tty && pr.started) printf("\r\033[K");
     zb_err merr;
     if (zb_metrics_close(pr.metrics, &merr) != ZB_OK && st == ZB_OK) {
+        st = ZB_EIO;
+        *err = merr;
+    }
+    if (zb_tb_close(pr.tb, &merr) != ZB_OK && st == ZB_OK) {
         st = ZB_EIO;
         *err = merr;
     }
