@@ -71,6 +71,14 @@ for b in bars:   # every bar's value is printed beside it
 for k in ("predicted (plan)", "measured (run)", "F", "B", "W", "BW", "bubble rate", "step time (ms)"):
     assert k in texts, k
 assert any(t.startswith("note: a run of 3 steps") for t in texts), "note not drawn"
+# the step's end is drawn as a wait: each rank done early waits until the
+# last pass of its panel ends (the planned 1f1b has such ranks)
+ends = [t for t in titles if "step-end wait for the last rank's passes: " in t]
+assert any(t.startswith("plan step-end wait") for t in ends), ends
+assert any(t.startswith("step-end wait: a rank done") for t in texts), "no wait in the key"
+last = max(float(t.split("-")[-1].split()[0]) for t in plans + acts)
+for t in ends:
+    assert float(t.split("-")[-1].split()[0]) <= last + 1e-3, (t, last)
 # round ticks: each axis (tick labels on one line, from one x) counts 0,
 # d, 2d, ... with d 1, 2 or 5 x 10^k
 import collections, math
