@@ -520,6 +520,10 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     const char *resume_dir = !a->resume ? NULL : a->ckpt_dir ? a->ckpt_dir : "checkpoints";
     zb_backend backend = strcmp(a->backend, "cuda") ? ZB_BACKEND_CPU : ZB_BACKEND_CUDA;
     zb_status ls = load_plan(a, &plan, err);
+    char plan_hash[17];   /* names the file that ran in the report */
+    zb_err he;
+    if (ls == ZB_OK && zb_plan_file_hash(a->plan_path, plan_hash, &he) == ZB_OK)
+        meta.plan_hash = plan_hash;
     if (ls != ZB_OK)   /* under a launcher: tell the other processes */
         return l->kind == ZB_LAUNCH_NONE ? ls : zb_procs_fail_start(procs, l, backend, ls, err);
     zb_status ps = l->kind == ZB_LAUNCH_NONE ? ZB_OK
