@@ -84,7 +84,12 @@ static const char usage[] =
     "                        training.optimizer.lr=1e-3; repeatable; default: none)\n"
     "  --checkpoint-every N  save a checkpoint every N steps (default: never)\n"
     "  --checkpoint-dir DIR  where checkpoints go (default: checkpoints)\n"
-    "  --resume              continue after the newest checkpoint in DIR (default: off)\n"
+    "  --resume              continue after the newest checkpoint in DIR; none\n"
+    "                        there is an error (default: off)\n"
+    "  --resume=auto         continue after the newest checkpoint in DIR when\n"
+    "                        there is one, else start fresh (rerun a job unchanged)\n"
+    "  --dry-run             check the plan, data, memory, outputs, checkpoint\n"
+    "                        folder and launch, print what would run, train nothing\n"
     "  --resume-changed      resume even if --steps or the seed differ from the\n"
     "                        checkpoint's (the learning-rate schedule or data change)\n"
     "  --overwrite-checkpoints  let a run without --resume replace the checkpoint\n"
@@ -119,7 +124,7 @@ static const char *const option_names[] = {
     "--metrics", "--metrics-format", "--set", "--tensorboard", "--log-every",
     "--checkpoint-every", "--checkpoint-dir", "--resume", "--resume-changed",
     "--max-loss-ratio", "--threads", "--export", "--quiet", "--help",
-    "--version", NULL};
+    "--version", "--dry-run", NULL};
 
 typedef struct {
     const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir, *export_path;
@@ -129,6 +134,8 @@ typedef struct {
     zb_overrides sets;   /* --set KEY=VALUE on the plan's run options */
     int steps, ckpt_every, threads;
     bool resume, quiet, help, version, resume_changed, overwrite_ckpt;
+    bool resume_auto;    /* --resume=auto: none there starts fresh */
+    bool dry_run;        /* --dry-run: checks only */
     double max_loss_ratio;
     char backend_note[96];   /* how auto chose, "" otherwise */
 } args;
@@ -170,6 +177,10 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     else if (!strcmp(arg, "--version")) a->version = true;
     else if (!strcmp(arg, "-q") || !strcmp(arg, "--quiet")) a->quiet = true;
     else if (!strcmp(arg, "--resume")) a->resume = true;
+    else if (!strcmp(arg, "--resume=auto")) a->resume = a->resume_auto = true;
+    else if (!strncmp(arg, "--resume=", 9))
+        st = zb_fail(err, ZB_EINPUT, "--resume takes no value or =auto, got '%s'", arg);
+    else if (!strcmp(arg, "--dry-run")) a->dry_run = true;
     else if (!strcmp(arg, "--resume-changed")) a->resume_changed = true;
     else if (!strcmp(arg, "--overwrite-checkpoints")) a->overwrite_ckpt = true;
     else if (take_opt(argc, argv, i, "--max-loss-ratio", &v, &st, err)) {
@@ -505,8 +516,59 @@ static zb_status load_plan(const args *a, zb_plan *plan, zb_err *err) {
     return ZB_OK;
 }
 
+/* --resume needs a checkpoint in DIR; --resume=auto without one starts
+ * fresh (a->resume off), so that a job script reruns unchanged after a
+ * preemption. A checkpoint that is there but unusable is an error either
+ * way (zb_ckpt_find), never a silent fresh start over it. */
+static zb_status resume_source(args *a, const zb_plan *plan, zb_err *err) {
+    zb_ckpt_index idx;
+    bool found;
+    if (!a->resume) return ZB_OK;
+    ZB_TRY(zb_ckpt_find(pr_dir(a), plan, &idx, &found, err));
+    if (found) return ZB_OK;
+    if (a->resume_auto) {
+        a->resume = false;
+        return ZB_OK;
+    }
+    return zb_fail(err, ZB_EINPUT, "--resume: no checkpoint in %s/ (no latest.yaml); "
+                   "run without --resume to start fresh, or with --resume=auto to "
+                   "start fresh only when there is none", pr_dir(a));
+}
+
+/* --dry-run: the resume checks the run would make (the checkpoint's steps
+ * and seed against this run's), then what the run would do. */
+static zb_status dry_run(const args *a, const zb_plan *plan, const zb_launch *l,
+                         zb_err *err) {
+    int steps = a->steps ? a->steps : plan->model.train.steps;
+    zb_ckpt_index idx;
+    bool found = false;
+    if (a->resume) ZB_TRY(zb_ckpt_find(pr_dir(a), plan, &idx, &found, err));
+    if (found)
+        ZB_TRY(zb_ckpt_check_resume(pr_dir(a), &idx, plan, steps, a->resume_changed, err));
+    if (a->quiet) return ZB_OK;
+    printf("dry run: plan, data, memory, outputs and checkpoint folder checked\n");
+    if (found) printf("would resume after step %d from %s/ and train steps %d..%d\n",
+                      idx.step, pr_dir(a), idx.step + 1, steps);
+    else printf("would train steps 1..%d%s\n", steps, a->resume_auto
+                ? " (--resume=auto: no checkpoint yet, a fresh start)" : "");
+    if (l->kind == ZB_LAUNCH_NONE)
+        printf("would run %d ranks as threads of this process\n", zb_plan_world(plan));
+    const char *const names[] = {"report", "trace", "svg", "profile", "metrics",
+                                 "tensorboard", "export"};
+    const char *const paths[] = {a->report, a->trace, a->svg, a->profile, a->metrics,
+                                 a->tensorboard, a->export_path};
+    for (int k = 0; k < 7; k++)
+        if (paths[k]) printf("would write --%s %s\n", names[k], paths[k]);
+    if (a->ckpt_every)
+        printf("would save a checkpoint every %d steps in %s/\n", a->ckpt_every, pr_dir(a));
+    printf("nothing trained (--dry-run)\n");
+    return ZB_OK;
+}
+
 static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                           int *stopped, zb_err *err) {
+    args me0 = *a;   /* --resume=auto may turn resuming off */
+    a = &me0;
     int hold;
     ZB_TRY(test_hold(&hold, err));
     char blas[256];
@@ -517,9 +579,11 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                            .load_start = zb_load_average()};
     zb_plan plan;
     zb_run_proc proc = {0};
-    const char *resume_dir = !a->resume ? NULL : a->ckpt_dir ? a->ckpt_dir : "checkpoints";
     zb_backend backend = strcmp(a->backend, "cuda") ? ZB_BACKEND_CPU : ZB_BACKEND_CUDA;
     zb_status ls = load_plan(a, &plan, err);
+    if (ls == ZB_OK && (ls = resume_source(&me0, &plan, err)) != ZB_OK)
+        zb_plan_free(&plan);
+    const char *resume_dir = !a->resume ? NULL : a->ckpt_dir ? a->ckpt_dir : "checkpoints";
     char plan_hash[17];   /* names the file that ran in the report */
     zb_err he;
     if (ls == ZB_OK && zb_plan_file_hash(a->plan_path, plan_hash, &he) == ZB_OK)
@@ -561,6 +625,14 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     zb_status st = writer ? zb_run_check_outputs(a->plan_path, &plan, &outs, err) : ZB_OK;
     if (st == ZB_OK)
         st = zb_run_preflight(writer ? &ck : NULL, here, threads, &lock_fd, err);
+    if (st == ZB_OK && a->dry_run) {   /* before any output is opened */
+        if (!a->quiet) print_header(a, &plan, threads, here, proc.tr != NULL);
+        if (!a->quiet && fit_note[0]) printf("%s\n", fit_note);
+        st = dry_run(a, &plan, l, err);
+        zb_ckpt_unlock(lock_fd);
+        zb_plan_free(&plan);
+        return st;
+    }
     zb_metrics metrics;   /* checked with the other outputs above */
     if (st == ZB_OK && writer && a->metrics)
         st = zb_metrics_open(&metrics, a->metrics, a->mfmt, zb_plan_world(&plan),
@@ -594,6 +666,8 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                      .hold_after_step = hold};
     if (!a->quiet) print_header(a, &plan, threads, here, proc.tr != NULL);
     if (!a->quiet && fit_note[0]) printf("%s\n", fit_note);
+    if (!a->quiet && a->resume_auto && !a->resume)
+        printf("resume=auto: no checkpoint in %s/, starting at step 1\n", pr_dir(a));
     if (!a->quiet && pr.metrics)
         printf("metrics: %s (%s, a record per step)\n", a->metrics,
                a->mfmt == ZB_METRICS_CSV ? "CSV" : "JSON Lines");
@@ -621,7 +695,7 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     if (st == ZB_OK && !a->quiet) st = print_summary(&plan, &res, err);
     if (st == ZB_OK && writer) st = write_outputs(a, &plan, &res, &meta, err);
     if (st == ZB_OK && res.stopped && writer)
-        zb_print_stopped(a->plan_path, pr_dir(a), &res);
+        zb_print_stopped(a->plan_path, pr_dir(a), a->ckpt_every, &res);
     *stopped = st == ZB_OK ? res.stopped : 0;
     zb_run_result_free(&res);
     zb_plan_free(&plan);
