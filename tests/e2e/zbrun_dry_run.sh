@@ -79,6 +79,9 @@ grep -qx "zbrun: checkpoint of step 2 saved; resume with: zbrun $tmp/plan.yaml -
 "${A[@]}" --dry-run >"$tmp/dry2" || bad "dry run after the stop exited $?"
 grep -q "^would resume after step 2 from $tmp/ck/ and train steps 3\.\.4$" "$tmp/dry2" ||
     bad "dry run after the stop: $(cat "$tmp/dry2")"
+expect2 "dry run, the checkpoint's steps differ" \
+    "ck/latest.yaml: the checkpoint belongs to a run of 4 steps, this one has 6" \
+    "${A[@]}" --dry-run --steps 6
 "${A[@]}" >"$tmp/a2" || bad "the rerun exited $?"
 grep -q "^resumed after step 2 from $tmp/ck" "$tmp/a2" || bad "the rerun did not resume: $(head -5 "$tmp/a2")"
 last() { grep '^step 4/4 ' "$1" | awk '{print $4}'; }
