@@ -2,9 +2,9 @@
  *
  *   zbrun PLAN [--steps N] [--backend cpu|cuda|auto] [--report FILE]
  *              [--trace FILE] [--svg FILE] [--checkpoint-every N]
- *              [--checkpoint-dir DIR] [--resume] [--threads N]
+ *              [--checkpoint-dir DIR] [--resume | --resume=auto] [--threads N]
  *              [--export FILE] [--profile FILE] [--metrics FILE]
- *              [--tensorboard DIR] [--log-every N] [-q]
+ *              [--tensorboard DIR] [--log-every N] [--dry-run] [-q]
  *
  * Prints one line per step (on a terminal: a live progress line and a step
  * line every few steps), then a table of measured against predicted numbers
