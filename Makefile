@@ -202,13 +202,16 @@ $(MAINS_O): CFLAGS += -I$(BUILD)
 FORCE:
 
 # Every schedule users compare, planned and trained a few steps each, then
-# one table and one picture (out/compare/compare.svg) by zbreport.
+# one table and one picture (out/compare/compare.svg) by zbreport. Planned
+# from this CPU's measurements, as `make run` plans (the same cached
+# calibration and pass profile), so predicted and measured share an axis.
 COMPARE_SCHEDULES ?= 1f1b interleaved zb-h1 zb-h2 zb-v zb-auto-v
 COMPARE_STEPS ?= 8
-compare: all
+compare: all $(RUN_PROF)
 	@mkdir -p out/compare
 	@set -e; reps=; for s in $(COMPARE_SCHEDULES); do \
-	  $(BIN)/zbplan $(MODEL) --dp 1 --tp 1 --pp $(RUN_PP) --schedule $$s -q -o out/compare/$$s.plan.yaml; \
+	  $(BIN)/zbplan $(RUN_CALIB) --dp 1 --tp 1 --pp $(RUN_PP) --schedule $$s \
+	    --profile $(RUN_PROF) -q -o out/compare/$$s.plan.yaml; \
 	  echo "zbrun $$s"; \
 	  $(BIN)/zbrun out/compare/$$s.plan.yaml --steps $(COMPARE_STEPS) -q --report out/compare/$$s.report.yaml; \
 	  reps="$$reps out/compare/$$s.report.yaml"; done; \

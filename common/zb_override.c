@@ -1,8 +1,9 @@
 /* zb_override.c - see zb_override.h.
  *
  * An override edits the loaded tree in place: a value node is replaced by
- * the root of a document parsed from VALUE, a missing key is appended to
- * its mapping (new key and item arrays). Everything this adds is owned by a
+ * the root of a document parsed from VALUE (a mapping over a mapping merges
+ * key by key), a missing key is appended to its mapping (new key and item
+ * arrays). Everything this adds is owned by a
  * list freed after the last parse; the tree is freed with its document. */
 #include "common/zb_override.h"
 
@@ -115,6 +116,30 @@ static zb_ynode *new_node(const zb_ynode *at, zb_ytype type, const char *text,
     return n;
 }
 
+/* Merge mapping src into mapping dst key by key, so that
+ * `--set training.optimizer={lr: 1e-3}` changes lr and keeps the file's
+ * other optimizer keys: a key dst lacks is appended, a mapping under a
+ * mapping merges in turn, anything else replaces dst's value (which keeps
+ * the file's place, so errors point at the file's key). */
+static zb_status merge(zb_ynode *dst, zb_ynode *src, owned **list, zb_err *err) {
+    for (int i = 0; i < src->n; i++) {
+        zb_ynode *k = src->keys[i], *v = src->items[i];
+        int at = -1;
+        for (int j = 0; j < dst->n && at < 0; j++)
+            if (!strcmp(dst->keys[j]->str, k->str)) at = j;
+        if (at < 0) {
+            ZB_TRY(append(dst, k, v, list, err));
+        } else if (v->type == ZB_Y_MAP && dst->items[at]->type == ZB_Y_MAP) {
+            ZB_TRY(merge(dst->items[at], v, list, err));
+        } else {
+            v->line = dst->items[at]->line;
+            v->col = dst->items[at]->col;
+            dst->items[at] = v;
+        }
+    }
+    return ZB_OK;
+}
+
 /* Apply one override to doc's tree. */
 static zb_status apply(zb_ydoc *doc, const zb_override *o, owned **list,
                        zb_err *err) {
@@ -147,6 +172,8 @@ static zb_status apply(zb_ydoc *doc, const zb_override *o, owned **list,
             ZB_TRY(append(map, k, val, list, err));
             at = map->n - 1;
         }
+        if (last && v->type == ZB_Y_MAP && map->items[at]->type == ZB_Y_MAP)
+            return merge(map->items[at], v, list, err);
         if (last) {
             v->line = map->items[at]->line;   /* errors point at the file's key */
             v->col = map->items[at]->col;

@@ -5,7 +5,9 @@
  *
  * VALUE is YAML (a number, a word, a quoted string, [flow, list] or
  * {flow: map}); KEY names a mapping entry by its path of keys, created when
- * missing (its parent mappings too). The file is validated first on its own
+ * missing (its parent mappings too). A mapping VALUE over a mapping merges
+ * key by key (keys it does not name keep the file's values; nested mappings
+ * merge in turn); any other VALUE replaces the entry. The file is validated first on its own
  * (errors "file:line:col: ..."), then once after each override in order, so
  * an error the k-th override brings is reported as "--set KEY=VALUE: what is
  * wrong". Every error is ZB_EINPUT. Single-threaded; nothing global. */

@@ -81,6 +81,11 @@ zb_status zb_plan_read_doc(const zb_ydoc *doc, zb_plan *plan, zb_err *err);
  * fingerprint does not match (hand-edited shapes or device): re-run zbplan.
  * A plan without the key is read as before. */
 uint64_t zb_plan_fingerprint(const zb_plan *plan);
+/* A plan file's content hash: FNV-1a 64 over its bytes, as 16 lower-case
+ * hex digits into hex[17] (zb_plan_hash.c). zbrun's report names the plan
+ * it ran by it, and zbreport tells when the file on disk is no longer that
+ * plan. ZB_EIO "path: cannot read: ..." when the file cannot be read. */
+zb_status zb_plan_file_hash(const char *path, char hex[17], zb_err *err);
 
 /* Rank layout helpers (see above). */
 int zb_plan_world(const zb_plan *plan);

@@ -3,6 +3,7 @@
  * from. Numbers are printed with 12 significant digits, so a value that
  * went through the YAML text and back (memory_gib, bandwidths) hashes the
  * same; a changed shape, batch, precision, device or split does not. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -69,4 +70,23 @@ uint64_t zb_plan_fingerprint(const zb_plan *p) {
         put(&f, "%.12g %.12g %.12g", r->bubble[k], r->peak_mem_bytes[k],
             r->act_mem_bytes[k]);
     return f.h;
+}
+
+zb_status zb_plan_file_hash(const char *path, char hex[17], zb_err *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return zb_fail(err, ZB_EIO, "%s: cannot read: %s", path, strerror(errno));
+    uint64_t h = 14695981039346656037ull;
+    unsigned char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        for (size_t i = 0; i < n; i++) {
+            h ^= buf[i];
+            h *= 1099511628211ull;
+        }
+    bool bad = ferror(f) != 0;
+    int e = errno;
+    fclose(f);
+    if (bad) return zb_fail(err, ZB_EIO, "%s: cannot read: %s", path, strerror(e));
+    snprintf(hex, 17, "%016" PRIx64, h);
+    return ZB_OK;
 }

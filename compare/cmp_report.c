@@ -173,8 +173,26 @@ static void name_run(zb_cmp_report *out, const char *path) {
     }
 }
 
+/* Read the plan at path when its content hash is want (or want is ""):
+ * true. A plan of another hash sets r->plan_changed (the first one seen). */
+static bool plan_that_ran(const char *path, const char *want, zb_cmp_report *r,
+                          zb_plan *plan) {
+    char hex[17];
+    zb_err e;
+    if (want[0] && zb_plan_file_hash(path, hex, &e) != ZB_OK) return false;
+    if (want[0] && strcmp(hex, want)) {
+        if (!r->plan_changed[0])
+            snprintf(r->plan_changed, sizeof r->plan_changed, "the plan on disk "
+                     "(%s, content hash %s) is not the one that ran (%s)", path,
+                     hex, want);
+        return false;
+    }
+    return zb_plan_read(path, plan, &e) == ZB_OK;
+}
+
 /* The plan's simulated schedule as rows (best effort: a plan that cannot be
- * read or simulated leaves out->planned NULL). */
+ * read or simulated, or whose content is not the one that ran, leaves
+ * out->planned NULL). */
 static void read_planned(const zb_ydoc *d, zb_cmp_report *r, const char *path) {
     const zb_ynode *run = zb_ymap_get(d->root, "run");
     char pp[512] = "", beside[1100];
@@ -182,12 +200,18 @@ static void read_planned(const zb_ydoc *d, zb_cmp_report *r, const char *path) {
     if (!run || run->type != ZB_Y_MAP ||
         zb_yget_str(d, run, "plan_path", false, pp, sizeof pp, &e) != ZB_OK || !pp[0])
         return;
+    /* reports before plan_hash: "", any plan of that name is taken */
+    if (zb_yget_str(d, run, "plan_hash", false, r->plan_hash, sizeof r->plan_hash,
+                    &e) != ZB_OK)
+        r->plan_hash[0] = '\0';
     const char *slash = strrchr(path, '/'), *pbase = strrchr(pp, '/');
     snprintf(beside, sizeof beside, "%.*s%s", slash ? (int)(slash - path + 1) : 0,
              path, pbase ? pbase + 1 : pp);
     zb_plan plan;
-    if (zb_plan_read(pp, &plan, &e) != ZB_OK && zb_plan_read(beside, &plan, &e) != ZB_OK)
+    if (!plan_that_ran(pp, r->plan_hash, r, &plan) &&
+        !plan_that_ran(beside, r->plan_hash, r, &plan))
         return;
+    r->plan_changed[0] = '\0';   /* the other candidate is the one */
     zb_sim_result sim;
     if (plan.pp == r->pp && zb_simulate(&plan.sched, &plan.costs, &sim, &e) == ZB_OK) {
         r->planned = calloc((size_t)r->pp, sizeof *r->planned);

@@ -6,8 +6,11 @@
  * same basis (the plan's peak less its workspace margin, as zbrun writes
  * predicted_peak_mem_bytes). Times in seconds.
  * Planned timeline: when the plan the run names (run.plan_path, as given,
- * else the file of that name beside the report) can be read, its schedule
- * simulated with its costs (zb_sim.h), one step from 0; else none.
+ * else the file of that name beside the report) can be read and has the
+ * content hash the run recorded (run.plan_hash, zb_plan_file_hash; any
+ * plan of that name for a report without one), its schedule simulated with
+ * its costs (zb_sim.h), one step from 0; else none (plan_changed says
+ * when a file was found with another hash).
  * Errors: ZB_EINPUT "file:line:col: what is wrong" for a file that is not a
  * zbrun report (missing key, wrong type), ZB_EIO when it cannot be read.
  */
@@ -45,6 +48,11 @@ typedef struct {
     zb_cmp_row *rows;       /* [pp], NULL when the report has no timeline */
     zb_cmp_row *planned;    /* [pp], NULL when the plan could not be read */
     double planned_end;     /* the simulated passes' last end, s */
+    char plan_hash[17];     /* run.plan_hash: the content hash of the plan
+                               that ran ("" in older reports) */
+    char plan_changed[700]; /* "the plan on disk (...) is not the one that
+                               ran (...)" when the plan file found has
+                               another hash (then planned is NULL), else "" */
 } zb_cmp_report;
 
 zb_status zb_cmp_report_read(const char *path, zb_cmp_report *out, zb_err *err);

@@ -17,6 +17,8 @@
 #define GAP 8.0
 #define PRED_FILL "#a0cbe8"
 #define MEAS_FILL "#1f4e79"
+#define WAIT_FILL "#e15759"   /* zbrun's timeline.svg draws waits so too */
+#define WAIT_H 4.0
 
 static const char *const pass_names[4] = {"F", "B", "W", "BW"};
 static const char *const pass_fills[4] = {"#4e79a7", "#59a14f", "#f28e2b", "#b07aa1"};
@@ -57,9 +59,11 @@ static double key(FILE *f, double y) {
     swatch(f, LEFT, y, PRED_FILL, "predicted (plan)");
     swatch(f, LEFT + 130, y, MEAS_FILL, "measured (run)");
     for (int k = 0; k < 4; k++) swatch(f, LEFT + 270 + k * 60, y, pass_fills[k], pass_names[k]);
+    swatch(f, LEFT, y + 18, WAIT_FILL, "step-end wait: a rank done before the "
+           "last rank's passes end (every rank's norm is summed before the update)");
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#555\">F forward, "
             "B input grad, W weight grad, BW fused</text>\n", LEFT + 520, y + 10);
-    return y + 22;
+    return y + 38;
 }
 
 /* The note of zb_cmp_rank_note, wrapped at about 150 characters a line. */
@@ -129,17 +133,34 @@ static double bars(FILE *f, const zb_cmp_report *reps, int n, double y) {
     return y + n * (2 * BAR_H + GAP) + 34;
 }
 
+static double row_end(const zb_cmp_row *rw, int pp);
+
+/* A row's wait from its last pass to the panel's last: a red strip along
+ * its foot (the step's end waits for the slowest rank: a bubble, not
+ * work). */
+static void end_wait(FILE *f, const zb_cmp_row *row, double last, double yy,
+                     double scale, bool plan) {
+    double own = row_end(row, 1);
+    if ((last - own) * scale < 0.5) return;
+    fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
+            "fill=\"%s\"><title>%sstep-end wait for the last rank's passes: "
+            "%.3f-%.3f ms</title></rect>\n", LEFT + own * scale, yy + ROW_H - WAIT_H,
+            (last - own) * scale, WAIT_H, WAIT_FILL, plan ? "plan " : "",
+            own * 1e3, last * 1e3);
+}
+
 /* Rows of boxes; planned boxes' tooltips start "plan ". */
 static double rows(FILE *f, const zb_cmp_row *rw, int pp, double y, double scale,
                    const char *name) {
     bool plan = !strcmp(name, "plan");
-    double width = W - LEFT - RIGHT;
+    double width = W - LEFT - RIGHT, last = row_end(rw, pp);
     for (int p = 0; p < pp; p++) {
         const zb_cmp_row *row = &rw[p];
         double yy = y + p * (ROW_H + 2);
         fprintf(f, "<text x=\"20\" y=\"%.1f\" font-size=\"11\">%s %d</text>"
                 "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                 "fill=\"#f3f3f3\"/>\n", yy + ROW_H - 4, name, p, LEFT, yy, width, ROW_H);
+        end_wait(f, row, last, yy, scale, plan);
         for (int i = 0; i < row->n; i++) {
             double x = LEFT + row->start[i] * scale;
             double w = (row->end[i] - row->start[i]) * scale;
@@ -175,7 +196,7 @@ static double row_end(const zb_cmp_row *rw, int pp) {
 }
 
 static double height(const zb_cmp_report *reps, int n, int note_n) {
-    double h = 40 + 22 + note_n * 16 + 8 + 22 + n * (2 * BAR_H + GAP) + 34 + 20 + 30;
+    double h = 40 + 38 + note_n * 16 + 8 + 22 + n * (2 * BAR_H + GAP) + 34 + 20 + 30;
     for (int i = 0; i < n; i++)
         h += 30 + (reps[i].rows ? reps[i].pp * (ROW_H + 2) : 0) +
              (reps[i].planned ? reps[i].pp * (ROW_H + 2) + 4 : 0);

@@ -1,6 +1,7 @@
 /* main.c - zbreport: compare schedules from zbrun reports (docs/zbreport.md).
  *
  *   zbreport REPORT.yaml... [-o FILE.svg]
+ *   zbreport --diff A.yaml B.yaml   (two plans: cmp_diff.h)
  *
  * Prints one table row per report (schedule, layout, predicted and
  * measured bubble, step time, tokens/s, MFU, peak memory predicted and
@@ -18,12 +19,16 @@
 #include "common/zb_afile.h"
 #include "common/zb_files.h"
 #include "common/zb_suggest.h"
+#include "compare/cmp_diff.h"
 #include "compare/cmp_report.h"
 #include "compare/cmp_svg.h"
 
 static const char usage[] =
     "usage: zbreport REPORT.yaml... [-o FILE.svg] [--label NAME]...\n"
+    "       zbreport --diff PLAN_A.yaml PLAN_B.yaml\n"
     "Compare runs (zbrun --report FILE) of one model with different schedules.\n"
+    "  --diff A B       print what differs between two plans (zbplan -o) and\n"
+    "                   their predictions, one line per difference\n"
     "  -o, --svg FILE   write the bars and timelines picture (default: none)\n"
     "  --label NAME     name the runs in the order given, one --label per\n"
     "                   report (default: the report's file name without\n"
@@ -89,8 +94,25 @@ static zb_status check_output(const char *svg, const char *const *paths, int n,
     return st;
 }
 
+/* zbreport --diff A B: exit 0 (also when they differ), 2 bad input. */
+static int diff_main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "zbreport: --diff needs two plans: zbreport --diff "
+                "A.yaml B.yaml\n");
+        return 2;
+    }
+    zb_err err;
+    int n;
+    if (zb_cmp_diff(argv[2], argv[3], stdout, &n, &err) != ZB_OK) {
+        fprintf(stderr, "zbreport: %s\n", err.msg);
+        return 2;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *svg = NULL;
+    if (argc > 1 && !strcmp(argv[1], "--diff")) return diff_main(argc, argv);
     int n = 0, nlabels = 0;
     const char **paths = calloc((size_t)argc, sizeof *paths);
     const char **labels = calloc((size_t)argc, sizeof *labels);
@@ -124,7 +146,7 @@ int main(int argc, char **argv) {
             else svg = argv[++i];
         } else if (a[0] == '-' && a[1]) {
             static const char *const names[] = {"--svg", "--label", "--help",
-                                                "--version", NULL};
+                                                "--version", "--diff", NULL};
             zb_err e;
             zb_fail_unknown_option(&e, a, names, "zbreport --help");
             fprintf(stderr, "zbreport: %s\n", e.msg);
@@ -161,6 +183,10 @@ int main(int argc, char **argv) {
         for (int i = 0; i < nlabels; i++)
             snprintf(reps[i].label, sizeof reps[i].label, "%s", labels[i]);
         print_table(reps, n);
+        for (int i = 0; i < n; i++)
+            if (reps[i].plan_changed[0])
+                fprintf(stderr, "zbreport: warning: %s: %s; its planned rows are "
+                        "not drawn\n", reps[i].path, reps[i].plan_changed);
         drawing = svg != NULL;
         if (svg) st = zb_cmp_svg_write(svg, reps, n, &err);
         if (st == ZB_OK && svg) printf("wrote %s\n", svg);

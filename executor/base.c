@@ -13,6 +13,12 @@ double zb_now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double zb_unix_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 double zb_lr_at(const zb_optim *o, int step, int total) {
     if (o->warmup_steps > 0 && step <= o->warmup_steps)
         return o->lr * step / o->warmup_steps;

@@ -13,6 +13,8 @@
 
 /* Seconds on CLOCK_MONOTONIC. */
 double zb_now_s(void);
+/* Seconds since 1970-01-01 UTC (CLOCK_REALTIME): timestamps in records. */
+double zb_unix_s(void);
 
 /* Learning rate of 1-based step `step` of `total`: linear warmup from
  * lr/warmup_steps to lr over the first warmup_steps steps, then cosine decay
@@ -28,8 +30,20 @@ typedef struct {
     double tokens_per_s;    /* global_batch * seq_len / step_s */
     double elapsed_s;       /* since this run started */
     double val_loss;        /* validation loss after this step, NaN: none */
-    bool eval_only;         /* only val_loss is set: the evaluation before
-                               the first step (step = first step - 1) */
+    bool eval_only;         /* only val_loss (and the three below) are set:
+                               the evaluation before the first step (step =
+                               first step - 1) */
+    double unix_s;          /* wall clock (CLOCK_REALTIME) when recorded */
+    long long tokens_seen;  /* training tokens in steps 1..step (a resumed
+                               run counts the steps before it too) */
+    int world;              /* entries of mem_bytes (0: none) */
+    const double *mem_bytes;   /* [world] each global rank's peak memory so
+                               far (parameters, gradients, optimizer state,
+                               its activations' high-water mark), bytes; only
+                               valid inside the callback */
+    double mfu;             /* the plan's FLOPs per step over step_s and the
+                               devices' peak: plan mfu * plan step / step_s
+                               (0 when the plan predicts nothing) */
 } zb_step_info;
 
 typedef struct {

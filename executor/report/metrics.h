@@ -2,10 +2,13 @@
  * file while training (docs/zbrun.md, "Metrics while training").
  *
  * JSON Lines (one object per line) or CSV (a header, then one row per step):
- * step, steps, loss, lr, grad_norm, tokens_per_s, step_ms, elapsed_s and
+ * step, steps, timestamp (Unix seconds, UTC), tokens_seen, loss, lr,
+ * grad_norm, tokens_per_s, step_ms, elapsed_s, mfu (0..1), mem_bytes (each
+ * global rank's peak so far; CSV: a column mem_bytes_rankR per rank) and
  * val_loss (JSON: only when an evaluation was due; CSV: empty otherwise).
  * The validation before the first step is a record of its own with only
- * step (the last step done, 0 on a fresh start), steps and val_loss. Every
+ * step (the last step done, 0 on a fresh start), steps, timestamp,
+ * tokens_seen and val_loss. Every
  * record is flushed when written, so `tail -f` follows the run. The file is
  * written in place, not atomically: after a failed run it holds the steps
  * that finished. Used by rank 0 only (the callback's thread). */
@@ -24,6 +27,7 @@ typedef struct {
     FILE *f;
     const char *path;
     zb_metrics_format fmt;
+    int world;        /* CSV: mem_bytes_rankR columns */
     zb_err err;       /* the first write failure; steps after it are dropped */
     bool failed;
 } zb_metrics;
@@ -34,10 +38,11 @@ zb_status zb_metrics_format_of(const char *name, const char *path,
                                zb_metrics_format *out, zb_err *err);
 
 /* Create (truncate) path, or with append (--resume) add to its end, and
- * write the CSV header unless the file already has lines. ZB_EIO naming
- * --metrics and the path when it cannot be opened. */
+ * write the CSV header (world: the plan's ranks) unless the file already
+ * has lines. ZB_EIO naming --metrics and the path when it cannot be
+ * opened. */
 zb_status zb_metrics_open(zb_metrics *m, const char *path, zb_metrics_format fmt,
-                          bool append, zb_err *err);
+                          int world, bool append, zb_err *err);
 
 /* Append one step (or the initial evaluation) and flush. A failure is kept
  * in m->err and ends the writing; zb_metrics_close reports it. */

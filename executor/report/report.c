@@ -106,6 +106,7 @@ static void write_plan_info(zb_yw *w, const zb_plan *plan,
     zb_yw_str(w, "run");
     zb_yw_map_begin(w, true);
     zb_yw_kstr(w, "plan_path", m->plan_path ? m->plan_path : "");
+    if (m->plan_hash) zb_yw_kstr(w, "plan_hash", m->plan_hash);
     zb_yw_kstr(w, "zbrun_version", m->version ? m->version : "unknown");
     zb_yw_kdouble(w, "wall_s", m->wall_s);
     write_machine(w, plan, m);

@@ -33,6 +33,8 @@ void zb_report_pred_free(zb_report_pred *p);
 typedef struct {
     const char *backend;       /* "cpu" */
     const char *plan_path;     /* as given on the command line */
+    const char *plan_hash;     /* its content hash when read (zb_plan.h's
+                                  zb_plan_file_hash), or NULL */
     const char *version;       /* zbrun's git describe at build time */
     const char *blas;          /* zb_blas_describe's line, or NULL */
     double wall_s;             /* whole run, set-up and outputs included */
@@ -51,7 +53,7 @@ double zb_report_pred_mem(const zb_plan *plan, int r);
 double zb_report_margin_bytes(const zb_plan *plan);
 
 /* YAML report, written atomically:
- *   report: 1, plan: {...}, run: {plan_path, zbrun_version, wall_s,
+ *   report: 1, plan: {...}, run: {plan_path, plan_hash, zbrun_version, wall_s,
  *   machine: {cores, device, blas, load_start, load_end}, ...},
  *   summary: {... measured and
  *   predicted_*, replayed_bubble_rate (replay.h), mfu_peak}, steps: [{step, loss, lr, grad_norm, time_s}],

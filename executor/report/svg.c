@@ -38,6 +38,10 @@ typedef struct {
     const double *start, *end;
     double tail0, tail1;       /* sync + optimizer after the passes */
     const char *tail_what;
+    /* the step's end waits for the last rank's passes (every rank's
+     * gradient norm is summed before any update): a wait, not work */
+    double end_wait0, end_wait1;
+    const char *end_wait_what;
     int n_wait;                /* receive waits (executed only) */
     const double *wait_start, *wait_end;
 } svg_row;
@@ -104,12 +108,13 @@ static void draw_tail(FILE *f, double x0, double x1, double y, double t0,
             ROW_H, TAIL_FILL, what, t0 * 1e3, t1 * 1e3);
 }
 
-/* A receive's wait: a red strip along the row's foot. */
-static void draw_wait(FILE *f, double x0, double x1, double y, double t0, double t1) {
+/* A wait (a receive's, the step end's): a red strip along the row's foot. */
+static void draw_wait(FILE *f, double x0, double x1, double y, double t0, double t1,
+                      const char *what) {
     if (x1 - x0 < 0.5) return;
     fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.1f\" "
-            "fill=\"%s\"><title>receive wait: %.3f-%.3f ms</title></rect>\n", x0,
-            y + ROW_H - WAIT_H, x1 - x0, WAIT_H, WAIT_FILL, t0 * 1e3, t1 * 1e3);
+            "fill=\"%s\"><title>%s: %.3f-%.3f ms</title></rect>\n", x0,
+            y + ROW_H - WAIT_H, x1 - x0, WAIT_H, WAIT_FILL, what, t0 * 1e3, t1 * 1e3);
 }
 
 static void draw_panel(FILE *f, double y0, const char *title, int pp,
@@ -126,7 +131,10 @@ static void draw_panel(FILE *f, double y0, const char *title, int pp,
                 LEFT, y, width, ROW_H, GAP_FILL);
         for (int i = 0; i < row->n_wait; i++)
             draw_wait(f, LEFT + row->wait_start[i] * scale, LEFT + row->wait_end[i] * scale,
-                      y, row->wait_start[i], row->wait_end[i]);
+                      y, row->wait_start[i], row->wait_end[i], "receive wait");
+        if (row->end_wait_what)
+            draw_wait(f, LEFT + row->end_wait0 * scale, LEFT + row->end_wait1 * scale,
+                      y, row->end_wait0, row->end_wait1, row->end_wait_what);
         for (int i = 0; i < row->n; i++) {
             double s = row->start[i], e = row->end[i];
             draw_box(f, &row->acts[i], LEFT + s * scale, y, (e - s) * scale,
@@ -148,7 +156,7 @@ static void swatch(FILE *f, double x, double y, const char *fill, const char *te
 static void draw_legend(FILE *f, double y) {
     for (int k = 0; k < 4; k++) swatch(f, LEFT + k * 170, y, pass_fill[k], pass_title[k]);
     swatch(f, LEFT, y + 22, TAIL_FILL, "gradient sync + optimizer");
-    swatch(f, LEFT + 210, y + 22, WAIT_FILL, "receive wait (measured)");
+    swatch(f, LEFT + 210, y + 22, WAIT_FILL, "wait: receive, step end");
     swatch(f, LEFT + 420, y + 22, GAP_FILL, "idle, not receiving: host work or off-core stall");
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#555\">"
             "lighter shade: model chunk 1 and up; numbers: microbatch; both panels "
@@ -157,16 +165,24 @@ static void draw_legend(FILE *f, double y) {
 }
 
 /* Planned panel rows from a simulation (times already start at 0), with the
- * predicted sync and optimizer after the pipeline. */
+ * predicted sync and optimizer after the pipeline, and each rank's wait
+ * from its last pass to the pipeline's last. */
 static void planned_rows(const zb_plan *plan, const zb_sim_result *sim,
                          svg_row *rows) {
-    for (int r = 0; r < plan->pp; r++)
+    for (int r = 0; r < plan->pp; r++) {
+        const double *end = sim->end + sim->off[r];
+        double own = 0;
+        for (int i = 0; i < plan->sched.len[r]; i++) if (end[i] > own) own = end[i];
         rows[r] = (svg_row){plan->sched.acts[r], plan->sched.len[r],
-                            sim->start + sim->off[r], sim->end + sim->off[r],
+                            sim->start + sim->off[r], end,
                             .tail0 = sim->last_end,
                             .tail1 = plan->pred.step_s > sim->last_end
                                          ? plan->pred.step_s : sim->last_end,
-                            .tail_what = "predicted gradient sync + optimizer"};
+                            .tail_what = "predicted gradient sync + optimizer",
+                            .end_wait0 = own, .end_wait1 = sim->last_end,
+                            .end_wait_what = "predicted step-end wait for the "
+                                             "last rank's passes"};
+    }
 }
 
 /* The receive waits of rank g's kept step k, shifted by t0, into
@@ -208,13 +224,26 @@ static double earliest(const zb_plan *plan, const zb_run_result *res,
     return t0;
 }
 
+/* When the last rank of the world (every replica) ended its passes in
+ * kept step k: no rank's update can start before the world's norm sum,
+ * so each rank's tail waits until then. */
+static double last_pipeline_end(const zb_plan *plan, const zb_run_result *res, int k) {
+    double t = res->tail_start[0][k];
+    for (int g = 1; g < zb_plan_world(plan); g++)
+        if (res->tail_start[g][k] > t) t = res->tail_start[g][k];
+    return t;
+}
+
 /* Executed panel rows: the last kept step of the dp 0, tp 0 ranks, shifted
  * so the step's first pass or receive starts at 0 (copies into buf: 2 *
- * actions + 2 * ops). Returns where the last rank's optimizer ends. */
+ * actions + 2 * ops). A rank's tail is drawn as a wait until the world's
+ * last pipeline ends, then as sync + optimizer. Returns where the last
+ * rank's optimizer ends. */
 static double executed_rows(const zb_plan *plan, const zb_run_result *res,
                             const zb_program *prog, double *buf, svg_row *rows) {
     int k = res->trace_n - 1;
     double t0 = earliest(plan, res, prog, k), t1 = 0;
+    double last = last_pipeline_end(plan, res, k) - t0;
     size_t at = 0;
     for (int r = 0; r < plan->pp; r++) {
         int g = zb_plan_rank(plan, r, 0, 0), n = res->n_acts[g];
@@ -222,7 +251,11 @@ static double executed_rows(const zb_plan *plan, const zb_run_result *res,
         rows[r] = (svg_row){plan->sched.acts[r], n, buf + at, buf + at + n,
                             .tail0 = res->tail_start[g][k] - t0,
                             .tail1 = res->tail_end[g][k] - t0,
-                            .tail_what = "gradient sync + optimizer"};
+                            .tail_what = "gradient sync + optimizer",
+                            .end_wait0 = res->tail_start[g][k] - t0,
+                            .end_wait_what = "step-end wait for the last rank's passes"};
+        rows[r].end_wait1 = last < rows[r].tail1 ? last : rows[r].tail1;
+        if (rows[r].end_wait1 > rows[r].tail0) rows[r].tail0 = rows[r].end_wait1;
         for (int i = 0; i < n; i++) {
             buf[at + i] = s[i] - t0;
             buf[at + n + i] = e[i] - t0;

@@ -2,8 +2,9 @@
  *
  *   zbrun PLAN [--steps N] [--backend cpu|cuda|auto] [--report FILE]
  *              [--trace FILE] [--svg FILE] [--checkpoint-every N]
- *              [--checkpoint-dir DIR] [--resume] [--threads N]
- *              [--export FILE] [--profile FILE] [-q]
+ *              [--checkpoint-dir DIR] [--resume | --resume=auto] [--threads N]
+ *              [--export FILE] [--profile FILE] [--metrics FILE]
+ *              [--tensorboard DIR] [--log-every N] [--dry-run] [-q]
  *
  * Prints one line per step (on a terminal: a live progress line and a step
  * line every few steps), then a table of measured against predicted numbers
@@ -41,6 +42,8 @@
 #include "executor/host/meminfo.h"
 #include "executor/host/memlimit.h"
 #include "executor/report/metrics.h"
+#include "executor/report/tensorboard.h"
+#include "executor/state/crc32c.h"
 #include "executor/run/preflight.h"
 #include "executor/run/procs.h"
 #include "executor/report/profile.h"
@@ -63,11 +66,17 @@ static const char usage[] =
     "  --report FILE         write the run report (YAML; default: none)\n"
     "  --trace FILE          write a Chrome/Perfetto trace (JSON; default: none)\n"
     "  --svg FILE            write the planned and executed timelines (SVG; default: none)\n"
-    "  --metrics FILE        stream one record per step (step, loss, lr, grad norm,\n"
-    "                        tokens/s, step ms, val loss when due), flushed per\n"
-    "                        step (default: none)\n"
+    "  --metrics FILE        stream one record per step (step, time, loss, lr, grad\n"
+    "                        norm, tokens/s, tokens seen, step ms, MFU, peak memory\n"
+    "                        per rank, val loss when due), flushed per step\n"
+    "                        (default: none)\n"
     "  --metrics-format F    jsonl or csv (default: csv when FILE ends in .csv,\n"
     "                        else jsonl: one JSON object per line)\n"
+    "  --tensorboard DIR     write TensorBoard event files into DIR (created when\n"
+    "                        missing; default: none)\n"
+    "  --log-every N         print a step line every N steps, the last and those\n"
+    "                        with a validation loss always (default: 1; on a\n"
+    "                        terminal: a tenth of the steps, at least 5)\n"
     "  --profile FILE        write measured pass, transfer and all-reduce times\n"
     "                        and memory beside the plan's, for zbplan --profile\n"
     "                        (default: none)\n"
@@ -77,7 +86,12 @@ static const char usage[] =
     "                        training.optimizer.lr=1e-3; repeatable; default: none)\n"
     "  --checkpoint-every N  save a checkpoint every N steps (default: never)\n"
     "  --checkpoint-dir DIR  where checkpoints go (default: checkpoints)\n"
-    "  --resume              continue after the newest checkpoint in DIR (default: off)\n"
+    "  --resume              continue after the newest checkpoint in DIR; none\n"
+    "                        there is an error (default: off)\n"
+    "  --resume=auto         continue after the newest checkpoint in DIR when\n"
+    "                        there is one, else start fresh (rerun a job unchanged)\n"
+    "  --dry-run             check the plan, data, memory, outputs, checkpoint\n"
+    "                        folder and launch, print what would run, train nothing\n"
     "  --resume-changed      resume even if --steps or the seed differ from the\n"
     "                        checkpoint's (the learning-rate schedule or data change)\n"
     "  --overwrite-checkpoints  let a run without --resume replace the checkpoint\n"
@@ -109,18 +123,21 @@ static const char usage[] =
 /* every option, for "did you mean" */
 static const char *const option_names[] = {
     "--steps", "--backend", "--report", "--trace", "--svg", "--profile",
-    "--metrics", "--metrics-format", "--set",
+    "--metrics", "--metrics-format", "--set", "--tensorboard", "--log-every",
     "--checkpoint-every", "--checkpoint-dir", "--resume", "--resume-changed",
     "--max-loss-ratio", "--threads", "--export", "--quiet", "--help",
-    "--version", NULL};
+    "--version", "--dry-run", NULL};
 
 typedef struct {
     const char *plan_path, *backend, *report, *trace, *svg, *ckpt_dir, *export_path;
-    const char *profile, *metrics, *metrics_format;
+    const char *profile, *metrics, *metrics_format, *tensorboard;
     zb_metrics_format mfmt;
+    int log_every;       /* --log-every, 0: not given */
     zb_overrides sets;   /* --set KEY=VALUE on the plan's run options */
     int steps, ckpt_every, threads;
     bool resume, quiet, help, version, resume_changed, overwrite_ckpt;
+    bool resume_auto;    /* --resume=auto: none there starts fresh */
+    bool dry_run;        /* --dry-run: checks only */
     double max_loss_ratio;
     char backend_note[96];   /* how auto chose, "" otherwise */
 } args;
@@ -162,6 +179,10 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     else if (!strcmp(arg, "--version")) a->version = true;
     else if (!strcmp(arg, "-q") || !strcmp(arg, "--quiet")) a->quiet = true;
     else if (!strcmp(arg, "--resume")) a->resume = true;
+    else if (!strcmp(arg, "--resume=auto")) a->resume = a->resume_auto = true;
+    else if (!strncmp(arg, "--resume=", 9))
+        st = zb_fail(err, ZB_EINPUT, "--resume takes no value or =auto, got '%s'", arg);
+    else if (!strcmp(arg, "--dry-run")) a->dry_run = true;
     else if (!strcmp(arg, "--resume-changed")) a->resume_changed = true;
     else if (!strcmp(arg, "--overwrite-checkpoints")) a->overwrite_ckpt = true;
     else if (take_opt(argc, argv, i, "--max-loss-ratio", &v, &st, err)) {
@@ -182,6 +203,10 @@ static zb_status parse_one(int argc, char **argv, int *i, args *a, zb_err *err) 
     else if (take_opt(argc, argv, i, "--profile", &v, &st, err)) a->profile = v;
     else if (take_opt(argc, argv, i, "--metrics-format", &v, &st, err)) a->metrics_format = v;
     else if (take_opt(argc, argv, i, "--metrics", &v, &st, err)) a->metrics = v;
+    else if (take_opt(argc, argv, i, "--tensorboard", &v, &st, err)) a->tensorboard = v;
+    else if (take_opt(argc, argv, i, "--log-every", &v, &st, err)) {
+        if (st == ZB_OK) st = parse_int("--log-every", v, 1, &a->log_every, err);
+    }
     else if (take_opt(argc, argv, i, "--set", &v, &st, err)) {
         if (st == ZB_OK) st = zb_overrides_add(&a->sets, v, err);
     }
@@ -258,6 +283,7 @@ typedef struct {
     int first, every;
     const char *ckpt_dir;
     zb_metrics *metrics;   /* --metrics, NULL: none */
+    zb_tb *tb;             /* --tensorboard, NULL: none */
 } printer;
 
 static void print_step_line(const zb_step_info *s, double eta_s) {
@@ -300,6 +326,7 @@ static void on_step(const zb_step_info *s, void *ctx) {
                 "first step's %.4g (the run stops above --max-loss-ratio)\n",
                 s->step, s->loss, ZB_LOSS_WARN_RATIO, p->loss0);
     zb_metrics_step(p->metrics, s);
+    zb_tb_step(p->tb, s);
     if (p->quiet) return;
     if (s->eval_only) {   /* the validation loss before training */
         printf("step %d/%d val_loss %.6f\n", s->step, s->steps, s->val_loss);
@@ -314,12 +341,13 @@ static void on_step(const zb_step_info *s, void *ctx) {
     }
     int done = s->step - p->first + 1, left = s->steps - s->step;
     double eta = left * s->elapsed_s / done;
+    bool due = s->step % p->every == 0 || left == 0 || !isnan(s->val_loss);
     if (!p->tty) {
-        print_step_line(s, eta);
+        if (due) print_step_line(s, eta);
         zb_signals_flush(stdout);
         return;
     }
-    if (s->step == p->first || s->step % p->every == 0 || left == 0) {
+    if (s->step == p->first || due) {
         printf("\r\033[K");
         print_step_line(s, eta);
     }
@@ -495,8 +523,59 @@ static zb_status load_plan(const args *a, zb_plan *plan, zb_err *err) {
     return ZB_OK;
 }
 
+/* --resume needs a checkpoint in DIR; --resume=auto without one starts
+ * fresh (a->resume off), so that a job script reruns unchanged after a
+ * preemption. A checkpoint that is there but unusable is an error either
+ * way (zb_ckpt_find), never a silent fresh start over it. */
+static zb_status resume_source(args *a, const zb_plan *plan, zb_err *err) {
+    zb_ckpt_index idx;
+    bool found;
+    if (!a->resume) return ZB_OK;
+    ZB_TRY(zb_ckpt_find(pr_dir(a), plan, &idx, &found, err));
+    if (found) return ZB_OK;
+    if (a->resume_auto) {
+        a->resume = false;
+        return ZB_OK;
+    }
+    return zb_fail(err, ZB_EINPUT, "--resume: no checkpoint in %s/ (no latest.yaml); "
+                   "run without --resume to start fresh, or with --resume=auto to "
+                   "start fresh only when there is none", pr_dir(a));
+}
+
+/* --dry-run: the resume checks the run would make (the checkpoint's steps
+ * and seed against this run's), then what the run would do. */
+static zb_status dry_run(const args *a, const zb_plan *plan, const zb_launch *l,
+                         zb_err *err) {
+    int steps = a->steps ? a->steps : plan->model.train.steps;
+    zb_ckpt_index idx;
+    bool found = false;
+    if (a->resume) ZB_TRY(zb_ckpt_find(pr_dir(a), plan, &idx, &found, err));
+    if (found)
+        ZB_TRY(zb_ckpt_check_resume(pr_dir(a), &idx, plan, steps, a->resume_changed, err));
+    if (a->quiet) return ZB_OK;
+    printf("dry run: plan, data, memory, outputs and checkpoint folder checked\n");
+    if (found) printf("would resume after step %d from %s/ and train steps %d..%d\n",
+                      idx.step, pr_dir(a), idx.step + 1, steps);
+    else printf("would train steps 1..%d%s\n", steps, a->resume_auto
+                ? " (--resume=auto: no checkpoint yet, a fresh start)" : "");
+    if (l->kind == ZB_LAUNCH_NONE)
+        printf("would run %d ranks as threads of this process\n", zb_plan_world(plan));
+    const char *const names[] = {"report", "trace", "svg", "profile", "metrics",
+                                 "tensorboard", "export"};
+    const char *const paths[] = {a->report, a->trace, a->svg, a->profile, a->metrics,
+                                 a->tensorboard, a->export_path};
+    for (int k = 0; k < 7; k++)
+        if (paths[k]) printf("would write --%s %s\n", names[k], paths[k]);
+    if (a->ckpt_every)
+        printf("would save a checkpoint every %d steps in %s/\n", a->ckpt_every, pr_dir(a));
+    printf("nothing trained (--dry-run)\n");
+    return ZB_OK;
+}
+
 static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                           int *stopped, zb_err *err) {
+    args me0 = *a;   /* --resume=auto may turn resuming off */
+    a = &me0;
     int hold;
     ZB_TRY(test_hold(&hold, err));
     char blas[256];
@@ -507,9 +586,15 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                            .load_start = zb_load_average()};
     zb_plan plan;
     zb_run_proc proc = {0};
-    const char *resume_dir = !a->resume ? NULL : a->ckpt_dir ? a->ckpt_dir : "checkpoints";
     zb_backend backend = strcmp(a->backend, "cuda") ? ZB_BACKEND_CPU : ZB_BACKEND_CUDA;
     zb_status ls = load_plan(a, &plan, err);
+    if (ls == ZB_OK && (ls = resume_source(&me0, &plan, err)) != ZB_OK)
+        zb_plan_free(&plan);
+    const char *resume_dir = !a->resume ? NULL : a->ckpt_dir ? a->ckpt_dir : "checkpoints";
+    char plan_hash[17];   /* names the file that ran in the report */
+    zb_err he;
+    if (ls == ZB_OK && zb_plan_file_hash(a->plan_path, plan_hash, &he) == ZB_OK)
+        meta.plan_hash = plan_hash;
     if (ls != ZB_OK)   /* under a launcher: tell the other processes */
         return l->kind == ZB_LAUNCH_NONE ? ls : zb_procs_fail_start(procs, l, backend, ls, err);
     zb_status ps = l->kind == ZB_LAUNCH_NONE ? ZB_OK
@@ -549,9 +634,24 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
                                            &outs, err) : ZB_OK;
     if (st == ZB_OK)
         st = zb_run_preflight(writer ? &ck : NULL, here, threads, &lock_fd, err);
+    if (st == ZB_OK && a->dry_run) {   /* before any output is opened */
+        if (!a->quiet) print_header(a, &plan, threads, here, proc.tr != NULL);
+        if (!a->quiet && fit_note[0]) printf("%s\n", fit_note);
+        st = dry_run(a, &plan, l, err);
+        zb_ckpt_unlock(lock_fd);
+        zb_plan_free(&plan);
+        return st;
+    }
     zb_metrics metrics;   /* checked with the other outputs above */
     if (st == ZB_OK && writer && a->metrics)
-        st = zb_metrics_open(&metrics, a->metrics, a->mfmt, a->resume, err);
+        st = zb_metrics_open(&metrics, a->metrics, a->mfmt, zb_plan_world(&plan),
+                             a->resume, err);
+    zb_tb tb;
+    if (st == ZB_OK && writer && a->tensorboard &&
+        (st = zb_tb_open(&tb, a->tensorboard, zb_crc32c, err)) != ZB_OK && a->metrics) {
+        zb_err e;
+        zb_metrics_close(&metrics, &e);
+    }
     if (st != ZB_OK) {
         zb_ckpt_unlock(lock_fd);
         zb_plan_free(&plan);
@@ -561,9 +661,10 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
      * job's output goes to a file: plain lines there */
     printer pr = {.tty = isatty(STDOUT_FILENO) && !proc.tr, .quiet = a->quiet,
                   .ckpt_dir = a->ckpt_dir ? a->ckpt_dir : "checkpoints",
-                  .metrics = writer && a->metrics ? &metrics : NULL};
+                  .metrics = writer && a->metrics ? &metrics : NULL,
+                  .tb = writer && a->tensorboard ? &tb : NULL};
     int steps = a->steps ? a->steps : plan.model.train.steps;
-    pr.every = steps >= 50 ? steps / 10 : 5;
+    pr.every = a->log_every ? a->log_every : !pr.tty ? 1 : steps >= 50 ? steps / 10 : 5;
     zb_run_opts o = {.steps = a->steps, .threads = threads,
                      .checkpoint_every = a->ckpt_every, .checkpoint_dir = a->ckpt_dir,
                      .resume = a->resume, .on_step = on_step, .on_step_ctx = &pr,
@@ -580,9 +681,12 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     zb_afile_stop_on(&zb_stop_signal);   /* an output FIFO's wait ends too */
     if (!a->quiet) print_header(a, &plan, threads, here, proc.tr != NULL);
     if (!a->quiet && fit_note[0]) printf("%s\n", fit_note);
+    if (!a->quiet && a->resume_auto && !a->resume)
+        printf("resume=auto: no checkpoint in %s/, starting at step 1\n", pr_dir(a));
     if (!a->quiet && pr.metrics)
         printf("metrics: %s (%s, a record per step)\n", a->metrics,
                a->mfmt == ZB_METRICS_CSV ? "CSV" : "JSON Lines");
+    if (!a->quiet && pr.tb) printf("tensorboard: %s\n", tb.path);
     if (!a->quiet && proc.tr)
         printf("launch: %s, %d processes, one rank each, %s\n",
                zb_launcher_name(l->kind), l->world, backend == ZB_BACKEND_CUDA
@@ -592,8 +696,16 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     zb_run_result res;
     st = zb_run(&plan, &o, &res, err);
     if (pr.tty && pr.started) printf("\r\033[K");
-    zb_err merr;   /* a failed metrics stream loses no other output */
+    /* a failed metrics stream or event file loses no other output */
+    zb_err merr, terr;
     zb_status ms = zb_metrics_close(pr.metrics, &merr);
+    zb_status ts = zb_tb_close(pr.tb, &terr);
+    if (ms == ZB_OK && ts != ZB_OK) {
+        ms = ts;
+        merr = terr;
+    } else if (ts != ZB_OK) {
+        fprintf(stderr, "zbrun: %s\n", terr.msg);
+    }
     if (st == ZB_OK && !a->quiet) st = print_summary(&plan, &res, err);
     if (st == ZB_OK && writer) st = write_outputs(a, &plan, &res, &meta, err);
     if (ms != ZB_OK && st == ZB_OK) {
@@ -603,7 +715,7 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
         fprintf(stderr, "zbrun: %s\n", merr.msg);
     }
     if (st == ZB_OK && res.stopped && writer)
-        zb_print_stopped(a->plan_path, pr_dir(a), &res);
+        zb_print_stopped(a->plan_path, pr_dir(a), a->ckpt_every, &res);
     *stopped = st == ZB_OK ? res.stopped : 0;
     zb_run_result_free(&res);
     zb_plan_free(&plan);

@@ -179,11 +179,11 @@ static int first_flagged(const double *flags, int world) {
 /* This rank's share of the world sums of the squared gradients (each
  * parameter once: dp_rank 0, the stage's ownership rule) and of the losses
  * (tp_rank 0: the head is replicated over TP), plus its flags of non-finite
- * local values, into rk->red [2 + 2*world]. */
+ * local values, and its memory high-water mark, into rk->red [2 + 3*world]. */
 static void local_stats(zb_rank *rk) {
     int world = rk->ctx->world;
     double *red = rk->red;
-    memset(red, 0, (2 + 2 * (size_t)world) * sizeof *red);
+    memset(red, 0, (2 + 3 * (size_t)world) * sizeof *red);
     /* cuda: these wait for the step's device work, NCCL transfers from
      * peers included; one process per rank, a dead peer must not hang us */
     zb_watchdog_arm("the step's device work (waiting for the loss)");
@@ -194,6 +194,10 @@ static void local_stats(zb_rank *rk) {
     red[1] = ls;
     red[2 + rk->rank] = isfinite(ls) ? 0.0 : 1.0;
     red[2 + world + rk->rank] = isfinite(sq) ? 0.0 : 1.0;
+    /* each rank's memory high-water mark, for rank 0's step record: the
+     * sum adds zeros to one value, exact in any order */
+    red[2 + 2 * world + rk->rank] = zb_stage_static_bytes(rk->st) +
+                                    zb_stage_act_peak_bytes(rk->st);
 }
 
 /* The world sums of local_stats, so that every rank reaches the same
@@ -205,7 +209,7 @@ static zb_status global_stats(zb_rank *rk, int step, double *norm,
     double *red = rk->red;
     zb_mark m = mark_now();
     ZB_TRY(rk->tr->allreduce_f64(rk->tr, &rk->world_g, red,
-                                 2 + 2 * (size_t)world, err));
+                                 2 + 3 * (size_t)world, err));
     rk->bnd_verdict += bnd_wait(rk, m);
     double tokens = (double)p->model.train.global_batch * p->model.arch.seq_len;
     *loss = red[1] / tokens;
@@ -266,11 +270,17 @@ static void report_step(zb_rank *rk, int k, double loss, double lr,
     res->n_steps = k + 1;
     if (!c->opts->on_step || rk->rank != 0) return;
     double tokens = (double)p->model.train.global_batch * p->model.arch.seq_len;
-    zb_step_info info = {.step = c->first_step + k, .steps = c->total_steps,
+    int step = c->first_step + k;
+    /* the memory entries of global_stats' sums (an evaluation since
+     * clears only the entries before them) */
+    zb_step_info info = {.step = step, .steps = c->total_steps,
                          .loss = loss, .lr = lr, .grad_norm = norm,
                          .step_s = step_s,
                          .tokens_per_s = step_s > 0 ? tokens / step_s : 0,
-                         .elapsed_s = zb_now_s() - c->t0, .val_loss = val};
+                         .elapsed_s = zb_now_s() - c->t0, .val_loss = val,
+                         .unix_s = zb_unix_s(), .tokens_seen = (long long)tokens * step,
+                         .world = c->world, .mem_bytes = rk->red + 2 + 2 * c->world,
+                         .mfu = step_s > 0 ? p->pred.mfu * p->pred.step_s / step_s : 0};
     c->opts->on_step(&info, c->opts->on_step_ctx);
 }
 
@@ -292,9 +302,12 @@ static zb_status initial_eval(zb_rank *rk, zb_err *err) {
     }
     if (rk->eval_stopped || rk->rank != 0 || !c->val || !c->opts->on_step)
         return ZB_OK;
+    const zb_training *t = &c->plan->model.train;
     zb_step_info info = {.step = c->first_step - 1, .steps = c->total_steps,
                          .loss = NAN, .val_loss = val, .eval_only = true,
-                         .elapsed_s = zb_now_s() - c->t0};
+                         .elapsed_s = zb_now_s() - c->t0, .unix_s = zb_unix_s(),
+                         .tokens_seen = (long long)t->global_batch *
+                                        c->plan->model.arch.seq_len * (c->first_step - 1)};
     c->opts->on_step(&info, c->opts->on_step_ctx);
     return ZB_OK;
 }

@@ -131,7 +131,7 @@ void zb_shell_quote(const char *s, char *out, size_t cap) {
     out[n] = '\0';
 }
 
-void zb_print_stopped(const char *plan_path, const char *ckpt_dir,
+void zb_print_stopped(const char *plan_path, const char *ckpt_dir, int ckpt_every,
                       const zb_run_result *res) {
     const char *sig = res->stopped == SIGINT ? "SIGINT" : res->stopped == SIGTERM
                       ? "SIGTERM" : res->stopped == SIGPIPE
@@ -150,8 +150,8 @@ void zb_print_stopped(const char *plan_path, const char *ckpt_dir,
             res->total_steps);
     if (res->stop_saved)
         fprintf(stderr, "zbrun: checkpoint of step %d saved; resume with: zbrun "
-                "%s --resume --checkpoint-dir %s --steps %d\n", last, qplan,
-                qdir, res->total_steps);
+                "%s --resume --checkpoint-dir %s --checkpoint-every %d --steps %d\n",
+                last, qplan, qdir, ckpt_every, res->total_steps);
     else
         fprintf(stderr, "zbrun: checkpoints were off, nothing saved (run with "
                 "--checkpoint-every N to be able to resume)\n");

@@ -70,8 +70,10 @@ bool zb_msg_has_place(const char *msg, const char *plan_path);
  * letters, digits and _./:=@%+,- ; else in single quotes. */
 void zb_shell_quote(const char *s, char *out, size_t cap);
 
-/* After a run ended by a signal: what was done and how to resume. */
-void zb_print_stopped(const char *plan_path, const char *ckpt_dir,
+/* After a run ended by a signal: what was done and how to resume (the
+ * command keeps --checkpoint-every ckpt_every, so the resumed run saves
+ * checkpoints as this one did). */
+void zb_print_stopped(const char *plan_path, const char *ckpt_dir, int ckpt_every,
                       const zb_run_result *res);
 
 #endif

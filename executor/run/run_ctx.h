@@ -41,8 +41,9 @@ typedef struct {
     int n_acts;
     size_t msg_floats;           /* one activation/gradient message */
     int *tokens, *targets;       /* [m][micro_batch*seq_len], NULL if unused */
-    double *red;                 /* [2 + world] world all-reduce of the norm,
-                                    loss and non-finite flags */
+    double *red;                 /* [2 + 3*world] world all-reduce of the
+                                    norm, loss, non-finite flags and each
+                                    rank's memory high-water mark */
     double *t_start, *t_end;     /* this step's slot of the result's ring */
     double loss0;                /* the divergence baseline: the first loss
                                     of the training (0: none yet) */

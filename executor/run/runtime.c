@@ -309,7 +309,7 @@ static zb_status setup_rank(zb_run_ctx *c, int r, zb_err *err) {
     rk->n_acts = p->sched.len[rk->pp_rank];
     size_t per_mb = (size_t)p->micro_batch * (size_t)p->model.arch.seq_len;
     rk->msg_floats = per_mb * (size_t)p->model.arch.hidden;
-    rk->red = zb_calloc(2 + 2 * (size_t)c->world, sizeof(double), err);
+    rk->red = zb_calloc(2 + 3 * (size_t)c->world, sizeof(double), err);
     if (!rk->red) return ZB_ENOMEM;
     if (!needs_data(p, rk->pp_rank)) return ZB_OK;
     rk->tokens = zb_calloc((size_t)p->m * per_mb, sizeof(int), err);

@@ -3,7 +3,8 @@
 # the plan's run options; docs/zbplan.md, docs/zbrun.md):
 #   - zbplan --set changes the planned model: the plan holds the new
 #     global_batch and layers, and equals (but for its name) the plan of a
-#     model file edited the same way;
+#     model file edited the same way; a mapping VALUE merges key by key
+#     (training.optimizer={lr: ...} keeps the file's warmup_steps);
 #   - errors: a bad value, an unknown key (with did-you-mean), a combination
 #     the model rejects, no '=', a key under a scalar, YAML that does not
 #     parse: exit 2, one line "zbplan: --set KEY=VALUE: ...", no plan
@@ -41,6 +42,19 @@ for p in (a, b):
     p["training"]["data"]["path"] = os.path.realpath(p["training"]["data"]["path"])
 assert a == b, [k for k in a if a[k] != b[k]]
 PY
+
+# a mapping merges key by key: {lr: ...} keeps min_lr, warmup_steps, schedule
+$P --set 'training.optimizer={lr: 1e-3, beta2: 0.99}' -o "$tmp/map.yaml"
+$P --set training.optimizer.lr=1e-3 --set training.optimizer.beta2=0.99 -o "$tmp/keys.yaml"
+python3 - "$tmp" <<'PY' || bad "--set training.optimizer={...} did not merge key by key"
+import sys, yaml
+t = sys.argv[1]
+a, b = (yaml.safe_load(open(f"{t}/{n}.yaml"))["training"]["optimizer"] for n in ("map", "keys"))
+assert a == b, (a, b)
+assert a["warmup_steps"] == 5 and a["min_lr"] == 3.0e-4 and a["schedule"] == "cosine", a
+PY
+expect2 "^zbplan: --set training.optimizer=\{lr: abc\}: 'lr' must be a number, got 'abc'$" \
+    "bad value in a merged mapping" $P --set 'training.optimizer={lr: abc}' -o "$tmp/x.yaml"
 
 expect2 "^zbplan: --set training.global_batch=abc: 'global_batch' must be an integer, got 'abc'$" \
     "bad value" $P --set training.global_batch=abc -o "$tmp/x.yaml"

@@ -11,8 +11,14 @@
 #     per action of its plan;
 #   - the trace of the zb-h1 run has send and recv events, one per transfer
 #     of the lowered program per kept step;
+#   - a report names its plan by path and content hash; after the plan file
+#     is overwritten zbreport warns and draws no planned rows;
+#   - --diff of two plans: the schedule's name and actions and the predicted
+#     step time (with its relative change) differ, the model does not;
+#     a plan with itself: no differences;
 #   - bad input: a plan given as a report, a missing file, no argument and
-#     an unknown option exit 2 with one line on stderr.
+#     an unknown option, --diff of a report or of one file, exit 2 with one
+#     line on stderr.
 # Usage (from anywhere): BIN=bin bash tests/e2e/zbreport.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -71,6 +77,14 @@ for b in bars:   # every bar's value is printed beside it
 for k in ("predicted (plan)", "measured (run)", "F", "B", "W", "BW", "bubble rate", "step time (ms)"):
     assert k in texts, k
 assert any(t.startswith("note: a run of 3 steps") for t in texts), "note not drawn"
+# the step's end is drawn as a wait: each rank done early waits until the
+# last pass of its panel ends (the planned 1f1b has such ranks)
+ends = [t for t in titles if "step-end wait for the last rank's passes: " in t]
+assert any(t.startswith("plan step-end wait") for t in ends), ends
+assert any(t.startswith("step-end wait: a rank done") for t in texts), "no wait in the key"
+last = max(float(t.split("-")[-1].split()[0]) for t in plans + acts)
+for t in ends:
+    assert float(t.split("-")[-1].split()[0]) <= last + 1e-3, (t, last)
 # round ticks: each axis (tick labels on one line, from one x) counts 0,
 # d, 2d, ... with d 1, 2 or 5 x 10^k
 import collections, math
@@ -118,6 +132,54 @@ set +e; "$BIN/zbreport" "$tmp/1f1b.yaml" -o "$tmp/nodir/x.svg" >/dev/null 2>"$tm
 [ "$rc" -eq 2 ] || bad "unwritable picture: rc $rc (want 2)"
 grep -qx "zbreport: -o $tmp/nodir/x.svg: cannot create: No such file or directory" "$tmp/e" ||
     bad "unwritable picture: $(cat "$tmp/e")"
+# a report names the plan it ran: path and content hash (FNV-1a 64 of the
+# file's bytes, computed here independently); a plan overwritten since is
+# not drawn, and zbreport says so
+python3 - "$tmp" <<'PY' || bad "the report does not name its plan by content hash"
+import sys, yaml
+tmp = sys.argv[1]
+run = yaml.safe_load(open(f"{tmp}/zb-h1.yaml"))["run"]
+h = 14695981039346656037
+for b in open(run["plan_path"], "rb").read():
+    h = ((h ^ b) * 1099511628211) & (2**64 - 1)
+assert run["plan_path"] == f"{tmp}/zb-h1.plan.yaml" and run["plan_hash"] == "%016x" % h, run
+PY
+cp "$tmp/zb-h1.plan.yaml" "$tmp/keep.yaml"
+"$BIN/zbplan" models/tiny.yaml -q --dp 1 --tp 1 --pp 2 --schedule 1f1b -o "$tmp/zb-h1.plan.yaml"
+"$BIN/zbreport" "$tmp/zb-h1.yaml" -o "$tmp/changed.svg" >/dev/null 2>"$tmp/e" || bad "zbreport, plan changed: exit $?"
+grep -qx "zbreport: warning: $tmp/zb-h1.yaml: the plan on disk ($tmp/zb-h1.plan.yaml, content hash [0-9a-f]\{16\}) is not the one that ran ([0-9a-f]\{16\}); its planned rows are not drawn" "$tmp/e" ||
+    bad "plan changed: stderr '$(cat "$tmp/e")'"
+! grep -q '<title>plan ' "$tmp/changed.svg" || bad "plan changed: the wrong plan was drawn"
+cp "$tmp/keep.yaml" "$tmp/zb-h1.plan.yaml"
+"$BIN/zbreport" "$tmp/zb-h1.yaml" -o "$tmp/same.svg" >/dev/null 2>"$tmp/e" || bad "zbreport: exit $?"
+[ ! -s "$tmp/e" ] && grep -q '<title>plan ' "$tmp/same.svg" || bad "plan restored: not drawn: $(cat "$tmp/e")"
+
+# --diff: what differs between two plans and their predictions
+"$BIN/zbreport" --diff "$tmp/1f1b.plan.yaml" "$tmp/zb-h1.plan.yaml" >"$tmp/diff" || bad "--diff exited $?"
+python3 - "$tmp" <<'PY' || bad "--diff: $(cat "$tmp/diff")"
+import sys, yaml
+tmp = sys.argv[1]
+out = open(f"{tmp}/diff").read().splitlines()
+a, b = (yaml.safe_load(open(f"{tmp}/{s}.plan.yaml")) for s in ("1f1b", "zb-h1"))
+assert out[0].startswith(f"plans: {tmp}/1f1b.plan.yaml (content hash "), out[0]
+assert "schedule.name: 1f1b -> zb-h1" in out, out
+pa, pb = a["prediction"]["step_s"], b["prediction"]["step_s"]
+want = "prediction.step_s: %r -> %r (%+.1f%%)" % (pa, pb, 100 * (pb - pa) / pa)
+assert any(l.startswith("prediction.step_s: ") for l in out), out
+line = [l for l in out if l.startswith("prediction.step_s: ")][0]
+assert line.endswith("(%+.1f%%)" % (100 * (pb - pa) / pa)), (line, want)
+assert any(l.startswith("schedule.ranks[0]: %d -> %d items, first difference at " %
+           (len(a["schedule"]["ranks"][0]), len(b["schedule"]["ranks"][0]))) for l in out), out
+assert "model.layers" not in "".join(out), out   # same model: not listed
+n = int(out[-1].split()[0])
+assert n == len(out) - 2, (n, len(out))
+PY
+"$BIN/zbreport" --diff "$tmp/1f1b.plan.yaml" "$tmp/1f1b.plan.yaml" | tail -1 | grep -qx "no differences" ||
+    bad "--diff of a plan with itself"
+expect2 "--diff of a report" "$BIN/zbreport" --diff "$tmp/1f1b.plan.yaml" "$tmp/1f1b.yaml"
+grep -q "^zbreport: $tmp/1f1b.yaml:" "$tmp/e" || bad "--diff of a report: $(cat "$tmp/e")"
+expect2 "--diff of one plan" "$BIN/zbreport" --diff "$tmp/1f1b.plan.yaml"
+
 "$BIN/zbreport" --help | grep -q '^usage: zbreport' || bad "--help"
 "$BIN/zbreport" --version | grep -q '^zbreport ' || bad "--version"
 

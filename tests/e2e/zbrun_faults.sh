@@ -2,7 +2,8 @@
 # zbrun_faults.sh - zbrun under faults: nothing silently wrong, nothing
 # destroyed, never a hang.
 #   1. kill -9 at random moments, FAULT_TRIALS times (default 20; 5 for a
-#      sanitizer build unless set): resuming gives rank files bit-identical
+#      sanitizer build unless set): resuming (--resume=auto: a kill before
+#      the first checkpoint starts fresh) gives rank files bit-identical
 #      to those of an uninterrupted run (parameters and AdamW moments);
 #   2. damaged checkpoints (truncations, byte flips in header, data and
 #      trailer, a zeroed block, a missing rank file) are all refused with
@@ -77,7 +78,7 @@ for t in $(seq "$TRIALS"); do
     kill -9 "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     pid=
-    if zbrun --steps $STEPS --checkpoint-every 1 --checkpoint-dir "$ck" --resume -q \
+    if zbrun --steps $STEPS --checkpoint-every 1 --checkpoint-dir "$ck" --resume=auto -q \
         >"$tmp/out" 2>"$tmp/err" && same_as_ref "$ck"; then ok
     else bad "trial $t (kill after $delay ms): resume differs or failed: $(cat "$tmp/err")"; fi
     rm -rf "$ck"

@@ -156,7 +156,7 @@ wait_held 1 "$tmp/err" "$held_pid" || bad "resume hint with a space: never held"
 kill -INT "$held_pid"
 rc=0; wait "$held_pid" || rc=$?
 [ "$rc" -eq 130 ] && grep -q "stopped by SIGINT after step 1 of 100000" "$tmp/err" &&
-    grep -q -- "--resume --checkpoint-dir 'my ck' --steps 100000$" "$tmp/err" && ok ||
+    grep -q -- "--resume --checkpoint-dir 'my ck' --checkpoint-every 100000 --steps 100000$" "$tmp/err" && ok ||
     bad "resume hint with a space: exit $rc, $(cat "$tmp/err")"
 
 echo "zbrun_guard_io.sh: $((checks - fails))/$checks checks passed"

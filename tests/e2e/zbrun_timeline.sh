@@ -10,7 +10,9 @@
 #     table's "mean step" (to the printed digits);
 #   - receive waits (red strips) and gradient sync + optimizer boxes are
 #     drawn, one sync box per pipeline rank in each panel, and the legend
-#     names every mark.
+#     names every mark;
+#   - the end of a step is drawn as a wait (a red strip) until the last
+#     rank's passes end: no sync + optimizer box starts before that.
 # Usage (from anywhere): BIN=bin bash tests/e2e/zbrun_timeline.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -70,8 +72,23 @@ assert sum(t.startswith("gradient sync + optimizer: ") for t in titles) == pp, t
 assert sum(t.startswith("predicted gradient sync + optimizer: ") for t in titles) == pp
 assert any(t.startswith("receive wait: ") for t in titles), "no receive wait drawn"
 for k in ("F (forward)", "B (input grad)", "W (weight grad)", "BW (fused backward)",
-          "gradient sync + optimizer", "receive wait (measured)"):
+          "gradient sync + optimizer", "wait: receive, step end"):
     assert k in texts, k
 assert any(t.startswith("idle, not receiving") for t in texts)
+# the step's end is a wait until the last rank's passes end, not
+# "optimizer": no sync + optimizer box starts before the last pass of its
+# panel ends (planned: a red wait strip on each rank that ends early)
+cut = max(i for i, t in enumerate(titles) if t.startswith("predicted gradient sync"))
+def span(t):
+    m = re.search(r": ([\d.]+)-([\d.]+) ms$", t)
+    return float(m.group(1)), float(m.group(2))
+for part, sync in ((titles[:cut + 1], "predicted gradient sync + optimizer: "),
+                   (titles[cut + 1:], "gradient sync + optimizer: ")):
+    last = max(span(t)[1] for t in part if re.match(r"^(F|B|W|BW)\d", t))
+    for t in part:
+        if t.startswith(sync):
+            assert span(t)[0] >= last - 2e-3, (t, last)
+assert any(t.startswith("predicted step-end wait for the last rank's passes: ")
+           for t in titles[:cut + 1]), "no planned step-end wait"
 PY
 echo "zbrun_timeline.sh: ok"
