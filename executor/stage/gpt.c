@@ -22,6 +22,7 @@
  * returned by the next pass (the double calls return NaN).
  */
 #include "executor/stage/gpt.h"
+#include "executor/stage/cuda_choice.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -90,14 +91,13 @@ static zb_status check_plan(const zb_stage_cfg *cfg, zb_err *err) {
     if (p->tp > 1 && (!cfg->tr || !cfg->tp_group || cfg->tp_group->n != p->tp))
         return zb_fail(err, ZB_EINPUT, "stage: tp=%d needs a transport and a "
                        "TP group of %d ranks", p->tp, p->tp);
-#ifdef ZB_HAVE_CUDA
-    if (cfg->backend == ZB_BACKEND_CUDA &&
-        !zb_ops_cuda_attention_supported(a->hidden / p->tp, a->heads / p->tp))
-        return zb_fail(err, ZB_EINPUT, "cuda stage: head size %d (hidden %d / "
-                       "heads %d) is not one the fused attention kernel "
-                       "supports (16, 32, 64, 128)", a->hidden / a->heads,
-                       a->hidden, a->heads);
-#endif
+    if (cfg->backend == ZB_BACKEND_CUDA) { /* the limit of its attention */
+        char why[sizeof err->msg];
+        bool bf16 = p->model.train.precision == ZB_PREC_BF16;
+        if (zb_cuda_attention_refusal(bf16, a->hidden, a->heads, p->tp, why,
+                                      sizeof why))
+            return zb_fail(err, ZB_EINPUT, "%s", why);
+    }
     return ZB_OK;
 }
 
@@ -214,7 +214,8 @@ static zb_status ops_init(zb_stage *st, zb_err *err) {
             .upload_bytes = (size_t)st->N * sizeof(int),
             .wgrad_rows = st->N,
             .wgrad_cols = max3(st->C, 3 * st->Cl, st->Fl),
-            .attn_gemm = st->plan->model.train.precision == ZB_PREC_BF16};
+            .attn_gemm = zb_cuda_attn_gemm(st->plan->model.train.precision ==
+                                           ZB_PREC_BF16)};
         return zb_ops_cuda(&c, &st->ops, err);
     }
 #endif
