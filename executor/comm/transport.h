@@ -103,11 +103,11 @@ void zb_cuda_world_free(zb_cuda_world *w);
 zb_transport *zb_cuda_transport(zb_cuda_world *w, int rank);
 
 /* ---- NCCL transport (CUDA builds): one rank per device, in this process
- * (threads) or across processes. Communicators: the world, four copies of
- * it for pipeline messages (one per lane of p2p_channel.h: direction x
- * message kind, each on its own transfer stream: a rank's pending sends
- * never hold up its receives, and activations never match gradient
- * receives), and one per group announced at creation (ng groups per rank,
+ * (threads) or across processes. Communicators: the world, eight copies
+ * of it for pipeline messages (one per lane of p2p_channel.h: direction x
+ * message kind x parity of the lower end's pipeline rank, each on its own
+ * transfer stream: a rank's pending sends never hold up its receives, and
+ * activations never match gradient receives), and one per group announced at creation (ng groups per rank,
  * the same kinds in the same order on every rank; n = 0 where a rank is in
  * no group of that kind), split from the world with ncclCommSplit.
  * Pipeline messages go through device staging rings (max_msgs slots of
