@@ -127,17 +127,23 @@ zb_transport *zb_cuda_transport(zb_cuda_world *w, int rank);
 /* A new unique id (ncclGetUniqueId), made by one rank and given to all. */
 zb_status zb_nccl_unique_id(unsigned char id[ZB_NCCL_ID_BYTES], zb_err *err);
 /* One rank of a multi-process world (every rank calls it at the same
- * time, on its own device); groups: this rank's ng groups. */
+ * time, on its own device); groups: this rank's ng groups. pipe_stride:
+ * the distance between pipeline neighbours' ranks (dp * tp, zb_plan_rank):
+ * before returning, every lane's connection with the ranks pipe_stride
+ * below and above is made (one grouped 1-float exchange per lane, then a
+ * wait), so that no send or receive of a step waits for NCCL to connect. */
 zb_status zb_nccl_new(int rank, int world, int device,
                       const unsigned char id[ZB_NCCL_ID_BYTES], int ng,
                       const zb_group *groups, int max_msgs,
-                      size_t max_msg_floats, zb_transport **out, zb_err *err);
+                      size_t max_msg_floats, int pipe_stride,
+                      zb_transport **out, zb_err *err);
 /* All ranks of a world as threads of this process: rank r on devices[r],
- * groups[r * ng + k] its k-th group; ends[r] its endpoint. */
+ * groups[r * ng + k] its k-th group; ends[r] its endpoint; pipe_stride as
+ * above. */
 zb_status zb_nccl_threads_new(int world, const int *devices, int ng,
                               const zb_group *groups, int max_msgs,
-                              size_t max_msg_floats, zb_transport **ends,
-                              zb_err *err);
+                              size_t max_msg_floats, int pipe_stride,
+                              zb_transport **ends, zb_err *err);
 /* Frees the endpoint of zb_nccl_new, or given ends[0] every endpoint of
  * a zb_nccl_threads_new world (other ends: no-op; call after all use). */
 void zb_nccl_free(zb_transport *t);

@@ -95,7 +95,7 @@ static const char usage[] =
     "  --backend cuda: ZB_CUDA_SHARE=1 (every rank on device 0, sharing it;\n"
     "  default: rank r on device r when there are as many devices as ranks)\n"
     "  and ZB_CUDA_SYNC=1 (wait after every pass to name the one that\n"
-    "  faulted; slow) (docs/zbrun.md).\n"
+    "  faulted; slow); CUDA_MODULE_LOADING (default EAGER) (docs/zbrun.md).\n"
     "Launchers: under mpirun, srun or a torchrun-style environment each process\n"
     "  runs one rank; otherwise every rank is a thread of this process.\n"
     "Exit status: 0 done; 2 bad usage, bad plan or missing data (nothing run);\n"
@@ -576,6 +576,13 @@ static void prefer_passive_openmp(char **argv) {
         again = true;
     /* OpenBLAS too reads OPENBLAS_CORETYPE only when loaded (blas_env.h) */
     if (zb_blas_env_prepare()) again = true;
+    /* CUDA loads every kernel at context creation, not at its first launch
+     * (which drains the device: a send queued before it would become a
+     * synchronous one, docs/gpu.md). The driver reads this at its first
+     * call, after this point; a value the user set is kept. */
+    if (setenv("CUDA_MODULE_LOADING", "EAGER", 0) != 0)
+        fprintf(stderr, "zbrun: warning: CUDA_MODULE_LOADING=EAGER not set "
+                "(out of memory); kernels load at first launch\n");
     if (again) execv("/proc/self/exe", argv);
 }
 

@@ -367,7 +367,7 @@ static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
     }
     if (st == ZB_OK)
         st = zb_nccl_threads_new(world, devices, 3, groups, max_recvs(&c->prog),
-                                 msg, ends, err);
+                                 msg, c->plan->dp * c->plan->tp, ends, err);
     if (st == ZB_OK) {
         c->nccl0 = ends[0];
         for (int r = 0; r < world; r++) c->ranks[r].tr = ends[r];
