@@ -489,6 +489,8 @@ static zb_status rank_setup(zb_rank *rk, zb_err *err) {
                            "holding a tied embedding gradient", rk->rank,
                            zb_group_rank(&rk->emb_g, i));
     ZB_TRY(check_headroom(rk, err));
+    /* cuda: no first-of-its-kind pass inside a step (docs/gpu.md) */
+    if (rk->backend == ZB_BACKEND_CUDA) ZB_TRY(zb_stage_warmup(rk->st, err));
     if (c->first_step > 1)
         ZB_TRY(zb_ckpt_load_rank(c->ckpt_dir, c->first_step - 1, rk->rank,
                                  world, rk->st, err));

@@ -101,6 +101,17 @@ zb_status zb_stage_backward_b(zb_stage *st, int chunk, int mb, zb_err *err);
 zb_status zb_stage_backward_w(zb_stage *st, int chunk, int mb, zb_err *err);
 zb_status zb_stage_backward_bw(zb_stage *st, int chunk, int mb, zb_err *err);
 
+/* Before the first transfer (the CUDA runs call it at set-up): every pass
+ * kind (F, B, W, BW) once on every chunk, with microbatch 0, token 0 as
+ * every input and zero activations and gradients from neighbours, then
+ * gradients, the loss sum and the pass count back to zero and a wait for
+ * the device. What a pass does once (cuBLAS's workspace and plans, the
+ * first launch of each kernel) then never waits for the device inside a
+ * step, where a wait would hold back queued sends (docs/gpu.md). The
+ * parameters and what a step computes afterwards are unchanged. Every TP
+ * rank of a stage must call it (the passes' TP all-reduces). */
+zb_status zb_stage_warmup(zb_stage *st, zb_err *err);
+
 /* Forward-only evaluation: give back (chunk, mb)'s activation slot after
  * its F (and the send of its output) without B or W. No-op when it holds
  * none. */
