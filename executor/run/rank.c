@@ -179,8 +179,11 @@ static int first_flagged(const double *flags, int world) {
 /* This rank's share of the world sums of the squared gradients (each
  * parameter once: dp_rank 0, the stage's ownership rule) and of the losses
  * (tp_rank 0: the head is replicated over TP), plus its flags of non-finite
- * local values, into rk->red [2 + 2*world]. */
-static void local_stats(zb_rank *rk) {
+ * local values, into rk->red [2 + 2*world]. A failure the stage kept (an
+ * asynchronous CUDA fault surfaces in these reads as NaN) ends the step
+ * with the device's own error, this rank and the step, before the world
+ * all-reduce (the failure aborts the transport, which frees the peers). */
+static zb_status local_stats(zb_rank *rk, int step, zb_err *err) {
     int world = rk->ctx->world;
     double *red = rk->red;
     memset(red, 0, (2 + 2 * (size_t)world) * sizeof *red);
@@ -190,10 +193,16 @@ static void local_stats(zb_rank *rk) {
     double sq = rk->dp_rank == 0 ? zb_stage_grad_sumsq(rk->st) : 0.0;
     double ls = rk->tp_rank == 0 ? zb_stage_loss_sum(rk->st) : 0.0;
     zb_watchdog_disarm();
+    zb_err dev = {{0}};
+    zb_status s = zb_stage_failure(rk->st, &dev);
+    if (s != ZB_OK)
+        return zb_fail(err, s, "rank %d: step %d: %s", rk->rank, step,
+                       dev.msg); /* this rank's own error, not a verdict */
     red[0] = sq;
     red[1] = ls;
     red[2 + rk->rank] = isfinite(ls) ? 0.0 : 1.0;
     red[2 + world + rk->rank] = isfinite(sq) ? 0.0 : 1.0;
+    return ZB_OK;
 }
 
 /* The world sums of local_stats, so that every rank reaches the same
@@ -362,7 +371,7 @@ static bool speculate(const zb_rank *rk) {
 static zb_status optimizer_step(zb_rank *rk, int step, float lr, double *norm,
                                 double *loss, zb_err *err) {
     const zb_optim *o = &rk->ctx->plan->model.train.opt;
-    local_stats(rk);
+    ZB_TRY(local_stats(rk, step, err));
     bool spec = speculate(rk);
     double t0 = zb_now_s();
     if (spec) {

@@ -325,6 +325,10 @@ static zb_status sticky_check(const zb_stage *st, zb_err *err) {
     return st->sticky;
 }
 
+zb_status zb_stage_failure(const zb_stage *st, zb_err *err) {
+    return sticky_check(st, err);
+}
+
 enum { PASS_F, PASS_B, PASS_W, PASS_BW };
 
 static zb_status timed(zb_stage *st, int kind, int c, int mb,

@@ -121,6 +121,11 @@ void zb_stage_drop(zb_stage *st, int chunk, int mb);
  * zb_stage_zero_grads (0 without a head). */
 double zb_stage_loss_sum(const zb_stage *st);
 
+/* The first failure a call that cannot return one kept (zb_stage_loss_sum,
+ * zb_stage_grad_sumsq, zb_stage_zero_grads: an asynchronous CUDA fault
+ * first shows there), copied into err; ZB_OK when none. */
+zb_status zb_stage_failure(const zb_stage *st, zb_err *err);
+
 /* Start of a step: gradients and the loss sum to zero. */
 void zb_stage_zero_grads(zb_stage *st);
 
