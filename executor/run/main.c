@@ -93,7 +93,7 @@ static const char usage[] =
     "  bind ranks to cores; default: bound when ranks x threads fit the cores),\n"
     "  ZB_COMM_TIMEOUT_S and ZB_BOOTSTRAP_TIMEOUT_S under a launcher; with\n"
     "  --backend cuda: ZB_CUDA_SHARE=1 (every rank on device 0, sharing it;\n"
-    "  default: rank r on device r when there are as many devices as ranks)\n"
+    "  default: rank r on device r; more ranks than devices is an error)\n"
     "  and ZB_CUDA_SYNC=1 (wait after every pass to name the one that\n"
     "  faulted; slow); CUDA_MODULE_LOADING (default EAGER) (docs/zbrun.md).\n"
     "Launchers: under mpirun, srun or a torchrun-style environment each process\n"

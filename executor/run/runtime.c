@@ -330,6 +330,17 @@ int zb_run_cuda_device(int rank, int world, int devices) {
     return world > 1 && world <= devices ? rank : 0;
 }
 
+const char *zb_run_cuda_share_refusal(int world, int devices, bool share,
+                                      char *buf, size_t n) {
+    if (world <= 1 || world <= devices || share) return NULL;
+    snprintf(buf, n, "backend cuda: %d ranks but %d CUDA device%s visible: "
+             "every rank would share device 0 (its memory, and %d times its "
+             "work per step); give each rank a GPU, plan fewer ranks, or set "
+             "ZB_CUDA_SHARE=1 to share device 0 on purpose", world, devices,
+             devices == 1 ? "" : "s", world);
+    return buf;
+}
+
 static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
     const zb_plan *p = c->plan;
     size_t msg = (size_t)p->micro_batch * p->model.arch.seq_len * p->model.arch.hidden;
@@ -345,6 +356,11 @@ static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
     int ndev = zb_backend_cuda_devices();
     if (ndev < 1)
         return zb_fail(err, ZB_EINPUT, "backend cuda: no CUDA device visible");
+    const char *share = getenv("ZB_CUDA_SHARE");
+    char why[sizeof err->msg];
+    if (zb_run_cuda_share_refusal(world, ndev, share && share[0] == '1', why,
+                                  sizeof why))
+        return zb_fail(err, ZB_EINPUT, "%s", why);
     for (int r = 0; r < world; r++)
         c->ranks[r].device = zb_run_cuda_device(r, world, ndev);
     if (zb_run_cuda_device(world - 1, world, ndev) == 0) { /* all share 0 */

@@ -62,6 +62,14 @@ zb_status zb_run_msg_sizes(const zb_plan *plan, int *max_msgs,
  * share device 0 always. */
 int zb_run_cuda_device(int rank, int world, int devices);
 
+/* NULL when a threaded cuda run of `world` ranks may start with `devices`
+ * visible; else why not, written into buf[n] (one line): more ranks than
+ * devices would put every rank on device 0 (each step world times the
+ * work of one GPU, world times its memory), which only share (the user's
+ * ZB_CUDA_SHARE=1) allows. */
+const char *zb_run_cuda_share_refusal(int world, int devices, bool share,
+                                      char *buf, size_t n);
+
 /* The groups global rank `rank` of the plan's layout is in, as the
  * runtime uses them: g[0] its TP group, g[1] its DP group, g[2] its tied
  * embedding group (n = 0 when it holds no tied embedding half). A

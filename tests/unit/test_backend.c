@@ -37,6 +37,23 @@ START_TEST(placement) {
 }
 END_TEST
 
+/* More ranks than devices: refused unless the user asks to share. */
+START_TEST(share_refusal) {
+    char buf[512];
+    ck_assert_ptr_null(zb_run_cuda_share_refusal(1, 1, false, buf, sizeof buf));
+    ck_assert_ptr_null(zb_run_cuda_share_refusal(4, 4, false, buf, sizeof buf));
+    ck_assert_ptr_null(zb_run_cuda_share_refusal(4, 8, false, buf, sizeof buf));
+    ck_assert_ptr_null(zb_run_cuda_share_refusal(4, 1, true, buf, sizeof buf));
+    const char *why = zb_run_cuda_share_refusal(4, 1, false, buf, sizeof buf);
+    ck_assert_ptr_eq(why, buf);
+    ck_assert_msg(strstr(why, "4 ranks but 1 CUDA device visible") &&
+                  strstr(why, "ZB_CUDA_SHARE=1"), "%s", why);
+    ck_assert_ptr_null(strchr(why, '\n'));
+    ck_assert_ptr_nonnull(zb_run_cuda_share_refusal(8, 2, false, buf, sizeof buf));
+    ck_assert_ptr_nonnull(zb_run_cuda_share_refusal(2, 0, false, buf, sizeof buf));
+}
+END_TEST
+
 /* A one-rank plan of the tiny model, shrunk. */
 static void tiny_plan(zb_plan *p) {
     zb_err err;
@@ -109,6 +126,7 @@ int main(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, names);
     tcase_add_test(tc, placement);
+    tcase_add_test(tc, share_refusal);
     tcase_add_test(tc, cuda_without_device_fails_cleanly);
     tcase_add_test(tc, cpu_backend_runs);
     suite_add_tcase(su, tc);
