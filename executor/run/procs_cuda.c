@@ -56,8 +56,9 @@ zb_status zb_procs_cuda_up(zb_procs *p, const zb_plan *plan, int device,
     int max_msgs;
     size_t msg_floats;
     ZB_TRY(zb_run_msg_sizes(plan, &max_msgs, &msg_floats, err));
-    zb_watchdog_arm("NCCL's communicator set-up (ncclCommInitRank, "
-                    "ncclCommSplit, the lanes' first exchange)");
+    zb_watchdog_arm_s("NCCL's communicator set-up (ncclCommInitRank, "
+                      "ncclCommSplit, the lanes' first exchange)",
+                      zb_watchdog_setup_s(l->world));
     zb_status s = zb_nccl_new(l->rank, l->world, device, id, 3, g, max_msgs,
                               msg_floats, plan->dp * plan->tp, &p->nccl, err);
     zb_watchdog_disarm();

@@ -189,7 +189,8 @@ static zb_status local_stats(zb_rank *rk, int step, zb_err *err) {
     memset(red, 0, (2 + 2 * (size_t)world) * sizeof *red);
     /* cuda: these wait for the step's device work, NCCL transfers from
      * peers included; one process per rank, a dead peer must not hang us */
-    zb_watchdog_arm("the step's device work (waiting for the loss)");
+    zb_watchdog_arm_s("the step's device work (waiting for the loss)",
+                      zb_watchdog_step_s(rk->ctx->plan->pred.step_s));
     double sq = rk->dp_rank == 0 ? zb_stage_grad_sumsq(rk->st) : 0.0;
     double ls = rk->tp_rank == 0 ? zb_stage_loss_sum(rk->st) : 0.0;
     zb_watchdog_disarm();
