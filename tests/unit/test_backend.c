@@ -105,6 +105,32 @@ START_TEST(cuda_without_device_fails_cleanly) {
 }
 END_TEST
 
+/* The fused attention's head-size list applies to fp32 CUDA stages only:
+ * a head of 96 (models/zb-1.5b.yaml's) under precision bf16 passes the
+ * stage's plan check and fails later only for the missing device; under
+ * fp32 it stops at the check, naming the head size. */
+START_TEST(cuda_head_size_only_for_fp32) {
+    if (!zb_backend_cuda_built() || zb_backend_cuda_devices() > 0) return;
+    zb_plan p;
+    tiny_plan(&p);
+    p.model.arch.hidden = 192;
+    p.model.arch.heads = 2;
+    p.model.arch.ffn_hidden = 768;
+    for (int bf = 0; bf < 2; bf++) {
+        p.model.train.precision = bf ? ZB_PREC_BF16 : ZB_PREC_FP32;
+        zb_stage_cfg cfg = {.plan = &p, .backend = ZB_BACKEND_CUDA};
+        zb_stage *st = NULL;
+        zb_err err = {{0}};
+        ck_assert_int_ne(zb_stage_new(&cfg, &st, &err), ZB_OK);
+        ck_assert_ptr_null(st);
+        bool head = strstr(err.msg, "head size 96") != NULL;
+        ck_assert_msg(bf ? !head : head, "precision %s: %s",
+                      bf ? "bf16" : "fp32", err.msg);
+    }
+    zb_plan_free(&p);
+}
+END_TEST
+
 START_TEST(cpu_backend_runs) {
     zb_plan p;
     tiny_plan(&p);
@@ -127,6 +153,7 @@ int main(void) {
     tcase_add_test(tc, names);
     tcase_add_test(tc, placement);
     tcase_add_test(tc, share_refusal);
+    tcase_add_test(tc, cuda_head_size_only_for_fp32);
     tcase_add_test(tc, cuda_without_device_fails_cleanly);
     tcase_add_test(tc, cpu_backend_runs);
     suite_add_tcase(su, tc);
