@@ -56,6 +56,7 @@ zb_status zb_procs_cuda_up(zb_procs *p, const zb_plan *plan, int device,
     int max_msgs;
     size_t msg_floats;
     ZB_TRY(zb_run_msg_sizes(plan, &max_msgs, &msg_floats, err));
+    msg_floats = zb_run_cuda_msg_floats(plan); /* bf16: two per float */
     zb_watchdog_arm_s("NCCL's communicator set-up (ncclCommInitRank, "
                       "ncclCommSplit, the lanes' first exchange)",
                       zb_watchdog_setup_s(l->world));

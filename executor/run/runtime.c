@@ -341,6 +341,12 @@ const char *zb_run_cuda_share_refusal(int world, int devices, bool share,
     return buf;
 }
 
+size_t zb_run_cuda_msg_floats(const zb_plan *plan) {
+    size_t n = (size_t)plan->micro_batch * plan->model.arch.seq_len *
+               plan->model.arch.hidden;
+    return plan->model.train.precision == ZB_PREC_BF16 ? (n + 1) / 2 : n;
+}
+
 static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
     const zb_plan *p = c->plan;
     size_t msg = (size_t)p->micro_batch * p->model.arch.seq_len * p->model.arch.hidden;
@@ -353,6 +359,7 @@ static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
         return ZB_OK;
     }
 #ifdef ZB_HAVE_CUDA
+    msg = zb_run_cuda_msg_floats(p); /* bf16: half the staging memory */
     int ndev = zb_backend_cuda_devices();
     if (ndev < 1)
         return zb_fail(err, ZB_EINPUT, "backend cuda: no CUDA device visible");

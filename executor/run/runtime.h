@@ -56,6 +56,12 @@ zb_status zb_run_msg_sizes(const zb_plan *plan, int *max_msgs,
                            size_t *msg_floats, zb_err *err);
 
 
+/* Floats of one pipeline message ([B, T, C] activations or their
+ * gradient) on the CUDA backend: precision bf16 stores activations in
+ * bf16, two per float (zb_stage_msg_floats), so its transports hold half
+ * what fp32 needs. */
+size_t zb_run_cuda_msg_floats(const zb_plan *plan);
+
 /* The CUDA device of rank `rank` in a threaded cuda run with `devices`
  * visible: one rank per device when they suffice (and world > 1), else
  * all ranks share device 0; ZB_CUDA_SHARE=1 in the environment makes them

@@ -131,6 +131,32 @@ START_TEST(cuda_head_size_only_for_fp32) {
 }
 END_TEST
 
+/* The CUDA transports' message size is what the stage sends: its
+ * activations in the plan's precision (a CPU stage with bf16 activation
+ * storage, ZB_ACT_BF16=1, stands for the CUDA stage), odd sizes included. */
+START_TEST(cuda_msg_floats_match_stage) {
+    zb_plan p;
+    tiny_plan(&p);
+    p.model.arch.seq_len = 7;
+    p.model.arch.hidden = 9;
+    p.model.arch.heads = 3;
+    p.model.arch.ffn_hidden = 36;
+    for (int bf = 0; bf < 2; bf++) {
+        p.model.train.precision = bf ? ZB_PREC_BF16 : ZB_PREC_FP32;
+        if (bf) setenv("ZB_ACT_BF16", "1", 1);
+        zb_stage_cfg cfg = {.plan = &p, .backend = ZB_BACKEND_CPU};
+        zb_stage *st = NULL;
+        zb_err err = {{0}};
+        ck_assert_msg(zb_stage_new(&cfg, &st, &err) == ZB_OK, "%s", err.msg);
+        unsetenv("ZB_ACT_BF16");
+        ck_assert_uint_eq(zb_run_cuda_msg_floats(&p), zb_stage_msg_floats(st));
+        ck_assert_uint_eq(zb_run_cuda_msg_floats(&p), bf ? 32 : 63);
+        zb_stage_free(st);
+    }
+    zb_plan_free(&p);
+}
+END_TEST
+
 START_TEST(cpu_backend_runs) {
     zb_plan p;
     tiny_plan(&p);
@@ -154,6 +180,7 @@ int main(void) {
     tcase_add_test(tc, placement);
     tcase_add_test(tc, share_refusal);
     tcase_add_test(tc, cuda_head_size_only_for_fp32);
+    tcase_add_test(tc, cuda_msg_floats_match_stage);
     tcase_add_test(tc, cuda_without_device_fails_cleanly);
     tcase_add_test(tc, cpu_backend_runs);
     suite_add_tcase(su, tc);
