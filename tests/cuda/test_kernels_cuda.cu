@@ -576,6 +576,8 @@ int main(void) {
     test_ce_fused(37, 301, 384);       /* odd V, padded stride */
     test_ce_fused(300, 1027, 1029);    /* more rows than SMs: blocks loop */
     test_ce_fused(9, 50257, 50304);    /* GPT-2 rows */
+    test_ce_fused(8192, 67, 128);      /* the loss sum over 8192 rows */
+    test_crossentropy(8192, 67, 0, 67, 128);
     test_adamw(100003);
     test_embed(3, 16, 96, 11, 0, 11);
     test_embed(3, 16, 96, 11, 6, 5);       /* second TP shard */
@@ -596,5 +598,7 @@ int main(void) {
     test_ops_attention(false, 2, 65, 96, 3);
     test_stage_ops(37, 53);
     test_stage_ops(1024, 768);
+    test_stage_ops(3, 5);          /* fewer elements than threads */
+    test_stage_ops(4099, 1537);    /* the grid's four-load loop and its tail */
     return zb_test_finish();
 }
