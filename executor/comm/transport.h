@@ -110,9 +110,11 @@ zb_transport *zb_cuda_transport(zb_cuda_world *w, int rank);
  * activations never match gradient receives), and one per group announced at creation (ng groups per rank,
  * the same kinds in the same order on every rank; n = 0 where a rank is in
  * no group of that kind), split from the world with ncclCommSplit.
- * Pipeline messages go through device staging rings (max_msgs slots of
- * max_msg_floats per direction, one for sends and one for receives) so
- * that no compute stream waits for a peer to match a send. NCCL matches
+ * Pipeline messages go through device staging rings (per direction, one
+ * for sends and one for receives: ring_slots[zb_nccl_ring(up, send)]
+ * slots of max_msg_floats each, at least the messages that ring carries in
+ * one step, so no slot is reused inside a step) so that no compute stream
+ * waits for a peer to match a send. NCCL matches
  * messages in posting order per communicator (it has no tags): the lane
  * comes from the tag (zb_p2p_channel), and per (sender, receiver, lane)
  * the lowered programs of every schedule post sends and receives in the
@@ -126,6 +128,10 @@ zb_transport *zb_cuda_transport(zb_cuda_world *w, int rank);
 #define ZB_NCCL_MAX_GROUPS 8
 /* A new unique id (ncclGetUniqueId), made by one rank and given to all. */
 zb_status zb_nccl_unique_id(unsigned char id[ZB_NCCL_ID_BYTES], zb_err *err);
+/* The staging rings: up (to a higher rank) or down, send or receive. */
+#define ZB_NCCL_RINGS 4
+static inline int zb_nccl_ring(int up, int send) { return 2 * !!up + !!send; }
+
 /* One rank of a multi-process world (every rank calls it at the same
  * time, on its own device); groups: this rank's ng groups. pipe_stride:
  * the distance between pipeline neighbours' ranks (dp * tp, zb_plan_rank):
@@ -134,14 +140,16 @@ zb_status zb_nccl_unique_id(unsigned char id[ZB_NCCL_ID_BYTES], zb_err *err);
  * wait), so that no send or receive of a step waits for NCCL to connect. */
 zb_status zb_nccl_new(int rank, int world, int device,
                       const unsigned char id[ZB_NCCL_ID_BYTES], int ng,
-                      const zb_group *groups, int max_msgs,
+                      const zb_group *groups,
+                      const int ring_slots[ZB_NCCL_RINGS],
                       size_t max_msg_floats, int pipe_stride,
                       zb_transport **out, zb_err *err);
 /* All ranks of a world as threads of this process: rank r on devices[r],
  * groups[r * ng + k] its k-th group; ends[r] its endpoint; pipe_stride as
  * above. */
 zb_status zb_nccl_threads_new(int world, const int *devices, int ng,
-                              const zb_group *groups, int max_msgs,
+                              const zb_group *groups,
+                              const int ring_slots[ZB_NCCL_RINGS],
                               size_t max_msg_floats, int pipe_stride,
                               zb_transport **ends, zb_err *err);
 /* Frees the endpoint of zb_nccl_new, or given ends[0] every endpoint of

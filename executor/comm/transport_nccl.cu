@@ -16,10 +16,10 @@
  * and NCCL sends from the ring on the transfer stream; recv receives into
  * a ring on the transfer stream and the compute stream copies out after
  * it. A ring slot is reused after its previous transfer (send ring) or
- * copy-out (recv ring) finished (events); max_msgs slots per ring, one
- * ring per direction and end (send, recv), shared by the direction's two
- * lanes (at most max_msgs messages per step, so no slot is reused inside a
- * step). allreduce_f64 and barrier copy through a pinned and a device
+ * copy-out (recv ring) finished (events); one ring per direction and end
+ * (send, recv), shared by the direction's lanes, of the caller's
+ * ring_slots: at least the messages it carries in one step, so no slot is
+ * reused inside a step. allreduce_f64 and barrier copy through a pinned and a device
  * buffer and wait for the stream, polling ncclCommGetAsyncError (they work
  * on host memory). Creation ends with every lane's first exchange with the
  * pipeline neighbours (warm_lanes), so that NCCL's connection set-up, a
@@ -74,7 +74,7 @@ struct nccl_ep {
     cudaStream_t lane_s[ZB_P2P_CHANNELS];
     cudaStream_t host_s;    /* allreduce_f64 before a compute stream exists */
     cudaEvent_t ev_in, ev_out;
-    int ring_n;             /* slots per ring (max messages in flight) */
+    int ring_n[ZB_NCCL_RINGS]; /* slots per ring (zb_nccl_ring) */
     size_t max_msg_floats;
     nccl_ring rings[2][2];  /* [up?][send?] */
     int ng;
@@ -152,7 +152,7 @@ static zb_status p2p(zb_transport *t, int peer, int tag, float *buf,
     cudaStream_t xs = e->lane_s[lane], compute = (cudaStream_t)t->stream;
     nccl_ring *ring = &e->rings[up][send];
     int k = ring->next;
-    ring->next = (k + 1) % e->ring_n;
+    ring->next = (k + 1) % e->ring_n[zb_nccl_ring(up, send)];
     float *stage = ring->data + (size_t)k * e->max_msg_floats;
     size_t bytes = n * sizeof(float);
     if (send) {
@@ -298,12 +298,13 @@ static zb_status ep_device_init(nccl_ep *e, int rank, int world, zb_err *err) {
     ZB_CUDA(cudaEventCreateWithFlags(&e->ev_out, cudaEventDisableTiming));
     ZB_CUDA(cudaMalloc((void **)&e->dbuf, ZB_F64_CHUNK * sizeof(double)));
     ZB_CUDA(cudaMallocHost((void **)&e->hbuf, ZB_F64_CHUNK * sizeof(double)));
-    size_t ring_bytes = (size_t)e->ring_n * e->max_msg_floats * sizeof(float);
     for (int u = 0; u < 2; u++)
         for (int k = 0; k < 2; k++) {
             nccl_ring *r = &e->rings[u][k];
-            r->done = (cudaEvent_t *)zb_calloc((size_t)e->ring_n, sizeof(cudaEvent_t), err);
-            r->recorded = (bool *)zb_calloc((size_t)e->ring_n, sizeof(bool), err);
+            int slots = e->ring_n[zb_nccl_ring(u, k)];
+            size_t ring_bytes = (size_t)slots * e->max_msg_floats * sizeof(float);
+            r->done = (cudaEvent_t *)zb_calloc((size_t)slots, sizeof(cudaEvent_t), err);
+            r->recorded = (bool *)zb_calloc((size_t)slots, sizeof(bool), err);
             if (!r->done || !r->recorded) return ZB_ENOMEM;
             cudaError_t ce = cudaMalloc((void **)&r->data, ring_bytes ? ring_bytes : 1);
             if (ce != cudaSuccess) {
@@ -315,7 +316,7 @@ static zb_status ep_device_init(nccl_ep *e, int rank, int world, zb_err *err) {
                                "(%s)", rank, e->device, ring_bytes, free_b,
                                cudaGetErrorString(ce));
             }
-            for (int i = 0; i < e->ring_n; i++)
+            for (int i = 0; i < slots; i++)
                 ZB_CUDA(cudaEventCreateWithFlags(&r->done[i], cudaEventDisableTiming));
         }
     return ZB_OK;
@@ -450,7 +451,7 @@ static void shared_free(nccl_shared *sh) {
         for (int u = 0; u < 2; u++)
             for (int k = 0; k < 2; k++) {
                 nccl_ring *r = &e->rings[u][k];
-                for (int i = 0; r->done && i < e->ring_n; i++)
+                for (int i = 0; r->done && i < e->ring_n[zb_nccl_ring(u, k)]; i++)
                     if (r->done[i]) cudaEventDestroy(r->done[i]);
                 free(r->done);
                 free(r->recorded);
@@ -462,13 +463,14 @@ static void shared_free(nccl_shared *sh) {
     free(sh);
 }
 
-static zb_status check_groups(int ng, int max_msgs, zb_err *err) {
+static zb_status check_groups(int ng, const int *slots, zb_err *err) {
     if (ng < 0 || ng > ZB_NCCL_MAX_GROUPS)
         return zb_fail(err, ZB_ERUNTIME, "NCCL transport: %d group kinds "
                        "(0..%d allowed)", ng, ZB_NCCL_MAX_GROUPS);
-    if (max_msgs < 1)
-        return zb_fail(err, ZB_ERUNTIME, "NCCL transport: %d messages in "
-                       "flight (>= 1 needed)", max_msgs);
+    for (int k = 0; k < ZB_NCCL_RINGS; k++)
+        if (slots[k] < 1)
+            return zb_fail(err, ZB_ERUNTIME, "NCCL transport: staging ring %d "
+                           "of %d slots (>= 1 needed)", k, slots[k]);
     return ZB_OK;
 }
 
@@ -481,7 +483,7 @@ extern "C" zb_status zb_nccl_unique_id(unsigned char id[ZB_NCCL_ID_BYTES],
 }
 
 static zb_status make_threads(nccl_shared *sh, const int *devices, int ng,
-                              const zb_group *groups, int max_msgs,
+                              const zb_group *groups, const int *slots,
                               size_t max_msg_floats, int stride, zb_err *err) {
     int world = sh->n;
     ncclUniqueId id;
@@ -489,7 +491,7 @@ static zb_status make_threads(nccl_shared *sh, const int *devices, int ng,
     for (int r = 0; r < world; r++) {
         sh->eps[r].device = devices[r];
         sh->eps[r].ng = ng;
-        sh->eps[r].ring_n = max_msgs;
+        memcpy(sh->eps[r].ring_n, slots, sizeof sh->eps[r].ring_n);
         sh->eps[r].max_msg_floats = max_msg_floats;
         sh->eps[r].shared = sh;
         ZB_TRY(ep_device_init(&sh->eps[r], r, world, err));
@@ -514,13 +516,14 @@ static zb_status make_threads(nccl_shared *sh, const int *devices, int ng,
 }
 
 extern "C" zb_status zb_nccl_threads_new(int world, const int *devices, int ng,
-                                         const zb_group *groups, int max_msgs,
+                                         const zb_group *groups,
+                                         const int ring_slots[ZB_NCCL_RINGS],
                                          size_t max_msg_floats, int pipe_stride,
                                          zb_transport **ends, zb_err *err) {
-    ZB_TRY(check_groups(ng, max_msgs, err));
+    ZB_TRY(check_groups(ng, ring_slots, err));
     nccl_shared *sh;
     ZB_TRY(shared_new(world, &sh, err));
-    zb_status st = make_threads(sh, devices, ng, groups, max_msgs,
+    zb_status st = make_threads(sh, devices, ng, groups, ring_slots,
                                 max_msg_floats, pipe_stride, err);
     if (st != ZB_OK) {
         nc_abort(&sh->eps[0].t); /* abort, not destroy: a half-made world */
@@ -533,12 +536,12 @@ extern "C" zb_status zb_nccl_threads_new(int world, const int *devices, int ng,
 
 static zb_status make_one(nccl_shared *sh, int rank, int world, int device,
                           const unsigned char *id, int ng,
-                          const zb_group *groups, int max_msgs,
+                          const zb_group *groups, const int *slots,
                           size_t max_msg_floats, int stride, zb_err *err) {
     nccl_ep *e = &sh->eps[0];
     e->device = device;
     e->ng = ng;
-    e->ring_n = max_msgs;
+    memcpy(e->ring_n, slots, sizeof e->ring_n);
     e->max_msg_floats = max_msg_floats;
     e->shared = sh;
     ZB_TRY(ep_device_init(e, rank, world, err));
@@ -552,14 +555,15 @@ static zb_status make_one(nccl_shared *sh, int rank, int world, int device,
 extern "C" zb_status zb_nccl_new(int rank, int world, int device,
                                  const unsigned char id[ZB_NCCL_ID_BYTES],
                                  int ng, const zb_group *groups,
-                                 int max_msgs, size_t max_msg_floats,
+                                 const int ring_slots[ZB_NCCL_RINGS],
+                                 size_t max_msg_floats,
                                  int pipe_stride, zb_transport **out,
                                  zb_err *err) {
     *out = NULL;
-    ZB_TRY(check_groups(ng, max_msgs, err));
+    ZB_TRY(check_groups(ng, ring_slots, err));
     nccl_shared *sh;
     ZB_TRY(shared_new(1, &sh, err));
-    zb_status st = make_one(sh, rank, world, device, id, ng, groups, max_msgs,
+    zb_status st = make_one(sh, rank, world, device, id, ng, groups, ring_slots,
                             max_msg_floats, pipe_stride, err);
     if (st != ZB_OK) {
         nc_abort(&sh->eps[0].t); /* peers blocked in init are released */

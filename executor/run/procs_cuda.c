@@ -60,7 +60,10 @@ zb_status zb_procs_cuda_up(zb_procs *p, const zb_plan *plan, int device,
     zb_watchdog_arm_s("NCCL's communicator set-up (ncclCommInitRank, "
                       "ncclCommSplit, the lanes' first exchange)",
                       zb_watchdog_setup_s(l->world));
-    zb_status s = zb_nccl_new(l->rank, l->world, device, id, 3, g, max_msgs,
+    int slots[ZB_NCCL_RINGS];
+    ZB_TRY(zb_run_plan_ring_slots(plan, slots, err));
+    (void)max_msgs; /* the staging rings are sized per direction */
+    zb_status s = zb_nccl_new(l->rank, l->world, device, id, 3, g, slots,
                               msg_floats, plan->dp * plan->tp, &p->nccl, err);
     zb_watchdog_disarm();
     if (s != ZB_OK) return s;

@@ -249,6 +249,31 @@ static int max_sends(const zb_program *prog) {
     return most;
 }
 
+void zb_run_ring_slots(const zb_program *prog, int slots[ZB_NCCL_RINGS]) {
+    for (int k = 0; k < ZB_NCCL_RINGS; k++) slots[k] = 1;
+    for (int r = 0; r < prog->p; r++) {
+        int n[ZB_NCCL_RINGS] = {0};
+        for (int i = 0; i < prog->len[r]; i++) {
+            const zb_op *op = &prog->ops[r][i];
+            if (op->kind == ZB_OP_COMPUTE) continue;
+            bool send = op->kind == ZB_OP_SEND;
+            bool up = send ? op->peer > r : op->peer < r;
+            n[zb_nccl_ring(up, send)]++;
+        }
+        for (int k = 0; k < ZB_NCCL_RINGS; k++)
+            if (n[k] > slots[k]) slots[k] = n[k];
+    }
+}
+
+zb_status zb_run_plan_ring_slots(const zb_plan *plan,
+                                 int slots[ZB_NCCL_RINGS], zb_err *err) {
+    zb_program prog;
+    ZB_TRY(zb_lower(&plan->sched, &prog, err));
+    zb_run_ring_slots(&prog, slots);
+    zb_program_free(&prog);
+    return ZB_OK;
+}
+
 zb_status zb_run_msg_sizes(const zb_plan *plan, int *max_msgs,
                            size_t *msg_floats, zb_err *err) {
     zb_program prog;
@@ -388,9 +413,11 @@ static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
         groups[3 * r + 2] = rk->emb_g;
         if (!rk->in_emb_group) groups[3 * r + 2].n = 0;
     }
+    int slots[ZB_NCCL_RINGS];
+    zb_run_ring_slots(&c->prog, slots);
     if (st == ZB_OK)
-        st = zb_nccl_threads_new(world, devices, 3, groups, max_recvs(&c->prog),
-                                 msg, c->plan->dp * c->plan->tp, ends, err);
+        st = zb_nccl_threads_new(world, devices, 3, groups, slots, msg,
+                                 c->plan->dp * c->plan->tp, ends, err);
     if (st == ZB_OK) {
         c->nccl0 = ends[0];
         for (int r = 0; r < world; r++) c->ranks[r].tr = ends[r];

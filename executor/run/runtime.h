@@ -35,9 +35,11 @@
 #include <stddef.h>
 
 #include "common/zb_error.h"
+#include "common/zb_lower.h"
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
 #include "executor/base.h"
+#include "executor/comm/transport.h"
 #include "executor/run/run_opts.h"
 
 /* Train. res is initialised by the call; free it with zb_run_result_free,
@@ -55,6 +57,15 @@ zb_status zb_run(const zb_plan *plan, const zb_run_opts *opts,
 zb_status zb_run_msg_sizes(const zb_plan *plan, int *max_msgs,
                            size_t *msg_floats, zb_err *err);
 
+
+/* Slots of each NCCL staging ring (transport.h, zb_nccl_ring(up, send)):
+ * per pipeline rank, the step's sends to a higher rank, receives from a
+ * lower one (up), sends to a lower rank and receives from a higher one
+ * (down); the most over the ranks, at least 1. A step never reuses a
+ * slot. */
+void zb_run_ring_slots(const zb_program *prog, int slots[ZB_NCCL_RINGS]);
+zb_status zb_run_plan_ring_slots(const zb_plan *plan,
+                                 int slots[ZB_NCCL_RINGS], zb_err *err);
 
 /* Floats of one pipeline message ([B, T, C] activations or their
  * gradient) on the CUDA backend: precision bf16 stores activations in
