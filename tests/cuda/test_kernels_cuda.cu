@@ -583,6 +583,7 @@ int main(void) {
     test_embed(3, 16, 96, 11, 6, 5);       /* second TP shard */
     test_embed(4, 700, 40, 1000, 0, 1000); /* past a token tile, V > ranges */
     test_embed(4, 700, 40, 1000, 500, 500);
+    test_embed(4, 700, 200, 3, 0, 3);      /* segments ~N/3 long, 4 column tiles */
     /* odd T (partial tiles), every supported head size, T past a tile */
     test_fused_head_list();
     test_attention(2, 7, 32, 2);
