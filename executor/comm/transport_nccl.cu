@@ -323,19 +323,23 @@ static zb_status ep_device_init(nccl_ep *e, int rank, int world, zb_err *err) {
 }
 
 /* Split every endpoint's world by color (group id or NOCOLOR), inside one
- * NCCL group so that one thread can make all of this process's ranks. */
+ * NCCL group so that one thread can make all of this process's ranks.
+ * Inside a group every rank is issued even after one failed (the first
+ * failure is returned after ncclGroupEnd): a rank left out would leave
+ * the others waiting for it in ncclGroupEnd. */
 static zb_status split_all(nccl_ep *eps, int n, int ng, const zb_group *groups,
                            zb_err *err) {
     for (int which = 0; which < ZB_P2P_CHANNELS + ng; which++) {
         ZB_NCCL(ncclGroupStart());
         zb_status st = ZB_OK;
-        for (int i = 0; i < n && st == ZB_OK; i++) {
+        for (int i = 0; i < n; i++) { /* every rank, even after a failure */
             nccl_ep *e = &eps[i];
             cudaError_t ce = cudaSetDevice(e->device);
             if (ce != cudaSuccess) {
-                st = zb_fail(err, ZB_ERUNTIME, "cudaSetDevice(%d): %s",
-                             e->device, cudaGetErrorString(ce));
-                break;
+                if (st == ZB_OK)
+                    st = zb_fail(err, ZB_ERUNTIME, "cudaSetDevice(%d): %s",
+                                 e->device, cudaGetErrorString(ce));
+                continue;
             }
             ncclComm_t *dst;
             int color = 0, key = e->t.rank;
@@ -352,7 +356,7 @@ static zb_status split_all(nccl_ep *eps, int n, int ng, const zb_group *groups,
                     if (zb_group_rank(g, k) == e->t.rank) key = k;
             }
             ncclResult_t r = ncclCommSplit(e->world, color, key, dst, NULL);
-            if (r != ncclSuccess)
+            if (r != ncclSuccess && st == ZB_OK)
                 st = zb_fail(err, ZB_ERUNTIME, "ncclCommSplit (rank %d): %s",
                              e->t.rank, ncclGetErrorString(r));
         }
@@ -373,22 +377,24 @@ static zb_status warm_lane(nccl_ep *eps, int n, int lane, int stride,
                            zb_err *err) {
     ZB_NCCL(ncclGroupStart());
     zb_status st = ZB_OK;
-    for (int i = 0; i < n && st == ZB_OK; i++) {
+    for (int i = 0; i < n; i++) { /* every rank, even after a failure */
         nccl_ep *e = &eps[i];
         int r = e->t.rank;
         float *sbuf = (float *)e->dbuf, *rbuf = sbuf + 2;
         if (cudaSetDevice(e->device) != cudaSuccess) {
-            st = zb_fail(err, ZB_ERUNTIME, "cudaSetDevice(%d) failed", e->device);
-            break;
+            if (st == ZB_OK)
+                st = zb_fail(err, ZB_ERUNTIME, "cudaSetDevice(%d) failed",
+                             e->device);
+            continue;
         }
-        for (int q = r - stride; q <= r + stride && st == ZB_OK; q += 2 * stride)
+        for (int q = r - stride; q <= r + stride; q += 2 * stride)
             for (int kind = 0; kind < 2 && q >= 0 && q < e->t.world; kind++) {
                 ncclResult_t nr = ncclSuccess;
                 if (zb_p2p_channel(r, q, kind) == lane)
                     nr = ncclSend(sbuf, 1, ncclFloat, q, e->lane[lane], e->lane_s[lane]);
                 if (nr == ncclSuccess && zb_p2p_channel(q, r, kind) == lane)
                     nr = ncclRecv(rbuf, 1, ncclFloat, q, e->lane[lane], e->lane_s[lane]);
-                if (nr != ncclSuccess)
+                if (nr != ncclSuccess && st == ZB_OK)
                     st = zb_fail(err, ZB_ERUNTIME, "rank %d: lane %d's first "
                                  "exchange with rank %d: %s", r, lane, q,
                                  ncclGetErrorString(nr));
@@ -498,12 +504,12 @@ static zb_status make_threads(nccl_shared *sh, const int *devices, int ng,
     }
     ZB_NCCL(ncclGroupStart());
     zb_status st = ZB_OK;
-    for (int r = 0; r < world && st == ZB_OK; r++) {
+    for (int r = 0; r < world; r++) { /* every rank, even after a failure */
         cudaError_t ce = cudaSetDevice(devices[r]);
         ncclResult_t nr = ce == cudaSuccess
                               ? ncclCommInitRank(&sh->eps[r].world, world, id, r)
                               : ncclInvalidUsage;
-        if (ce != cudaSuccess || nr != ncclSuccess)
+        if ((ce != cudaSuccess || nr != ncclSuccess) && st == ZB_OK)
             st = zb_fail(err, ZB_ERUNTIME, "ncclCommInitRank (rank %d on "
                          "device %d): %s", r, devices[r],
                          ce != cudaSuccess ? cudaGetErrorString(ce)
