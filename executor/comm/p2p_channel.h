@@ -20,16 +20,25 @@
 #ifndef ZB_P2P_CHANNEL_H
 #define ZB_P2P_CHANNEL_H
 
-#define ZB_P2P_CHANNELS 4
+#define ZB_P2P_CHANNELS 8
 
 /* The message kind of a pipeline tag: its lowest bit (zb_lower_tag puts
  * ZB_MSG_ACT = 0 or ZB_MSG_GRAD = 1 there). */
 static inline int zb_p2p_tag_kind(int tag) { return tag & 1; }
 
 /* 0: activations up (to a higher rank), 1: gradients up, 2: activations
- * down, 3: gradients down. */
+ * down, 3: gradients down; plus 4 when the lower end's pipeline position
+ * is odd. Pipeline neighbours sit a constant stride d = dp * tp apart
+ * (zb_plan_rank), so lower / d is the lower end's pipeline rank: a rank's
+ * messages with the neighbour above and with the one below travel on
+ * different lanes, and a send to r+1 that waits for r+1 (a rendezvous)
+ * never holds back, in one lane's posting order, a receive from r-1
+ * (tests/unit/test_lower_drain.c). */
 static inline int zb_p2p_channel(int sender, int receiver, int tag) {
-    return (sender < receiver ? 0 : 2) + zb_p2p_tag_kind(tag);
+    int lo = sender < receiver ? sender : receiver;
+    int d = sender < receiver ? receiver - sender : sender - receiver;
+    int odd = d > 0 ? (lo / d) & 1 : 0;
+    return (sender < receiver ? 0 : 2) + zb_p2p_tag_kind(tag) + 4 * odd;
 }
 
 #endif

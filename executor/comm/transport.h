@@ -103,16 +103,18 @@ void zb_cuda_world_free(zb_cuda_world *w);
 zb_transport *zb_cuda_transport(zb_cuda_world *w, int rank);
 
 /* ---- NCCL transport (CUDA builds): one rank per device, in this process
- * (threads) or across processes. Communicators: the world, four copies of
- * it for pipeline messages (one per lane of p2p_channel.h: direction x
- * message kind, each on its own transfer stream: a rank's pending sends
- * never hold up its receives, and activations never match gradient
- * receives), and one per group announced at creation (ng groups per rank,
+ * (threads) or across processes. Communicators: the world, eight copies
+ * of it for pipeline messages (one per lane of p2p_channel.h: direction x
+ * message kind x parity of the lower end's pipeline rank, each on its own
+ * transfer stream: a rank's pending sends never hold up its receives, and
+ * activations never match gradient receives), and one per group announced at creation (ng groups per rank,
  * the same kinds in the same order on every rank; n = 0 where a rank is in
  * no group of that kind), split from the world with ncclCommSplit.
- * Pipeline messages go through device staging rings (max_msgs slots of
- * max_msg_floats per direction, one for sends and one for receives) so
- * that no compute stream waits for a peer to match a send. NCCL matches
+ * Pipeline messages go through device staging rings (per direction, one
+ * for sends and one for receives: ring_slots[zb_nccl_ring(up, send)]
+ * slots of max_msg_floats each, at least the messages that ring carries in
+ * one step, so no slot is reused inside a step) so that no compute stream
+ * waits for a peer to match a send. NCCL matches
  * messages in posting order per communicator (it has no tags): the lane
  * comes from the tag (zb_p2p_channel), and per (sender, receiver, lane)
  * the lowered programs of every schedule post sends and receives in the
@@ -126,18 +128,30 @@ zb_transport *zb_cuda_transport(zb_cuda_world *w, int rank);
 #define ZB_NCCL_MAX_GROUPS 8
 /* A new unique id (ncclGetUniqueId), made by one rank and given to all. */
 zb_status zb_nccl_unique_id(unsigned char id[ZB_NCCL_ID_BYTES], zb_err *err);
+/* The staging rings: up (to a higher rank) or down, send or receive. */
+#define ZB_NCCL_RINGS 4
+static inline int zb_nccl_ring(int up, int send) { return 2 * !!up + !!send; }
+
 /* One rank of a multi-process world (every rank calls it at the same
- * time, on its own device); groups: this rank's ng groups. */
+ * time, on its own device); groups: this rank's ng groups. pipe_stride:
+ * the distance between pipeline neighbours' ranks (dp * tp, zb_plan_rank):
+ * before returning, every lane's connection with the ranks pipe_stride
+ * below and above is made (one grouped 1-float exchange per lane, then a
+ * wait), so that no send or receive of a step waits for NCCL to connect. */
 zb_status zb_nccl_new(int rank, int world, int device,
                       const unsigned char id[ZB_NCCL_ID_BYTES], int ng,
-                      const zb_group *groups, int max_msgs,
-                      size_t max_msg_floats, zb_transport **out, zb_err *err);
+                      const zb_group *groups,
+                      const int ring_slots[ZB_NCCL_RINGS],
+                      size_t max_msg_floats, int pipe_stride,
+                      zb_transport **out, zb_err *err);
 /* All ranks of a world as threads of this process: rank r on devices[r],
- * groups[r * ng + k] its k-th group; ends[r] its endpoint. */
+ * groups[r * ng + k] its k-th group; ends[r] its endpoint; pipe_stride as
+ * above. */
 zb_status zb_nccl_threads_new(int world, const int *devices, int ng,
-                              const zb_group *groups, int max_msgs,
-                              size_t max_msg_floats, zb_transport **ends,
-                              zb_err *err);
+                              const zb_group *groups,
+                              const int ring_slots[ZB_NCCL_RINGS],
+                              size_t max_msg_floats, int pipe_stride,
+                              zb_transport **ends, zb_err *err);
 /* Frees the endpoint of zb_nccl_new, or given ends[0] every endpoint of
  * a zb_nccl_threads_new world (other ends: no-op; call after all use). */
 void zb_nccl_free(zb_transport *t);

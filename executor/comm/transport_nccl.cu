@@ -5,7 +5,8 @@
  * Every NCCL, CUDA call is checked; the first failure is returned as
  * ZB_ERUNTIME naming the call, the NCCL error string, file and line.
  * Streams: sends and receives run on the transfer stream of their lane
- * (p2p_channel.h: direction x message kind, each lane its own communicator
+ * (p2p_channel.h: direction x message kind x the lower end's pipeline
+ * parity, each lane its own communicator
  * split from the world, so activations and gradients between two ranks
  * never match each other's slots); all-reduces run on the compute stream
  * itself. The compute stream never waits for a send
@@ -15,11 +16,14 @@
  * and NCCL sends from the ring on the transfer stream; recv receives into
  * a ring on the transfer stream and the compute stream copies out after
  * it. A ring slot is reused after its previous transfer (send ring) or
- * copy-out (recv ring) finished (events); max_msgs slots per ring, one
- * ring per direction and end (send, recv), shared by the direction's two
- * lanes (at most max_msgs messages per step, so no slot is reused inside a
- * step). allreduce_f64 and barrier copy through a small device buffer and
- * wait for the stream (they work on host memory).
+ * copy-out (recv ring) finished (events); one ring per direction and end
+ * (send, recv), shared by the direction's lanes, of the caller's
+ * ring_slots: at least the messages it carries in one step, so no slot is
+ * reused inside a step. allreduce_f64 and barrier copy through a pinned and a device
+ * buffer and wait for the stream, polling ncclCommGetAsyncError (they work
+ * on host memory). Creation ends with every lane's first exchange with the
+ * pipeline neighbours (warm_lanes), so that NCCL's connection set-up, a
+ * host rendezvous with the peer, never happens inside a step.
  */
 extern "C" {
 #include "executor/comm/p2p_channel.h"
@@ -32,6 +36,7 @@ extern "C" {
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static_assert(sizeof(ncclUniqueId) == ZB_NCCL_ID_BYTES,
               "ZB_NCCL_ID_BYTES must equal sizeof(ncclUniqueId)");
@@ -69,12 +74,13 @@ struct nccl_ep {
     cudaStream_t lane_s[ZB_P2P_CHANNELS];
     cudaStream_t host_s;    /* allreduce_f64 before a compute stream exists */
     cudaEvent_t ev_in, ev_out;
-    int ring_n;             /* slots per ring (max messages in flight) */
+    int ring_n[ZB_NCCL_RINGS]; /* slots per ring (zb_nccl_ring) */
     size_t max_msg_floats;
     nccl_ring rings[2][2];  /* [up?][send?] */
     int ng;
     nccl_gcomm groups[ZB_NCCL_MAX_GROUPS];
     double *dbuf;           /* device [ZB_F64_CHUNK] */
+    double *hbuf;           /* pinned host [ZB_F64_CHUNK] */
     nccl_shared *shared;    /* the endpoints of this process */
 };
 
@@ -146,7 +152,7 @@ static zb_status p2p(zb_transport *t, int peer, int tag, float *buf,
     cudaStream_t xs = e->lane_s[lane], compute = (cudaStream_t)t->stream;
     nccl_ring *ring = &e->rings[up][send];
     int k = ring->next;
-    ring->next = (k + 1) % e->ring_n;
+    ring->next = (k + 1) % e->ring_n[zb_nccl_ring(up, send)];
     float *stage = ring->data + (size_t)k * e->max_msg_floats;
     size_t bytes = n * sizeof(float);
     if (send) {
@@ -211,6 +217,37 @@ static zb_status nc_allreduce(zb_transport *t, const zb_group *g, float *buf,
 /* Host doubles: staged through the device in chunks, on the compute
  * stream (after the work enqueued on it) or, before a stage exists, on
  * the endpoint's own stream. */
+/* Waits for stream s on the host, under the watchdog, checking the
+ * communicator for an asynchronous error (a peer that died, a network
+ * failure) while it waits: those end the wait with NCCL's message instead
+ * of a hang. */
+static zb_status wait_stream(zb_transport *t, ncclComm_t comm, cudaStream_t s,
+                             const char *what, zb_err *err) {
+    const struct timespec nap = {0, 20000}; /* 20 us between polls */
+    zb_watchdog_arm(what);
+    cudaError_t ce;
+    while ((ce = cudaStreamQuery(s)) == cudaErrorNotReady) {
+        ncclResult_t ar = ncclSuccess;
+        if (ncclCommGetAsyncError(comm, &ar) == ncclSuccess &&
+            ar != ncclSuccess && ar != ncclInProgress) {
+            zb_watchdog_disarm();
+            return zb_fail(err, ZB_ERUNTIME, "rank %d: NCCL failed while "
+                           "waiting for %s: %s", t->rank, what,
+                           ncclGetErrorString(ar));
+        }
+        if (is_aborted(EP(t))) {
+            zb_watchdog_disarm();
+            return aborted_err(t, err);
+        }
+        nanosleep(&nap, NULL);
+    }
+    zb_watchdog_disarm();
+    ZB_CUDA(ce);
+    return ZB_OK;
+}
+
+/* Host doubles, through a pinned buffer (a copy from pageable memory
+ * would block before the wait below is armed) and the device. */
 static zb_status nc_allreduce_f64(zb_transport *t, const zb_group *g,
                                   double *buf, size_t n, zb_err *err) {
     if (g->n == 1) return ZB_OK;
@@ -222,15 +259,15 @@ static zb_status nc_allreduce_f64(zb_transport *t, const zb_group *g,
     cudaStream_t s = t->stream ? (cudaStream_t)t->stream : e->host_s;
     for (size_t lo = 0; lo < n; lo += ZB_F64_CHUNK) {
         size_t k = n - lo < ZB_F64_CHUNK ? n - lo : ZB_F64_CHUNK;
-        ZB_CUDA(cudaMemcpyAsync(e->dbuf, buf + lo, k * sizeof(double),
+        memcpy(e->hbuf, buf + lo, k * sizeof(double));
+        ZB_CUDA(cudaMemcpyAsync(e->dbuf, e->hbuf, k * sizeof(double),
                                 cudaMemcpyHostToDevice, s));
         ZB_NCCL(ncclAllReduce(e->dbuf, e->dbuf, k, ncclDouble, ncclSum, comm, s));
-        ZB_CUDA(cudaMemcpyAsync(buf + lo, e->dbuf, k * sizeof(double),
+        ZB_CUDA(cudaMemcpyAsync(e->hbuf, e->dbuf, k * sizeof(double),
                                 cudaMemcpyDeviceToHost, s));
-        zb_watchdog_arm("an NCCL all-reduce of host values");
-        cudaError_t ce = cudaStreamSynchronize(s);
-        zb_watchdog_disarm();
-        ZB_CUDA(ce);
+        ZB_TRY(wait_stream(t, comm, s, "an NCCL all-reduce of host values "
+                           "(and the device work queued before it)", err));
+        memcpy(buf + lo, e->hbuf, k * sizeof(double));
     }
     return ZB_OK;
 }
@@ -260,12 +297,14 @@ static zb_status ep_device_init(nccl_ep *e, int rank, int world, zb_err *err) {
     ZB_CUDA(cudaEventCreateWithFlags(&e->ev_in, cudaEventDisableTiming));
     ZB_CUDA(cudaEventCreateWithFlags(&e->ev_out, cudaEventDisableTiming));
     ZB_CUDA(cudaMalloc((void **)&e->dbuf, ZB_F64_CHUNK * sizeof(double)));
-    size_t ring_bytes = (size_t)e->ring_n * e->max_msg_floats * sizeof(float);
+    ZB_CUDA(cudaMallocHost((void **)&e->hbuf, ZB_F64_CHUNK * sizeof(double)));
     for (int u = 0; u < 2; u++)
         for (int k = 0; k < 2; k++) {
             nccl_ring *r = &e->rings[u][k];
-            r->done = (cudaEvent_t *)zb_calloc((size_t)e->ring_n, sizeof(cudaEvent_t), err);
-            r->recorded = (bool *)zb_calloc((size_t)e->ring_n, sizeof(bool), err);
+            int slots = e->ring_n[zb_nccl_ring(u, k)];
+            size_t ring_bytes = (size_t)slots * e->max_msg_floats * sizeof(float);
+            r->done = (cudaEvent_t *)zb_calloc((size_t)slots, sizeof(cudaEvent_t), err);
+            r->recorded = (bool *)zb_calloc((size_t)slots, sizeof(bool), err);
             if (!r->done || !r->recorded) return ZB_ENOMEM;
             cudaError_t ce = cudaMalloc((void **)&r->data, ring_bytes ? ring_bytes : 1);
             if (ce != cudaSuccess) {
@@ -277,26 +316,30 @@ static zb_status ep_device_init(nccl_ep *e, int rank, int world, zb_err *err) {
                                "(%s)", rank, e->device, ring_bytes, free_b,
                                cudaGetErrorString(ce));
             }
-            for (int i = 0; i < e->ring_n; i++)
+            for (int i = 0; i < slots; i++)
                 ZB_CUDA(cudaEventCreateWithFlags(&r->done[i], cudaEventDisableTiming));
         }
     return ZB_OK;
 }
 
 /* Split every endpoint's world by color (group id or NOCOLOR), inside one
- * NCCL group so that one thread can make all of this process's ranks. */
+ * NCCL group so that one thread can make all of this process's ranks.
+ * Inside a group every rank is issued even after one failed (the first
+ * failure is returned after ncclGroupEnd): a rank left out would leave
+ * the others waiting for it in ncclGroupEnd. */
 static zb_status split_all(nccl_ep *eps, int n, int ng, const zb_group *groups,
                            zb_err *err) {
     for (int which = 0; which < ZB_P2P_CHANNELS + ng; which++) {
         ZB_NCCL(ncclGroupStart());
         zb_status st = ZB_OK;
-        for (int i = 0; i < n && st == ZB_OK; i++) {
+        for (int i = 0; i < n; i++) { /* every rank, even after a failure */
             nccl_ep *e = &eps[i];
             cudaError_t ce = cudaSetDevice(e->device);
             if (ce != cudaSuccess) {
-                st = zb_fail(err, ZB_ERUNTIME, "cudaSetDevice(%d): %s",
-                             e->device, cudaGetErrorString(ce));
-                break;
+                if (st == ZB_OK)
+                    st = zb_fail(err, ZB_ERUNTIME, "cudaSetDevice(%d): %s",
+                                 e->device, cudaGetErrorString(ce));
+                continue;
             }
             ncclComm_t *dst;
             int color = 0, key = e->t.rank;
@@ -313,12 +356,68 @@ static zb_status split_all(nccl_ep *eps, int n, int ng, const zb_group *groups,
                     if (zb_group_rank(g, k) == e->t.rank) key = k;
             }
             ncclResult_t r = ncclCommSplit(e->world, color, key, dst, NULL);
-            if (r != ncclSuccess)
+            if (r != ncclSuccess && st == ZB_OK)
                 st = zb_fail(err, ZB_ERUNTIME, "ncclCommSplit (rank %d): %s",
                              e->t.rank, ncclGetErrorString(r));
         }
         ZB_NCCL(ncclGroupEnd());
         ZB_TRY(st);
+    }
+    return ZB_OK;
+}
+
+/* One lane's first exchange: each endpoint sends one float to, and
+ * receives one from, each pipeline neighbour (ranks stride below and
+ * above) whose messages use this lane, all in one NCCL group (threads:
+ * every endpoint of this process in it). NCCL connects a peer on its
+ * first send or receive, on the host and together with that peer; done
+ * here, at creation, no step's transfer waits for it. A failure inside
+ * the group still ends the group (NCCL's rule) and is returned after. */
+static zb_status warm_lane(nccl_ep *eps, int n, int lane, int stride,
+                           zb_err *err) {
+    ZB_NCCL(ncclGroupStart());
+    zb_status st = ZB_OK;
+    for (int i = 0; i < n; i++) { /* every rank, even after a failure */
+        nccl_ep *e = &eps[i];
+        int r = e->t.rank;
+        float *sbuf = (float *)e->dbuf, *rbuf = sbuf + 2;
+        if (cudaSetDevice(e->device) != cudaSuccess) {
+            if (st == ZB_OK)
+                st = zb_fail(err, ZB_ERUNTIME, "cudaSetDevice(%d) failed",
+                             e->device);
+            continue;
+        }
+        for (int q = r - stride; q <= r + stride; q += 2 * stride)
+            for (int kind = 0; kind < 2 && q >= 0 && q < e->t.world; kind++) {
+                ncclResult_t nr = ncclSuccess;
+                if (zb_p2p_channel(r, q, kind) == lane)
+                    nr = ncclSend(sbuf, 1, ncclFloat, q, e->lane[lane], e->lane_s[lane]);
+                if (nr == ncclSuccess && zb_p2p_channel(q, r, kind) == lane)
+                    nr = ncclRecv(rbuf, 1, ncclFloat, q, e->lane[lane], e->lane_s[lane]);
+                if (nr != ncclSuccess && st == ZB_OK)
+                    st = zb_fail(err, ZB_ERUNTIME, "rank %d: lane %d's first "
+                                 "exchange with rank %d: %s", r, lane, q,
+                                 ncclGetErrorString(nr));
+            }
+    }
+    ZB_NCCL(ncclGroupEnd());
+    return st;
+}
+
+/* Every lane connected (warm_lane), then waited for. */
+static zb_status warm_lanes(nccl_ep *eps, int n, int stride, zb_err *err) {
+    if (stride < 1) return ZB_OK;
+    for (int i = 0; i < n; i++) {
+        ZB_CUDA(cudaSetDevice(eps[i].device));
+        ZB_CUDA(cudaMemsetAsync(eps[i].dbuf, 0, sizeof(float), eps[i].host_s));
+        ZB_CUDA(cudaStreamSynchronize(eps[i].host_s));
+    }
+    for (int lane = 0; lane < ZB_P2P_CHANNELS; lane++)
+        ZB_TRY(warm_lane(eps, n, lane, stride, err));
+    for (int i = 0; i < n; i++) {
+        ZB_CUDA(cudaSetDevice(eps[i].device));
+        for (int lane = 0; lane < ZB_P2P_CHANNELS; lane++)
+            ZB_CUDA(cudaStreamSynchronize(eps[i].lane_s[lane]));
     }
     return ZB_OK;
 }
@@ -354,10 +453,11 @@ static void shared_free(nccl_shared *sh) {
         if (e->ev_in) cudaEventDestroy(e->ev_in);
         if (e->ev_out) cudaEventDestroy(e->ev_out);
         if (e->dbuf) cudaFree(e->dbuf);
+        if (e->hbuf) cudaFreeHost(e->hbuf);
         for (int u = 0; u < 2; u++)
             for (int k = 0; k < 2; k++) {
                 nccl_ring *r = &e->rings[u][k];
-                for (int i = 0; r->done && i < e->ring_n; i++)
+                for (int i = 0; r->done && i < e->ring_n[zb_nccl_ring(u, k)]; i++)
                     if (r->done[i]) cudaEventDestroy(r->done[i]);
                 free(r->done);
                 free(r->recorded);
@@ -369,13 +469,14 @@ static void shared_free(nccl_shared *sh) {
     free(sh);
 }
 
-static zb_status check_groups(int ng, int max_msgs, zb_err *err) {
+static zb_status check_groups(int ng, const int *slots, zb_err *err) {
     if (ng < 0 || ng > ZB_NCCL_MAX_GROUPS)
         return zb_fail(err, ZB_ERUNTIME, "NCCL transport: %d group kinds "
                        "(0..%d allowed)", ng, ZB_NCCL_MAX_GROUPS);
-    if (max_msgs < 1)
-        return zb_fail(err, ZB_ERUNTIME, "NCCL transport: %d messages in "
-                       "flight (>= 1 needed)", max_msgs);
+    for (int k = 0; k < ZB_NCCL_RINGS; k++)
+        if (slots[k] < 1)
+            return zb_fail(err, ZB_ERUNTIME, "NCCL transport: staging ring %d "
+                           "of %d slots (>= 1 needed)", k, slots[k]);
     return ZB_OK;
 }
 
@@ -388,27 +489,27 @@ extern "C" zb_status zb_nccl_unique_id(unsigned char id[ZB_NCCL_ID_BYTES],
 }
 
 static zb_status make_threads(nccl_shared *sh, const int *devices, int ng,
-                              const zb_group *groups, int max_msgs,
-                              size_t max_msg_floats, zb_err *err) {
+                              const zb_group *groups, const int *slots,
+                              size_t max_msg_floats, int stride, zb_err *err) {
     int world = sh->n;
     ncclUniqueId id;
     ZB_NCCL(ncclGetUniqueId(&id));
     for (int r = 0; r < world; r++) {
         sh->eps[r].device = devices[r];
         sh->eps[r].ng = ng;
-        sh->eps[r].ring_n = max_msgs;
+        memcpy(sh->eps[r].ring_n, slots, sizeof sh->eps[r].ring_n);
         sh->eps[r].max_msg_floats = max_msg_floats;
         sh->eps[r].shared = sh;
         ZB_TRY(ep_device_init(&sh->eps[r], r, world, err));
     }
     ZB_NCCL(ncclGroupStart());
     zb_status st = ZB_OK;
-    for (int r = 0; r < world && st == ZB_OK; r++) {
+    for (int r = 0; r < world; r++) { /* every rank, even after a failure */
         cudaError_t ce = cudaSetDevice(devices[r]);
         ncclResult_t nr = ce == cudaSuccess
                               ? ncclCommInitRank(&sh->eps[r].world, world, id, r)
                               : ncclInvalidUsage;
-        if (ce != cudaSuccess || nr != ncclSuccess)
+        if ((ce != cudaSuccess || nr != ncclSuccess) && st == ZB_OK)
             st = zb_fail(err, ZB_ERUNTIME, "ncclCommInitRank (rank %d on "
                          "device %d): %s", r, devices[r],
                          ce != cudaSuccess ? cudaGetErrorString(ce)
@@ -416,19 +517,22 @@ static zb_status make_threads(nccl_shared *sh, const int *devices, int ng,
     }
     ZB_NCCL(ncclGroupEnd());
     ZB_TRY(st);
-    return split_all(sh->eps, world, ng, groups, err);
+    ZB_TRY(split_all(sh->eps, world, ng, groups, err));
+    return warm_lanes(sh->eps, world, stride, err);
 }
 
 extern "C" zb_status zb_nccl_threads_new(int world, const int *devices, int ng,
-                                         const zb_group *groups, int max_msgs,
-                                         size_t max_msg_floats,
+                                         const zb_group *groups,
+                                         const int ring_slots[ZB_NCCL_RINGS],
+                                         size_t max_msg_floats, int pipe_stride,
                                          zb_transport **ends, zb_err *err) {
-    ZB_TRY(check_groups(ng, max_msgs, err));
+    ZB_TRY(check_groups(ng, ring_slots, err));
     nccl_shared *sh;
     ZB_TRY(shared_new(world, &sh, err));
-    zb_status st = make_threads(sh, devices, ng, groups, max_msgs,
-                                max_msg_floats, err);
+    zb_status st = make_threads(sh, devices, ng, groups, ring_slots,
+                                max_msg_floats, pipe_stride, err);
     if (st != ZB_OK) {
+        nc_abort(&sh->eps[0].t); /* abort, not destroy: a half-made world */
         shared_free(sh);
         return st;
     }
@@ -438,32 +542,35 @@ extern "C" zb_status zb_nccl_threads_new(int world, const int *devices, int ng,
 
 static zb_status make_one(nccl_shared *sh, int rank, int world, int device,
                           const unsigned char *id, int ng,
-                          const zb_group *groups, int max_msgs,
-                          size_t max_msg_floats, zb_err *err) {
+                          const zb_group *groups, const int *slots,
+                          size_t max_msg_floats, int stride, zb_err *err) {
     nccl_ep *e = &sh->eps[0];
     e->device = device;
     e->ng = ng;
-    e->ring_n = max_msgs;
+    memcpy(e->ring_n, slots, sizeof e->ring_n);
     e->max_msg_floats = max_msg_floats;
     e->shared = sh;
     ZB_TRY(ep_device_init(e, rank, world, err));
     ncclUniqueId u;
     memcpy(&u, id, sizeof u);
     ZB_NCCL(ncclCommInitRank(&e->world, world, u, rank));
-    return split_all(e, 1, ng, groups, err);
+    ZB_TRY(split_all(e, 1, ng, groups, err));
+    return warm_lanes(e, 1, stride, err);
 }
 
 extern "C" zb_status zb_nccl_new(int rank, int world, int device,
                                  const unsigned char id[ZB_NCCL_ID_BYTES],
                                  int ng, const zb_group *groups,
-                                 int max_msgs, size_t max_msg_floats,
-                                 zb_transport **out, zb_err *err) {
+                                 const int ring_slots[ZB_NCCL_RINGS],
+                                 size_t max_msg_floats,
+                                 int pipe_stride, zb_transport **out,
+                                 zb_err *err) {
     *out = NULL;
-    ZB_TRY(check_groups(ng, max_msgs, err));
+    ZB_TRY(check_groups(ng, ring_slots, err));
     nccl_shared *sh;
     ZB_TRY(shared_new(1, &sh, err));
-    zb_status st = make_one(sh, rank, world, device, id, ng, groups, max_msgs,
-                            max_msg_floats, err);
+    zb_status st = make_one(sh, rank, world, device, id, ng, groups, ring_slots,
+                            max_msg_floats, pipe_stride, err);
     if (st != ZB_OK) {
         nc_abort(&sh->eps[0].t); /* peers blocked in init are released */
         shared_free(sh);

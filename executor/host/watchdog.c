@@ -17,6 +17,7 @@ static struct {
     const char *what;      /* NULL: disarmed */
     struct timespec deadline;
     double timeout_s;
+    double armed_s;        /* the armed wait's limit */
     int rank;
 } wd = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -37,7 +38,7 @@ static void *watch(void *arg) {
         }
         if (passed(&wd.deadline)) {
             fprintf(stderr, "zbrun: rank %d: stuck for %g s in %s (a peer "
-                    "process failed?); exiting\n", wd.rank, wd.timeout_s, wd.what);
+                    "process failed?); exiting\n", wd.rank, wd.armed_s, wd.what);
             fflush(stderr);
             _exit(1);
         }
@@ -68,13 +69,25 @@ zb_status zb_watchdog_start(double timeout_s, int rank, zb_err *err) {
     return ZB_OK;
 }
 
-void zb_watchdog_arm(const char *what) {
+double zb_watchdog_step_s(double step_s) {
+    return step_s > 0 ? 10.0 * step_s : 0.0;
+}
+
+double zb_watchdog_setup_s(int world) {
+    return 30.0 + 10.0 * (world > 0 ? world : 0);
+}
+
+void zb_watchdog_arm(const char *what) { zb_watchdog_arm_s(what, 0.0); }
+
+void zb_watchdog_arm_s(const char *what, double at_least_s) {
     if (!wd.running) return;
     pthread_mutex_lock(&wd.mu);
     clock_gettime(CLOCK_MONOTONIC, &wd.deadline);
-    long whole = (long)wd.timeout_s;
+    double limit = at_least_s > wd.timeout_s ? at_least_s : wd.timeout_s;
+    wd.armed_s = limit;
+    long whole = (long)limit;
     wd.deadline.tv_sec += whole;
-    wd.deadline.tv_nsec += (long)((wd.timeout_s - (double)whole) * 1e9);
+    wd.deadline.tv_nsec += (long)((limit - (double)whole) * 1e9);
     if (wd.deadline.tv_nsec >= 1000000000L) {
         wd.deadline.tv_sec++;
         wd.deadline.tv_nsec -= 1000000000L;

@@ -19,6 +19,16 @@
 zb_status zb_watchdog_start(double timeout_s, int rank, zb_err *err);
 /* `what` must stay valid until disarmed (a string literal). */
 void zb_watchdog_arm(const char *what);
+/* The same with a deadline of at least at_least_s (a wait whose healthy
+ * length is known to exceed the start-up timeout: a step's device work,
+ * NCCL's set-up of a large world); the line then names that limit. */
+void zb_watchdog_arm_s(const char *what, double at_least_s);
+/* What to pass as at_least_s for the wait for a step's device work: 10
+ * times the predicted step (step_s; 0 when unknown); and for NCCL's
+ * set-up of `world` ranks (contexts, communicators, the lanes' first
+ * exchange): 30 s + 10 s per rank. Pure; tests/unit/test_watchdog.c. */
+double zb_watchdog_step_s(double step_s);
+double zb_watchdog_setup_s(int world);
 void zb_watchdog_disarm(void);
 /* Stop and join the thread (idempotent). */
 void zb_watchdog_stop(void);

@@ -734,6 +734,13 @@ static void prefer_passive_openmp(char **argv) {
         again = true;
     /* OpenBLAS too reads OPENBLAS_CORETYPE only when loaded (blas_env.h) */
     if (zb_blas_env_prepare()) again = true;
+    /* CUDA loads every kernel at context creation, not at its first launch
+     * (which drains the device: a send queued before it would become a
+     * synchronous one, docs/gpu.md). The driver reads this at its first
+     * call, after this point; a value the user set is kept. */
+    if (setenv("CUDA_MODULE_LOADING", "EAGER", 0) != 0)
+        fprintf(stderr, "zbrun: warning: CUDA_MODULE_LOADING=EAGER not set "
+                "(out of memory); kernels load at first launch\n");
     if (again) execv("/proc/self/exe", argv);
 }
 

@@ -56,9 +56,15 @@ zb_status zb_procs_cuda_up(zb_procs *p, const zb_plan *plan, int device,
     int max_msgs;
     size_t msg_floats;
     ZB_TRY(zb_run_msg_sizes(plan, &max_msgs, &msg_floats, err));
-    zb_watchdog_arm("NCCL's communicator set-up (ncclCommInitRank, ncclCommSplit)");
-    zb_status s = zb_nccl_new(l->rank, l->world, device, id, 3, g, max_msgs,
-                              msg_floats, &p->nccl, err);
+    msg_floats = zb_run_cuda_msg_floats(plan); /* bf16: two per float */
+    zb_watchdog_arm_s("NCCL's communicator set-up (ncclCommInitRank, "
+                      "ncclCommSplit, the lanes' first exchange)",
+                      zb_watchdog_setup_s(l->world));
+    int slots[ZB_NCCL_RINGS];
+    ZB_TRY(zb_run_plan_ring_slots(plan, slots, err));
+    (void)max_msgs; /* the staging rings are sized per direction */
+    zb_status s = zb_nccl_new(l->rank, l->world, device, id, 3, g, slots,
+                              msg_floats, plan->dp * plan->tp, &p->nccl, err);
     zb_watchdog_disarm();
     if (s != ZB_OK) return s;
     p->started = true;   /* torchrun-style: failures now end this process */

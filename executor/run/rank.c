@@ -179,17 +179,27 @@ static int first_flagged(const double *flags, int world) {
 /* This rank's share of the world sums of the squared gradients (each
  * parameter once: dp_rank 0, the stage's ownership rule) and of the losses
  * (tp_rank 0: the head is replicated over TP), plus its flags of non-finite
- * local values, and its memory high-water mark, into rk->red [2 + 3*world]. */
-static void local_stats(zb_rank *rk) {
+ * local values, and its memory high-water mark, into rk->red [2 + 3*world].
+ * A failure the stage kept (an asynchronous CUDA fault surfaces in these
+ * reads as NaN) ends the step with the device's own error, this rank and
+ * the step, before the world all-reduce (the failure aborts the
+ * transport, which frees the peers). */
+static zb_status local_stats(zb_rank *rk, int step, zb_err *err) {
     int world = rk->ctx->world;
     double *red = rk->red;
     memset(red, 0, (2 + 3 * (size_t)world) * sizeof *red);
     /* cuda: these wait for the step's device work, NCCL transfers from
      * peers included; one process per rank, a dead peer must not hang us */
-    zb_watchdog_arm("the step's device work (waiting for the loss)");
+    zb_watchdog_arm_s("the step's device work (waiting for the loss)",
+                      zb_watchdog_step_s(rk->ctx->plan->pred.step_s));
     double sq = rk->dp_rank == 0 ? zb_stage_grad_sumsq(rk->st) : 0.0;
     double ls = rk->tp_rank == 0 ? zb_stage_loss_sum(rk->st) : 0.0;
     zb_watchdog_disarm();
+    zb_err dev = {{0}};
+    zb_status s = zb_stage_failure(rk->st, &dev);
+    if (s != ZB_OK)
+        return zb_fail(err, s, "rank %d: step %d: %s", rk->rank, step,
+                       dev.msg); /* this rank's own error, not a verdict */
     red[0] = sq;
     red[1] = ls;
     red[2 + rk->rank] = isfinite(ls) ? 0.0 : 1.0;
@@ -198,6 +208,7 @@ static void local_stats(zb_rank *rk) {
      * sum adds zeros to one value, exact in any order */
     red[2 + 2 * world + rk->rank] = zb_stage_static_bytes(rk->st) +
                                     zb_stage_act_peak_bytes(rk->st);
+    return ZB_OK;
 }
 
 /* The world sums of local_stats, so that every rank reaches the same
@@ -380,7 +391,7 @@ static bool speculate(const zb_rank *rk) {
 static zb_status optimizer_step(zb_rank *rk, int step, float lr, double *norm,
                                 double *loss, zb_err *err) {
     const zb_optim *o = &rk->ctx->plan->model.train.opt;
-    local_stats(rk);
+    ZB_TRY(local_stats(rk, step, err));
     bool spec = speculate(rk);
     double t0 = zb_now_s();
     if (spec) {
@@ -507,6 +518,8 @@ static zb_status rank_setup(zb_rank *rk, zb_err *err) {
                            "holding a tied embedding gradient", rk->rank,
                            zb_group_rank(&rk->emb_g, i));
     ZB_TRY(check_headroom(rk, err));
+    /* cuda: no first-of-its-kind pass inside a step (docs/gpu.md) */
+    if (rk->backend == ZB_BACKEND_CUDA) ZB_TRY(zb_stage_warmup(rk->st, err));
     if (c->first_step > 1)
         ZB_TRY(zb_ckpt_load_rank(c->ckpt_dir, c->first_step - 1, rk->rank,
                                  world, rk->st, err));

@@ -249,6 +249,31 @@ static int max_sends(const zb_program *prog) {
     return most;
 }
 
+void zb_run_ring_slots(const zb_program *prog, int slots[ZB_NCCL_RINGS]) {
+    for (int k = 0; k < ZB_NCCL_RINGS; k++) slots[k] = 1;
+    for (int r = 0; r < prog->p; r++) {
+        int n[ZB_NCCL_RINGS] = {0};
+        for (int i = 0; i < prog->len[r]; i++) {
+            const zb_op *op = &prog->ops[r][i];
+            if (op->kind == ZB_OP_COMPUTE) continue;
+            bool send = op->kind == ZB_OP_SEND;
+            bool up = send ? op->peer > r : op->peer < r;
+            n[zb_nccl_ring(up, send)]++;
+        }
+        for (int k = 0; k < ZB_NCCL_RINGS; k++)
+            if (n[k] > slots[k]) slots[k] = n[k];
+    }
+}
+
+zb_status zb_run_plan_ring_slots(const zb_plan *plan,
+                                 int slots[ZB_NCCL_RINGS], zb_err *err) {
+    zb_program prog;
+    ZB_TRY(zb_lower(&plan->sched, &prog, err));
+    zb_run_ring_slots(&prog, slots);
+    zb_program_free(&prog);
+    return ZB_OK;
+}
+
 zb_status zb_run_msg_sizes(const zb_plan *plan, int *max_msgs,
                            size_t *msg_floats, zb_err *err) {
     zb_program prog;
@@ -330,6 +355,23 @@ int zb_run_cuda_device(int rank, int world, int devices) {
     return world > 1 && world <= devices ? rank : 0;
 }
 
+const char *zb_run_cuda_share_refusal(int world, int devices, bool share,
+                                      char *buf, size_t n) {
+    if (world <= 1 || world <= devices || share) return NULL;
+    snprintf(buf, n, "backend cuda: %d ranks but %d CUDA device%s visible: "
+             "every rank would share device 0 (its memory, and %d times its "
+             "work per step); give each rank a GPU, plan fewer ranks, or set "
+             "ZB_CUDA_SHARE=1 to share device 0 on purpose", world, devices,
+             devices == 1 ? "" : "s", world);
+    return buf;
+}
+
+size_t zb_run_cuda_msg_floats(const zb_plan *plan) {
+    size_t n = (size_t)plan->micro_batch * plan->model.arch.seq_len *
+               plan->model.arch.hidden;
+    return plan->model.train.precision == ZB_PREC_BF16 ? (n + 1) / 2 : n;
+}
+
 static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
     const zb_plan *p = c->plan;
     size_t msg = (size_t)p->micro_batch * p->model.arch.seq_len * p->model.arch.hidden;
@@ -342,9 +384,15 @@ static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
         return ZB_OK;
     }
 #ifdef ZB_HAVE_CUDA
+    msg = zb_run_cuda_msg_floats(p); /* bf16: half the staging memory */
     int ndev = zb_backend_cuda_devices();
     if (ndev < 1)
         return zb_fail(err, ZB_EINPUT, "backend cuda: no CUDA device visible");
+    const char *share = getenv("ZB_CUDA_SHARE");
+    char why[sizeof err->msg];
+    if (zb_run_cuda_share_refusal(world, ndev, share && share[0] == '1', why,
+                                  sizeof why))
+        return zb_fail(err, ZB_EINPUT, "%s", why);
     for (int r = 0; r < world; r++)
         c->ranks[r].device = zb_run_cuda_device(r, world, ndev);
     if (zb_run_cuda_device(world - 1, world, ndev) == 0) { /* all share 0 */
@@ -365,9 +413,11 @@ static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
         groups[3 * r + 2] = rk->emb_g;
         if (!rk->in_emb_group) groups[3 * r + 2].n = 0;
     }
+    int slots[ZB_NCCL_RINGS];
+    zb_run_ring_slots(&c->prog, slots);
     if (st == ZB_OK)
-        st = zb_nccl_threads_new(world, devices, 3, groups, max_recvs(&c->prog),
-                                 msg, ends, err);
+        st = zb_nccl_threads_new(world, devices, 3, groups, slots, msg,
+                                 c->plan->dp * c->plan->tp, ends, err);
     if (st == ZB_OK) {
         c->nccl0 = ends[0];
         for (int r = 0; r < world; r++) c->ranks[r].tr = ends[r];

@@ -35,9 +35,11 @@
 #include <stddef.h>
 
 #include "common/zb_error.h"
+#include "common/zb_lower.h"
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
 #include "executor/base.h"
+#include "executor/comm/transport.h"
 #include "executor/run/run_opts.h"
 
 /* Train. res is initialised by the call; free it with zb_run_result_free,
@@ -56,11 +58,34 @@ zb_status zb_run_msg_sizes(const zb_plan *plan, int *max_msgs,
                            size_t *msg_floats, zb_err *err);
 
 
+/* Slots of each NCCL staging ring (transport.h, zb_nccl_ring(up, send)):
+ * per pipeline rank, the step's sends to a higher rank, receives from a
+ * lower one (up), sends to a lower rank and receives from a higher one
+ * (down); the most over the ranks, at least 1. A step never reuses a
+ * slot. */
+void zb_run_ring_slots(const zb_program *prog, int slots[ZB_NCCL_RINGS]);
+zb_status zb_run_plan_ring_slots(const zb_plan *plan,
+                                 int slots[ZB_NCCL_RINGS], zb_err *err);
+
+/* Floats of one pipeline message ([B, T, C] activations or their
+ * gradient) on the CUDA backend: precision bf16 stores activations in
+ * bf16, two per float (zb_stage_msg_floats), so its transports hold half
+ * what fp32 needs. */
+size_t zb_run_cuda_msg_floats(const zb_plan *plan);
+
 /* The CUDA device of rank `rank` in a threaded cuda run with `devices`
  * visible: one rank per device when they suffice (and world > 1), else
  * all ranks share device 0; ZB_CUDA_SHARE=1 in the environment makes them
  * share device 0 always. */
 int zb_run_cuda_device(int rank, int world, int devices);
+
+/* NULL when a threaded cuda run of `world` ranks may start with `devices`
+ * visible; else why not, written into buf[n] (one line): more ranks than
+ * devices would put every rank on device 0 (each step world times the
+ * work of one GPU, world times its memory), which only share (the user's
+ * ZB_CUDA_SHARE=1) allows. */
+const char *zb_run_cuda_share_refusal(int world, int devices, bool share,
+                                      char *buf, size_t n);
 
 /* The groups global rank `rank` of the plan's layout is in, as the
  * runtime uses them: g[0] its TP group, g[1] its DP group, g[2] its tied

@@ -22,6 +22,8 @@
  * returned by the next pass (the double calls return NaN).
  */
 #include "executor/stage/gpt.h"
+#include "common/zb_lower.h"
+#include "executor/stage/cuda_choice.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -90,14 +92,13 @@ static zb_status check_plan(const zb_stage_cfg *cfg, zb_err *err) {
     if (p->tp > 1 && (!cfg->tr || !cfg->tp_group || cfg->tp_group->n != p->tp))
         return zb_fail(err, ZB_EINPUT, "stage: tp=%d needs a transport and a "
                        "TP group of %d ranks", p->tp, p->tp);
-#ifdef ZB_HAVE_CUDA
-    if (cfg->backend == ZB_BACKEND_CUDA &&
-        !zb_ops_cuda_attention_supported(a->hidden / p->tp, a->heads / p->tp))
-        return zb_fail(err, ZB_EINPUT, "cuda stage: head size %d (hidden %d / "
-                       "heads %d) is not one the fused attention kernel "
-                       "supports (16, 32, 64, 128)", a->hidden / a->heads,
-                       a->hidden, a->heads);
-#endif
+    if (cfg->backend == ZB_BACKEND_CUDA) { /* the limit of its attention */
+        char why[sizeof err->msg];
+        bool bf16 = p->model.train.precision == ZB_PREC_BF16;
+        if (zb_cuda_attention_refusal(bf16, a->hidden, a->heads, p->tp, why,
+                                      sizeof why))
+            return zb_fail(err, ZB_EINPUT, "%s", why);
+    }
     return ZB_OK;
 }
 
@@ -214,7 +215,8 @@ static zb_status ops_init(zb_stage *st, zb_err *err) {
             .upload_bytes = (size_t)st->N * sizeof(int),
             .wgrad_rows = st->N,
             .wgrad_cols = max3(st->C, 3 * st->Cl, st->Fl),
-            .attn_gemm = st->plan->model.train.precision == ZB_PREC_BF16};
+            .attn_gemm = zb_cuda_attn_gemm(st->plan->model.train.precision ==
+                                           ZB_PREC_BF16)};
         return zb_ops_cuda(&c, &st->ops, err);
     }
 #endif
@@ -323,6 +325,10 @@ static zb_status sticky_check(const zb_stage *st, zb_err *err) {
     return st->sticky;
 }
 
+zb_status zb_stage_failure(const zb_stage *st, zb_err *err) {
+    return sticky_check(st, err);
+}
+
 enum { PASS_F, PASS_B, PASS_W, PASS_BW };
 
 static zb_status timed(zb_stage *st, int kind, int c, int mb,
@@ -368,6 +374,65 @@ void zb_stage_drop(zb_stage *st, int c, int mb) {
     if (zb_gpt_bad_index(st, c, mb)) return;
     int s = zb_slots_owned(&st->chunks[c].sl, mb);
     if (s >= 0) zb_gpt_slot_release(st, c, s);
+}
+
+/* The warm-up's input of chunk c: zero activations (F) or gradients (B)
+ * where a neighbour rank would send them; a neighbour chunk on this rank
+ * hands its own over. */
+static zb_status warm_input(zb_stage *st, int c, bool grad, zb_err *err) {
+    const zb_schedule *s = &st->plan->sched;
+    int n = s->p * s->v, vs = zb_vstage(s, st->cfg.pp_rank, c);
+    int nb = grad ? vs + 1 : vs - 1;
+    if (nb < 0 || nb >= n || !zb_lower_cross(s, vs, nb)) return ZB_OK;
+    float *buf = grad ? zb_stage_grad_in(st, c, 0) : zb_stage_act_in(st, c, 0);
+    if (!buf) return ZB_OK;
+    return st->ops.memset0(st->ops.ctx, buf, st->nc_bytes, err);
+}
+
+/* The chunks of this rank in pipeline order (ascending virtual stage). */
+static void chunk_order(const zb_stage *st, int *order) {
+    const zb_schedule *s = &st->plan->sched;
+    for (int c = 0; c < st->v; c++) order[c] = c;
+    for (int i = 1; i < st->v; i++) /* insertion sort: v is 1 or 2 */
+        for (int j = i; j > 0 && zb_vstage(s, st->cfg.pp_rank, order[j]) <
+                                     zb_vstage(s, st->cfg.pp_rank, order[j - 1]); j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+}
+
+/* Microbatch 0 forward through every chunk in pipeline order, then
+ * backward in reverse: B then W (split), or BW. */
+static zb_status warm_round(zb_stage *st, const int *order, const int *ids,
+                            bool split, zb_err *err) {
+    for (int i = 0; i < st->v; i++) {
+        ZB_TRY(warm_input(st, order[i], false, err));
+        ZB_TRY(timed(st, PASS_F, order[i], 0, ids, ids, 1.0f, err));
+    }
+    for (int i = st->v - 1; i >= 0; i--) {
+        ZB_TRY(warm_input(st, order[i], true, err));
+        ZB_TRY(timed(st, split ? PASS_B : PASS_BW, order[i], 0, NULL, NULL,
+                     0.0f, err));
+    }
+    for (int i = st->v - 1; split && i >= 0; i--)
+        ZB_TRY(timed(st, PASS_W, order[i], 0, NULL, NULL, 0.0f, err));
+    return ZB_OK;
+}
+
+zb_status zb_stage_warmup(zb_stage *st, zb_err *err) {
+    int *ids = zb_calloc((size_t)st->N + (size_t)st->v, sizeof *ids, err);
+    if (!ids) return ZB_ENOMEM;
+    int *order = ids + st->N;
+    chunk_order(st, order);
+    double peak = st->act_peak_bytes; /* a step's peak, not the warm-up's */
+    zb_status s = warm_round(st, order, ids, true, err);
+    if (s == ZB_OK) s = warm_round(st, order, ids, false, err);
+    free(ids);
+    st->act_peak_bytes = peak;
+    ZB_TRY(s);
+    zb_stage_zero_grads(st); /* waits for the device (step_begin) */
+    return sticky_check(st, err);
 }
 
 bool zb_stage_pass_times(zb_stage *st, double *t_start, double *t_end, int n,

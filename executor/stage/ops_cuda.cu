@@ -34,6 +34,7 @@
  * pass, so that an asynchronous fault names its pass.
  */
 extern "C" {
+#include "executor/stage/cuda_choice.h"
 #include "executor/stage/ops.h"
 }
 #include "executor/host/cuda_util.h"
@@ -1029,10 +1030,10 @@ extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
     o->debug_sync = sync && sync[0] == '1';
     const char *glog = getenv("ZB_CUDA_GEMM_LOG");
     o->gemm_log = glog && glog[0] == '1';
-    if (o->act_bf16 && !cfg->attn_gemm) {
+    const char *bad = zb_cuda_ops_cfg_refusal(o->act_bf16, cfg->attn_gemm);
+    if (bad) {
         free(o);
-        return zb_fail(err, ZB_EINPUT, "cuda ops: bf16 activations need the "
-                       "GEMM attention (attn_gemm; the fused kernel is fp32)");
+        return zb_fail(err, ZB_EINPUT, "%s", bad);
     }
     zb_status s = device_init(o, err);
     if (s != ZB_OK) {

@@ -101,6 +101,17 @@ zb_status zb_stage_backward_b(zb_stage *st, int chunk, int mb, zb_err *err);
 zb_status zb_stage_backward_w(zb_stage *st, int chunk, int mb, zb_err *err);
 zb_status zb_stage_backward_bw(zb_stage *st, int chunk, int mb, zb_err *err);
 
+/* Before the first transfer (the CUDA runs call it at set-up): every pass
+ * kind (F, B, W, BW) once on every chunk, with microbatch 0, token 0 as
+ * every input and zero activations and gradients from neighbours, then
+ * gradients, the loss sum and the pass count back to zero and a wait for
+ * the device. What a pass does once (cuBLAS's workspace and plans, the
+ * first launch of each kernel) then never waits for the device inside a
+ * step, where a wait would hold back queued sends (docs/gpu.md). The
+ * parameters and what a step computes afterwards are unchanged. Every TP
+ * rank of a stage must call it (the passes' TP all-reduces). */
+zb_status zb_stage_warmup(zb_stage *st, zb_err *err);
+
 /* Forward-only evaluation: give back (chunk, mb)'s activation slot after
  * its F (and the send of its output) without B or W. No-op when it holds
  * none. */
@@ -109,6 +120,11 @@ void zb_stage_drop(zb_stage *st, int chunk, int mb);
 /* Sum of per-token losses computed by this stage's head since the last
  * zb_stage_zero_grads (0 without a head). */
 double zb_stage_loss_sum(const zb_stage *st);
+
+/* The first failure a call that cannot return one kept (zb_stage_loss_sum,
+ * zb_stage_grad_sumsq, zb_stage_zero_grads: an asynchronous CUDA fault
+ * first shows there), copied into err; ZB_OK when none. */
+zb_status zb_stage_failure(const zb_stage *st, zb_err *err);
 
 /* Start of a step: gradients and the loss sum to zero. */
 void zb_stage_zero_grads(zb_stage *st);

@@ -65,16 +65,18 @@ __global__ static void ce_stats(double *S, double *Zt, const T *zl,
     Zt[blockIdx.x] = k >= 0 && k < Vl ? (double)zb_ld(z[k]) : 0.0;
 }
 
-/* one thread: the rows in order, as the CPU */
+/* One block: thread t the rows t, t + blockDim, ...; the sum over the
+ * block's fixed reduction tree (deterministic; within rounding of the
+ * CPU's row order) */
 __global__ static void ce_loss(double *acc, float *losses, const double *M,
                                const double *S, const double *Zt, int N) {
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
     double total = 0.0;
-    for (int n = 0; n < N; n++) {
+    for (int n = threadIdx.x; n < N; n += blockDim.x) {
         losses[n] = (float)(log(S[n]) + (double)(float)M[n] - Zt[n]);
         total += losses[n];
     }
-    *acc += total;
+    total = zb_block_reduce(total, 0.0, ZbWarpSumD());
+    if (threadIdx.x == 0) *acc += total;
 }
 
 template <typename T>
@@ -122,12 +124,12 @@ __global__ static void __launch_bounds__(ZB_CE_FUSED_THREADS)
     }
 }
 
-/* one thread: *acc += the losses in row order, as the CPU */
+/* *acc += the losses: one block, as ce_loss */
 __global__ static void ce_loss_sum(double *acc, const float *losses, int N) {
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
     double total = 0.0;
-    for (int n = 0; n < N; n++) total += losses[n];
-    *acc += total;
+    for (int n = threadIdx.x; n < N; n += blockDim.x) total += losses[n];
+    total = zb_block_reduce(total, 0.0, ZbWarpSumD());
+    if (threadIdx.x == 0) *acc += total;
 }
 
 template <typename T>
@@ -175,7 +177,7 @@ extern "C" cudaError_t zb_cuda_ce_loss(double *acc, float *losses,
                                        const double *Zt, int N,
                                        cudaStream_t stream) {
     if (N <= 0) return cudaSuccess;
-    ce_loss<<<1, 32, 0, stream>>>(acc, losses, M, S, Zt, N);
+    ce_loss<<<1, ZB_CE_THREADS, 0, stream>>>(acc, losses, M, S, Zt, N);
     CUDA_CHECK(cudaGetLastError());
     return cudaSuccess;
 }
@@ -214,7 +216,7 @@ static cudaError_t fused(double *acc, float *losses, T *dzl, const T *zl,
                                                           targets, scale, N, V,
                                                           ld);
     CUDA_CHECK(cudaGetLastError());
-    ce_loss_sum<<<1, 32, 0, stream>>>(acc, losses, N);
+    ce_loss_sum<<<1, ZB_CE_THREADS, 0, stream>>>(acc, losses, N);
     CUDA_CHECK(cudaGetLastError());
     return cudaSuccess;
 }

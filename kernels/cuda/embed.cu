@@ -59,20 +59,24 @@ __global__ static void embed_sort_keys(int *key, int *pos, const int *tokens,
     pos[i] = i;
 }
 
-/* Block i starts a segment when key[i] differs from key[i-1]. */
+/* Block (i, y) starts a segment when key[i] differs from key[i-1] and
+ * owns its columns [y * ZB_SEG_COLS, +ZB_SEG_COLS): one thread per
+ * column adds the segment's positions in order (the CPU's order, bit for
+ * bit). A long segment (a space is about a fifth of byte tokens) is thus
+ * spread over C / ZB_SEG_COLS blocks instead of one. */
+#define ZB_SEG_COLS 64
 template <typename T_>
 __global__ static void embed_segment_sum(float *dwtel, const T_ *dout,
                                          const int *key, const int *pos,
                                          int nv, int N, int C) {
     int i = blockIdx.x, k = key[i];
-    if (k >= nv || (i > 0 && key[i - 1] == k)) return;
+    int c = blockIdx.y * ZB_SEG_COLS + threadIdx.x;
+    if (k >= nv || (i > 0 && key[i - 1] == k) || c >= C) return;
     float *dte = dwtel + (size_t)k * C; /* [C] */
-    for (int c = threadIdx.x; c < C; c += blockDim.x) {
-        float acc = dte[c];
-        for (int j = i; j < N && key[j] == k; j++)
-            acc += zb_ld(dout[(size_t)pos[j] * C + c]);
-        dte[c] = acc;
-    }
+    float acc = dte[c];
+    for (int j = i; j < N && key[j] == k; j++)
+        acc += zb_ld(dout[(size_t)pos[j] * C + c]);
+    dte[c] = acc;
 }
 
 template <typename T_>
@@ -184,8 +188,9 @@ static cudaError_t tokens_backward(float *dwtel, const T_ *dout,
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.cub, cb, s.key, s.key_out,
                                                s.pos, s.pos_out, N, 0, bits,
                                                stream));
-    embed_segment_sum<T_><<<N, 128, 0, stream>>>(dwtel, dout, s.key_out,
-                                                 s.pos_out, nv, N, C);
+    dim3 grid((unsigned)N, (unsigned)((C + ZB_SEG_COLS - 1) / ZB_SEG_COLS));
+    embed_segment_sum<T_><<<grid, ZB_SEG_COLS, 0, stream>>>(
+        dwtel, dout, s.key_out, s.pos_out, nv, N, C);
     CUDA_CHECK(cudaGetLastError());
     return cudaSuccess;
 }

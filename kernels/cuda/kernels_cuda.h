@@ -75,7 +75,8 @@ cudaError_t zb_cuda_gelu_backward(float *dinp, const float *inp,
 
 /* vocabulary-parallel cross-entropy (kernels/crossentropy.h's shard
  * pieces): zl, dzl [N, Vl] with row stride ld >= Vl; targets [N]; rowmax, M, S, Zt [N]; tab [tp, N];
- * losses [N]; ce_loss adds the sum of the row losses (in order) to *acc */
+ * losses [N]; ce_loss adds the sum of the row losses (one block, a fixed
+ * order: within rounding of the CPU's row order) to *acc */
 cudaError_t zb_cuda_ce_max(double *rowmax, const float *zl, int N, int Vl,
                            int ld, cudaStream_t stream);
 cudaError_t zb_cuda_ce_max_combine(double *tab, int tp, int N,

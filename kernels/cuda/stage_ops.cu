@@ -10,7 +10,7 @@
 #include "kernels/cuda/reduce.cuh"
 
 #define ZB_SUM_THREADS 256
-#define ZB_SUM_BLOCKS 128   /* fixed: the partials' order never changes */
+#define ZB_SUM_BLOCKS 512   /* fixed: the partials' order never changes */
 
 /* out[n, c] = x[n, c] + (part[n, c] + bias[c]) */
 template <typename T>
@@ -28,23 +28,38 @@ __global__ static void cast_bf16(zb_bf16 *dst, const float *src, size_t n) {
         dst[i] = __float2bfloat16_rn(src[i]);
 }
 
-/* partial[block] = sum over the block's grid-stride elements of f(x) */
+template <bool square> __device__ inline double sum_term(float v) {
+    return square ? (double)v * v : (double)v;
+}
+
+/* partial[block] = sum over the block's grid-stride elements of f(x).
+ * Four loads in flight per thread (four independent grid strides, four
+ * accumulators); the order depends only on n and the fixed grid, so the
+ * result repeats bit for bit. */
 template <bool square>
 __global__ static void sum_partial(double *partial, const float *x, size_t n) {
-    double s = 0.0;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        s += square ? (double)x[i] * x[i] : (double)x[i];
-    s = zb_block_reduce(s, 0.0, ZbWarpSumD());
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    size_t st = (size_t)gridDim.x * blockDim.x;
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    for (; i + 3 * st < n; i += 4 * st) {
+        float a = x[i], b = x[i + st], c = x[i + 2 * st], d = x[i + 3 * st];
+        s0 += sum_term<square>(a);
+        s1 += sum_term<square>(b);
+        s2 += sum_term<square>(c);
+        s3 += sum_term<square>(d);
+    }
+    for (; i < n; i += st) s0 += sum_term<square>(x[i]);
+    double s = zb_block_reduce((s0 + s1) + (s2 + s3), 0.0, ZbWarpSumD());
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
-/* *acc += sum of partial[0..n) in order (one thread) */
+/* *acc += sum of partial[0..n): one block, each thread a fixed stride of
+ * the partials, then the block's fixed reduction tree */
 __global__ static void sum_final(double *acc, const double *partial, int n) {
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
     double s = 0.0;
-    for (int i = 0; i < n; i++) s += partial[i];
-    *acc += s;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s += partial[i];
+    s = zb_block_reduce(s, 0.0, ZbWarpSumD());
+    if (threadIdx.x == 0) *acc += s;
 }
 
 template <typename T>
@@ -94,7 +109,7 @@ static cudaError_t sum_into(double *acc, double *scratch, const float *x,
     else
         sum_partial<false><<<ZB_SUM_BLOCKS, ZB_SUM_THREADS, 0, stream>>>(scratch, x, n);
     CUDA_CHECK(cudaGetLastError());
-    sum_final<<<1, 32, 0, stream>>>(acc, scratch, ZB_SUM_BLOCKS);
+    sum_final<<<1, ZB_SUM_THREADS, 0, stream>>>(acc, scratch, ZB_SUM_BLOCKS);
     CUDA_CHECK(cudaGetLastError());
     return cudaSuccess;
 }

@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 extern "C" {
+#include "executor/stage/cuda_choice.h"
 #include "executor/stage/ops.h"
 }
 #include "kernels/cuda/kernels_cuda.h"
@@ -79,9 +80,19 @@ static void compare_vec(const char *what, const std::vector<float> &cpu,
 }
 
 /* The CUDA op table on device 0 (one pass timed, small uploads); a
- * failure ends the test. */
+ * failure ends the test. bf16 activations need attn_gemm (the stage's own
+ * rule, zb_cuda_attn_gemm): open_ops(b, zb_cuda_attn_gemm(b), ...) is
+ * always accepted. */
 static void open_ops(bool bf16, bool attn_gemm, int wgrad_rows,
                      int wgrad_cols, zb_ops *ops) {
+    /* the combinations zb_ops_cuda refuses are a test's own bug: said as
+     * such, before any device call (the rule is CPU-tested) */
+    const char *bad = zb_cuda_ops_cfg_refusal(bf16, attn_gemm);
+    if (bad) {
+        fprintf(stderr, "test bug: open_ops(bf16 %d, attn_gemm %d): %s\n",
+                (int)bf16, (int)attn_gemm, bad);
+        exit(1);
+    }
     zb_ops_cuda_cfg cfg = {};
     cfg.device = 0;
     cfg.bf16 = bf16;

@@ -477,7 +477,9 @@ static void test_ops_gemm_gelu(const zb_ops &ops, bool bf16, int M, int N,
 
 static void test_ops_gemms(bool bf16) {
     zb_ops ops;
-    open_ops(bf16, false, 8192, 96, &ops);
+    /* the stage's attention choice for this precision: bf16 activations
+     * are only accepted with the GEMM attention */
+    open_ops(bf16, zb_cuda_attn_gemm(bf16), 8192, 96, &ops);
     zb_err err = {};
     if (!bf16) {
         const int sz[][3] = {{1, 1, 1}, {3, 17, 33}, {33, 65, 17}, {65, 3, 1}};
@@ -547,6 +549,17 @@ static void test_stage_ops(int N, int C) {
     if (!ok) failures++;
 }
 
+/* The fused kernel's own head-size list (attention.cu, what it launches)
+ * equals the one the stage checks on the CPU (cuda_choice.h). */
+static void test_fused_head_list(void) {
+    int bad = 0;
+    for (int hs = 1; hs <= 512; hs++)
+        bad += zb_ops_cuda_attention_supported(2 * hs, 2) !=
+               zb_cuda_fused_head_ok(hs);
+    printf("%-34s %s\n", "fused head sizes = cuda_choice's", bad ? "FAIL" : "ok");
+    if (bad) failures++;
+}
+
 int main(void) {
     int present = zb_test_cuda_present();
     if (present != 0) return present;
@@ -563,12 +576,16 @@ int main(void) {
     test_ce_fused(37, 301, 384);       /* odd V, padded stride */
     test_ce_fused(300, 1027, 1029);    /* more rows than SMs: blocks loop */
     test_ce_fused(9, 50257, 50304);    /* GPT-2 rows */
+    test_ce_fused(8192, 67, 128);      /* the loss sum over 8192 rows */
+    test_crossentropy(8192, 67, 0, 67, 128);
     test_adamw(100003);
     test_embed(3, 16, 96, 11, 0, 11);
     test_embed(3, 16, 96, 11, 6, 5);       /* second TP shard */
     test_embed(4, 700, 40, 1000, 0, 1000); /* past a token tile, V > ranges */
     test_embed(4, 700, 40, 1000, 500, 500);
+    test_embed(4, 700, 200, 3, 0, 3);      /* segments ~N/3 long, 4 column tiles */
     /* odd T (partial tiles), every supported head size, T past a tile */
+    test_fused_head_list();
     test_attention(2, 7, 32, 2);
     test_attention(1, 131, 64, 2);
     test_attention(2, 65, 128, 2);
@@ -582,5 +599,7 @@ int main(void) {
     test_ops_attention(false, 2, 65, 96, 3);
     test_stage_ops(37, 53);
     test_stage_ops(1024, 768);
+    test_stage_ops(3, 5);          /* fewer elements than threads */
+    test_stage_ops(4099, 1537);    /* the grid's four-load loop and its tail */
     return zb_test_finish();
 }

@@ -11,6 +11,7 @@
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
 #include "executor/run/runtime.h"
+#include "planner/schedules/handmade.h"
 #include "executor/stage/stage.h"
 #include "planner/cost/partition.h"
 #include "planner/registry/registry.h"
@@ -34,6 +35,23 @@ START_TEST(placement) {
     setenv("ZB_CUDA_SHARE", "1", 1);
     for (int r = 0; r < 4; r++) ck_assert_int_eq(zb_run_cuda_device(r, 4, 8), 0);
     unsetenv("ZB_CUDA_SHARE");
+}
+END_TEST
+
+/* More ranks than devices: refused unless the user asks to share. */
+START_TEST(share_refusal) {
+    char buf[512];
+    ck_assert_ptr_null(zb_run_cuda_share_refusal(1, 1, false, buf, sizeof buf));
+    ck_assert_ptr_null(zb_run_cuda_share_refusal(4, 4, false, buf, sizeof buf));
+    ck_assert_ptr_null(zb_run_cuda_share_refusal(4, 8, false, buf, sizeof buf));
+    ck_assert_ptr_null(zb_run_cuda_share_refusal(4, 1, true, buf, sizeof buf));
+    const char *why = zb_run_cuda_share_refusal(4, 1, false, buf, sizeof buf);
+    ck_assert_ptr_eq(why, buf);
+    ck_assert_msg(strstr(why, "4 ranks but 1 CUDA device visible") &&
+                  strstr(why, "ZB_CUDA_SHARE=1"), "%s", why);
+    ck_assert_ptr_null(strchr(why, '\n'));
+    ck_assert_ptr_nonnull(zb_run_cuda_share_refusal(8, 2, false, buf, sizeof buf));
+    ck_assert_ptr_nonnull(zb_run_cuda_share_refusal(2, 0, false, buf, sizeof buf));
 }
 END_TEST
 
@@ -88,6 +106,83 @@ START_TEST(cuda_without_device_fails_cleanly) {
 }
 END_TEST
 
+/* The fused attention's head-size list applies to fp32 CUDA stages only:
+ * a head of 96 (models/zb-1.5b.yaml's) under precision bf16 passes the
+ * stage's plan check and fails later only for the missing device; under
+ * fp32 it stops at the check, naming the head size. */
+START_TEST(cuda_head_size_only_for_fp32) {
+    if (!zb_backend_cuda_built() || zb_backend_cuda_devices() > 0) return;
+    zb_plan p;
+    tiny_plan(&p);
+    p.model.arch.hidden = 192;
+    p.model.arch.heads = 2;
+    p.model.arch.ffn_hidden = 768;
+    for (int bf = 0; bf < 2; bf++) {
+        p.model.train.precision = bf ? ZB_PREC_BF16 : ZB_PREC_FP32;
+        zb_stage_cfg cfg = {.plan = &p, .backend = ZB_BACKEND_CUDA};
+        zb_stage *st = NULL;
+        zb_err err = {{0}};
+        ck_assert_int_ne(zb_stage_new(&cfg, &st, &err), ZB_OK);
+        ck_assert_ptr_null(st);
+        bool head = strstr(err.msg, "head size 96") != NULL;
+        ck_assert_msg(bf ? !head : head, "precision %s: %s",
+                      bf ? "bf16" : "fp32", err.msg);
+    }
+    zb_plan_free(&p);
+}
+END_TEST
+
+/* The CUDA transports' message size is what the stage sends: its
+ * activations in the plan's precision (a CPU stage with bf16 activation
+ * storage, ZB_ACT_BF16=1, stands for the CUDA stage), odd sizes included. */
+START_TEST(cuda_msg_floats_match_stage) {
+    zb_plan p;
+    tiny_plan(&p);
+    p.model.arch.seq_len = 7;
+    p.model.arch.hidden = 9;
+    p.model.arch.heads = 3;
+    p.model.arch.ffn_hidden = 36;
+    for (int bf = 0; bf < 2; bf++) {
+        p.model.train.precision = bf ? ZB_PREC_BF16 : ZB_PREC_FP32;
+        if (bf) setenv("ZB_ACT_BF16", "1", 1);
+        zb_stage_cfg cfg = {.plan = &p, .backend = ZB_BACKEND_CPU};
+        zb_stage *st = NULL;
+        zb_err err = {{0}};
+        ck_assert_msg(zb_stage_new(&cfg, &st, &err) == ZB_OK, "%s", err.msg);
+        unsetenv("ZB_ACT_BF16");
+        ck_assert_uint_eq(zb_run_cuda_msg_floats(&p), zb_stage_msg_floats(st));
+        ck_assert_uint_eq(zb_run_cuda_msg_floats(&p), bf ? 32 : 63);
+        zb_stage_free(st);
+    }
+    zb_plan_free(&p);
+}
+END_TEST
+
+/* The NCCL staging rings are sized per direction and end: 1f1b at pp 4
+ * with 8 microbatches has 8 messages per ring on a middle rank (the old
+ * single size was the most messages of any kind, 16); one rank: one
+ * slot each. */
+START_TEST(ring_slots_per_direction) {
+    zb_schedule s;
+    zb_err err;
+    zb_program prog;
+    int slots[ZB_NCCL_RINGS];
+    ck_assert_int_eq(zb_sched_1f1b(4, 8, &s, &err), ZB_OK);
+    ck_assert_int_eq(zb_lower(&s, &prog, &err), ZB_OK);
+    zb_run_ring_slots(&prog, slots);
+    for (int k = 0; k < ZB_NCCL_RINGS; k++) ck_assert_int_eq(slots[k], 8);
+    zb_program_free(&prog);
+    zb_schedule_free(&s);
+    /* one rank: no messages, one slot each */
+    ck_assert_int_eq(zb_sched_1f1b(1, 4, &s, &err), ZB_OK);
+    ck_assert_int_eq(zb_lower(&s, &prog, &err), ZB_OK);
+    zb_run_ring_slots(&prog, slots);
+    for (int k = 0; k < ZB_NCCL_RINGS; k++) ck_assert_int_eq(slots[k], 1);
+    zb_program_free(&prog);
+    zb_schedule_free(&s);
+}
+END_TEST
+
 START_TEST(cpu_backend_runs) {
     zb_plan p;
     tiny_plan(&p);
@@ -109,6 +204,10 @@ int main(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, names);
     tcase_add_test(tc, placement);
+    tcase_add_test(tc, share_refusal);
+    tcase_add_test(tc, cuda_head_size_only_for_fp32);
+    tcase_add_test(tc, cuda_msg_floats_match_stage);
+    tcase_add_test(tc, ring_slots_per_direction);
     tcase_add_test(tc, cuda_without_device_fails_cleanly);
     tcase_add_test(tc, cpu_backend_runs);
     suite_add_tcase(su, tc);

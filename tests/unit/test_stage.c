@@ -488,6 +488,73 @@ START_TEST(test_v_two_ranks) {
 }
 END_TEST
 
+/* ---- the CUDA runs' warm-up (zb_stage_warmup) changes nothing ---- */
+
+/* Layout s: every rank's stage warmed up and a fresh one give bitwise the
+ * same step (loss, gradients, then parameters after AdamW is not needed:
+ * the warm-up must leave parameters untouched) and activation peak. */
+static void check_warmup(spec s) {
+    zb_plan p;
+    plan_build(&p, &s);
+    zb_stage *a[MAXR], *b[MAXR];
+    zb_err err;
+    for (int r = 0; r < s.pp; r++) {
+        a[r] = stage_make(&p, r, 0, NULL, NULL);
+        b[r] = stage_make(&p, r, 0, NULL, NULL);
+        ck_assert_msg(zb_stage_warmup(a[r], &err) == ZB_OK, "warmup: %s",
+                      err.msg);
+        ck_assert(zb_stage_loss_sum(a[r]) == 0.0);
+        size_t n;
+        float *ga = zb_stage_grads(a[r], &n);
+        for (size_t i = 0; i < n; i++) ck_assert(ga[i] == 0.0f);
+        float *pa = zb_stage_params(a[r], &n), *pb = zb_stage_params(b[r], &n);
+        ck_assert_mem_eq(pa, pb, n * sizeof(float));
+    }
+    int tok[64], tgt[64];
+    ck_assert_int_le(s.m * s.B * s.T, 64);
+    make_tokens(&s, tok, tgt);
+    for (int split = 0; split < 2; split++) {
+        double la = run_step(a, &p, tok, tgt, split);
+        double lb = run_step(b, &p, tok, tgt, split);
+        ck_assert(la == lb && la > 0);
+        for (int r = 0; r < s.pp; r++) {
+            size_t n;
+            float *ga = zb_stage_grads(a[r], &n), *gb = zb_stage_grads(b[r], &n);
+            ck_assert_mem_eq(ga, gb, n * sizeof(float));
+            ck_assert(zb_stage_act_peak_bytes(a[r]) ==
+                      zb_stage_act_peak_bytes(b[r]));
+        }
+    }
+    for (int r = 0; r < s.pp; r++) {
+        zb_stage_free(a[r]);
+        zb_stage_free(b[r]);
+    }
+    plan_release(&p);
+}
+
+START_TEST(test_warmup_changes_nothing) {
+    check_warmup(base_spec(2));
+    spec pp2 = base_spec(2);
+    pp2.pp = 2;
+    pp2.split[0] = pp2.split[1] = 1;
+    check_warmup(pp2);
+    spec v1 = base_spec(2); /* V on one rank: the turn is local */
+    v1.v = 2;
+    v1.pl = ZB_PLACE_V;
+    v1.split[0] = v1.split[1] = 1;
+    check_warmup(v1);
+    spec v2 = base_spec(4); /* V on two ranks */
+    v2.pp = 2;
+    v2.v = 2;
+    v2.pl = ZB_PLACE_V;
+    for (int i = 0; i < 4; i++) v2.split[i] = 1;
+    check_warmup(v2);
+    spec il = v2; /* interleaved */
+    il.pl = ZB_PLACE_LOOP;
+    check_warmup(il);
+}
+END_TEST
+
 /* ---- (d) TP = 2 on threads equals TP = 1 ---- */
 
 typedef struct {
@@ -1233,6 +1300,7 @@ static Suite *stage_suite(void) {
     tcase_add_test(tc, test_finite_differences_tied);
     tcase_add_test(tc, test_finite_differences_untied);
     tcase_add_test(tc, test_split_equals_fused);
+    tcase_add_test(tc, test_warmup_changes_nothing);
     tcase_add_test(tc, test_pp2_tied);
     tcase_add_test(tc, test_pp2_untied_uneven);
     tcase_add_test(tc, test_pp3_empty_middle_head_only);

@@ -86,11 +86,39 @@ START_TEST(test_in_time_survives) {
 }
 END_TEST
 
+/* A wait armed with a longer limit than the start timeout survives past
+ * that timeout, and when stuck the line names its own limit. */
+static void long_wait(void) {
+    zb_err err;
+    if (zb_watchdog_start(0.2, 4, &err) != ZB_OK) _exit(3);
+    zb_watchdog_arm_s("a long step", 3.0);
+    sleep_s(0.6);   /* three start timeouts: healthy for this wait */
+    zb_watchdog_disarm();
+    zb_watchdog_arm_s("a stuck step", 0.4);
+    sleep_s(10);
+    _exit(0);
+}
+
+START_TEST(test_scaled_limit) {
+    char out[512];
+    double took;
+    ck_assert_int_eq(in_child(long_wait, out, sizeof out, &took), 1);
+    ck_assert_msg(strstr(out, "zbrun: rank 4: stuck for 0.4 s in a stuck step"),
+                  "%s", out);
+    ck_assert_msg(!strstr(out, "a long step"), "%s", out);
+    /* the limits: 10 predicted steps; 30 s + 10 s a rank */
+    ck_assert(zb_watchdog_step_s(30.0) == 300.0);
+    ck_assert(zb_watchdog_step_s(0.0) == 0.0);
+    ck_assert(zb_watchdog_setup_s(8) == 110.0);
+}
+END_TEST
+
 static Suite *watchdog_suite(void) {
     Suite *s = suite_create("watchdog");
     TCase *tc = tcase_create("watchdog");
     tcase_add_test(tc, test_stuck_exits);
     tcase_add_test(tc, test_in_time_survives);
+    tcase_add_test(tc, test_scaled_limit);
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     return s;
