@@ -526,7 +526,9 @@ static zb_status load_plan(const args *a, zb_plan *plan, zb_err *err) {
 
 /* --resume needs a checkpoint in DIR; --resume=auto without one starts
  * fresh (a->resume off), so that a job script reruns unchanged after a
- * preemption. A checkpoint that is there but unusable is an error either
+ * preemption, replacing the step folders of a first checkpoint that a
+ * kill left unfinished (without a complete checkpoint nothing else of
+ * zbrun's can be there). A checkpoint that is there but unusable is an error either
  * way (zb_ckpt_find), never a silent fresh start over it. */
 static zb_status resume_source(args *a, const zb_plan *plan, zb_err *err) {
     zb_ckpt_index idx;
@@ -534,8 +536,9 @@ static zb_status resume_source(args *a, const zb_plan *plan, zb_err *err) {
     if (!a->resume) return ZB_OK;
     ZB_TRY(zb_ckpt_find(pr_dir(a), plan, &idx, &found, err));
     if (found) return ZB_OK;
-    if (a->resume_auto) {
+    if (a->resume_auto) {   /* what a killed first checkpoint left is replaced */
         a->resume = false;
+        a->overwrite_ckpt = true;
         return ZB_OK;
     }
     return zb_fail(err, ZB_EINPUT, "--resume: no checkpoint in %s/ (no latest.yaml); "

@@ -84,6 +84,21 @@ for t in $(seq "$TRIALS"); do
     rm -rf "$ck"
 done
 
+# a kill during the first checkpoint leaves a step folder and no latest.yaml:
+# --resume=auto starts fresh over it (the same final weights), --resume
+# alone is refused (nothing to resume), one line, exit 2
+ck="$tmp/unfinished"
+mkdir -p "$ck/step-00000001"
+head -c 100 "$ref/$last/rank-00000.bin" >"$ck/step-00000001/rank-00000.bin"
+rc=0; zbrun --steps $STEPS --checkpoint-every 1 --checkpoint-dir "$ck" --resume -q \
+    >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok ||
+    bad "--resume over an unfinished first checkpoint: exit $rc, $(cat "$tmp/err")"
+if zbrun --steps $STEPS --checkpoint-every 1 --checkpoint-dir "$ck" --resume=auto -q \
+    >"$tmp/out" 2>"$tmp/err" && same_as_ref "$ck"; then ok
+else bad "--resume=auto over an unfinished first checkpoint: $(cat "$tmp/err")"; fi
+rm -rf "$ck"
+
 # ---- 2. damaged checkpoints -------------------------------------------------
 # damage NAME CMD...: copy the reference, run CMD with $f = a rank file
 # of the copy ($f and $size are set only then: quote them in CMD)
