@@ -4,7 +4,8 @@
 #
 #   BIN=bin bash plans/make_plans.sh
 #
-# Every model gets the best plan of the full search, except tiny: its plan is
+# Every model gets the best plan of the full search, except tiny (and its
+# Llama twin tiny-llama, pinned the same way): its plan is
 # what `zbrun plans/tiny.yaml` runs on the CPU in the tests and examples, so
 # it is pinned to 4 pipeline ranks (threads) with the hand-made ZB-H1
 # schedule: deterministic (no solver heuristics involved), splits B and W
@@ -18,7 +19,7 @@ ZBPLAN="${BIN:-bin}/zbplan"
 
 args_for() {
     case "$1" in
-        tiny) echo "--dp 1 --tp 1 --pp 4 --schedule zb-h1 --cores 4" ;;
+        tiny|tiny-llama) echo "--dp 1 --tp 1 --pp 4 --schedule zb-h1 --cores 4" ;;
         *) echo "" ;;
     esac
 }

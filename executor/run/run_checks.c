@@ -71,29 +71,13 @@ zb_status zb_run_check_outputs(const char *plan_path, const zb_plan *plan,
     return zb_files_output(&fs, "--metrics", o->metrics, err);
 }
 
-/* Append ", what" (or "what" first) to list. */
-static void add_feature(char *list, size_t cap, const char *what) {
-    size_t n = strlen(list);
-    snprintf(list + n, cap - n, "%s%s", n ? ", " : "", what);
-}
-
 zb_status zb_run_check_model(const char *plan_path, const zb_plan *plan, zb_err *err) {
     const zb_arch *a = &plan->model.arch;
-    if (zb_arch_is_gpt2(a)) return ZB_OK;
-    char list[256] = "", gqa[64];
-    if (zb_arch_kv_heads(a) != a->heads) {
-        snprintf(gqa, sizeof gqa, "grouped-query attention (kv_heads %d of %d heads)",
-                 zb_arch_kv_heads(a), a->heads);
-        add_feature(list, sizeof list, gqa);
-    }
-    if (a->mlp == ZB_MLP_SWIGLU) add_feature(list, sizeof list, "mlp: swiglu");
-    if (a->norm == ZB_NORM_RMSNORM) add_feature(list, sizeof list, "norm: rmsnorm");
-    if (a->position == ZB_POS_ROPE) add_feature(list, sizeof list, "position: rope");
-    if (a->no_bias) add_feature(list, sizeof list, "bias: false");
-    if (a->no_bias && a->qkv_bias) add_feature(list, sizeof list, "qkv_bias: true");
-    return zb_fail(err, ZB_EINPUT, "%s: zbrun does not run this model's blocks yet "
-                   "(%s); it trains GPT-2 blocks only: plan it with zbplan, train "
-                   "it once the executor runs Llama-shaped blocks", plan_path, list);
+    if (zb_arch_is_gpt2(a) || !a->init[0]) return ZB_OK;
+    return zb_fail(err, ZB_EINPUT, "%s: init: %s is an llm.c checkpoint, which "
+                   "holds GPT-2 blocks only; this model's blocks are Llama-shaped "
+                   "(drop init to start from the seeded random init)", plan_path,
+                   a->init);
 }
 
 bool zb_loss_warn(double loss, double *first, bool *warned) {

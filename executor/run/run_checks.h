@@ -39,9 +39,10 @@ typedef struct {
 zb_status zb_run_preflight(const zb_ckpt_use *ck, int world, int threads,
                            int *lock_fd, zb_err *err);
 
-/* The plan's model is one the stage program runs: GPT-2 blocks only until
- * the Llama-shaped ones land (zb_arch_is_gpt2). Otherwise ZB_EINPUT, one
- * line naming the plan and each block feature not run yet. */
+/* The plan's model is one zbrun runs: GPT-2 and Llama-shaped blocks
+ * (every model key), but an llm.c checkpoint (init) only for GPT-2 blocks
+ * (zb_arch_is_gpt2): else ZB_EINPUT, one line naming the plan and init.
+ * (--export of a Llama-shaped model is refused by zb_llmc_export.) */
 zb_status zb_run_check_model(const char *plan_path, const zb_plan *plan, zb_err *err);
 
 /* The files zbrun writes at the end (NULL: not asked for). */

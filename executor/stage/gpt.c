@@ -115,6 +115,15 @@ static void set_dims(zb_stage *st, const zb_plan *p) {
     st->Cl = st->C / st->tp;
     st->Fl = st->F / st->tp;
     st->NHl = st->NH / st->tp;
+    st->rms = a->norm == ZB_NORM_RMSNORM;
+    st->swiglu = a->mlp == ZB_MLP_SWIGLU;
+    st->rope = a->position == ZB_POS_ROPE;
+    st->gqa = !zb_arch_is_gpt2(a); /* the Llama ops, MHA included */
+    st->theta = (float)a->rope_theta;
+    st->hs = a->heads > 0 ? a->hidden / a->heads : 0;
+    st->KVl = zb_arch_kv_heads(a) / st->tp;
+    st->QKVl = st->Cl + 2 * st->KVl * st->hs;
+    st->FCl = st->swiglu ? 2 * st->Fl : st->Fl;
     st->Vl = zb_vocab_rows_per_rank(st->V, st->tp);
     st->v0 = st->Vl * st->cfg.tp_rank;
     st->Vv = st->V - st->v0 < st->Vl ? st->V - st->v0 : st->Vl;
@@ -161,8 +170,9 @@ static void *carve(zb_stage *st, size_t *off, size_t bytes) {
 static size_t arena_layout(zb_stage *st) {
     size_t off = 0, P = st->pt.floats > 0 ? st->pt.floats : 1;
     size_t N = (size_t)st->N, fl = sizeof(float), es = st->es;
-    size_t scratch = st->ops.attn_scratch_bytes(st->ops.ctx, st->B, st->NHl,
-                                                st->T);
+    size_t scratch = st->gqa ? st->att_bytes
+                             : st->ops.attn_scratch_bytes(st->ops.ctx, st->B,
+                                                          st->NHl, st->T);
     st->params = carve(st, &off, P * fl);
     st->grads = carve(st, &off, P * fl);
     st->mom1 = carve(st, &off, P * fl);
@@ -170,6 +180,8 @@ static size_t arena_layout(zb_stage *st) {
     /* fp32 activations: the GEMMs read the parameters themselves */
     st->wlow = es == fl ? (zb_act *)st->params : carve(st, &off, P * es);
     st->partial = carve(st, &off, N * st->C * fl);
+    if (st->plan->model.arch.no_bias)
+        st->zero_bias = carve(st, &off, (size_t)st->C * fl);
     st->logits = carve(st, &off, N * st->Vp * es);
     st->losses = carve(st, &off, N * fl);
     st->dgelu = carve(st, &off, N * st->Fl * es);
@@ -214,7 +226,7 @@ static zb_status ops_init(zb_stage *st, zb_err *err) {
             .max_passes = st->max_passes,
             .upload_bytes = (size_t)st->N * sizeof(int),
             .wgrad_rows = st->N,
-            .wgrad_cols = max3(st->C, 3 * st->Cl, st->Fl),
+            .wgrad_cols = max3(st->C, st->QKVl, st->FCl),
             .attn_gemm = zb_cuda_attn_gemm(st->plan->model.train.precision ==
                                            ZB_PREC_BF16)};
         return zb_ops_cuda(&c, &st->ops, err);
@@ -244,14 +256,19 @@ static zb_status alloc_all(zb_stage *st, zb_err *err) {
     }
     st->es = zb_dtype_bytes(st->ops.act_dtype);
     st->nc_bytes = zb_gpt_aligned(st, (size_t)st->N * st->C, st->es);
-    st->att_bytes = st->ops.attn_saved_bytes(st->ops.ctx, st->B, st->NHl,
-                                             st->T);
+    st->att_bytes = st->gqa ? st->ops.gqa_saved_bytes(st->ops.ctx, st->B,
+                                                      st->NHl, st->T)
+                            : st->ops.attn_saved_bytes(st->ops.ctx, st->B,
+                                                       st->NHl, st->T);
     int al = st->ops.logits_align > 0 ? st->ops.logits_align : 1;
     st->Vp = (st->Vv + al - 1) / al * al;
     for (int c = 0; c < st->v; c++) ZB_TRY(chunk_init(st, c, err));
     size_t bytes = arena_layout(st);
     ZB_TRY(st->ops.alloc(st->ops.ctx, bytes, &st->arena, err));
     arena_layout(st);
+    if (st->zero_bias)
+        ZB_TRY(st->ops.memset0(st->ops.ctx, st->zero_bias,
+                               (size_t)st->C * sizeof(float), err));
     /* parameters drawn on the host (the same values on every backend) */
     zb_ptable_init(&st->pt, st->host, st->plan->model.train.seed);
     ZB_TRY(st->ops.from_host(st->ops.ctx, st->params, st->host,

@@ -20,6 +20,11 @@
  *   lnf, dlnf, logits, dlogits               act    head GEMM operands;
  *                                                   softmax sums in fp64
  *   dgelu, datty (B scratch)                 act    GEMM outputs
+ * Llama-shaped blocks: qkv/dqkv are [N, QKVl] (GQA: q, then the local k
+ * and v heads; RoPE applied in place, so qkv is what the attention read
+ * and dqkv the gradient of the GEMM's output), fch/dfch [N, FCl] (SwiGLU:
+ * W1 x | W3 x), fch_gelu the gate's output [N, Fl]; RMSNorm keeps only
+ * rstd (the mean buffers are carved, unused).
  *   attention's saved / scratch              the backend's (bytes): cpu
  *                                            probabilities in act; cuda
  *                                            GEMM path probabilities in
@@ -69,6 +74,12 @@ struct zb_stage {
     zb_ops ops;
     int B, T, N, C, V, NH, F;  /* model dims, N = B*T */
     int tp, Cl, Fl, NHl;       /* local dims under TP */
+    /* the block's kind (zb_model.h keys): GPT-2 is all false */
+    bool rms, swiglu, rope, gqa; /* RMSNorm, SwiGLU, RoPE, the GQA op */
+    float theta;               /* RoPE base */
+    int hs, KVl;               /* head size, local kv heads (zb_llama_tp) */
+    int QKVl;                  /* local qkv width: Cl + 2 KVl hs (GPT 3Cl) */
+    int FCl;                   /* local fc output width: Fl, 2Fl (SwiGLU) */
     int Vl, v0, Vv;            /* vocab rows per rank, first row, real rows */
     int Vp;                    /* row stride of logits/dlogits: Vv rounded
                                   up to ops.logits_align */
@@ -88,6 +99,8 @@ struct zb_stage {
     zb_act *wlow;              /* [pt.floats] act: the GEMMs' weights */
     zb_gpt_chunk *chunks;      /* host [v] */
     float *partial;            /* [N, C] row-parallel output before reduce */
+    float *zero_bias;          /* [C] zeros, the bias of a bias-free
+                                  residual_add (NULL when biases exist) */
     zb_act *logits;            /* [N, Vp] this rank's vocabulary rows */
     double *ce;                /* [(tp + 2) * N] cross-entropy statistics */
     double *acc;               /* [2] loss sum, gradient sum of squares */
@@ -111,19 +124,19 @@ struct zb_stage {
 typedef struct {
     zb_act *ln1;                      /* [N, C] */
     float *ln1_mean, *ln1_rstd;       /* [N] [N] fp32 */
-    zb_act *qkv;                      /* [N, 3Cl] */
+    zb_act *qkv;                      /* [N, QKVl] */
     void *att;                        /* att_bytes: attention's saved
                                          (st->rc_att unless recompute none) */
     zb_act *atty;                     /* [N, Cl] attention output */
     zb_act *res2;                     /* [N, C] x + attn */
     zb_act *ln2;                      /* [N, C] */
     float *ln2_mean, *ln2_rstd;       /* [N] [N] fp32 */
-    zb_act *fch, *fch_gelu;           /* [N, Fl] */
+    zb_act *fch, *fch_gelu;           /* [N, FCl] [N, Fl] */
     /* kept by B for W */
     zb_act *dres2;                    /* [N, C] grad wrt res2 (proj dout) */
     zb_act *dln2;                     /* [N, C] grad wrt ln2 out, reduced */
-    zb_act *dfch;                     /* [N, Fl] grad wrt fch (fc dout) */
-    zb_act *dqkv;                     /* [N, 3Cl] qkv dout */
+    zb_act *dfch;                     /* [N, FCl] grad wrt fch (fc dout) */
+    zb_act *dqkv;                     /* [N, QKVl] qkv dout */
     zb_act *dln1;                     /* [N, C] grad wrt ln1 out, reduced */
 } zb_layer_acts;
 

@@ -30,7 +30,7 @@ size_t zb_gpt_layer_carve_fwd(const zb_stage *st, char *base,
     a->ln1 = ACT(N * C);
     a->ln1_mean = F32(N);
     a->ln1_rstd = F32(N);
-    a->qkv = ACT(N * 3 * Cl);
+    a->qkv = ACT(N * (size_t)st->QKVl);
     /* kept only without recompute; else rebuilt into st->rc_att */
     a->att = st->rc == ZB_RECOMPUTE_NONE
                  ? zb_gpt_take(st, base, &off, st->att_bytes, 1)
@@ -40,19 +40,19 @@ size_t zb_gpt_layer_carve_fwd(const zb_stage *st, char *base,
     a->ln2 = ACT(N * C);
     a->ln2_mean = F32(N);
     a->ln2_rstd = F32(N);
-    a->fch = ACT(N * Fl);
+    a->fch = ACT(N * (size_t)st->FCl);
     a->fch_gelu = ACT(N * Fl);
     a->dres2 = a->dln2 = a->dfch = a->dqkv = a->dln1 = NULL;
     return off;
 }
 
 size_t zb_gpt_layer_carve(const zb_stage *st, char *base, zb_layer_acts *a) {
-    size_t N = (size_t)st->N, C = (size_t)st->C, Cl = (size_t)st->Cl,
-           Fl = (size_t)st->Fl, off = zb_gpt_layer_carve_fwd(st, base, a);
+    size_t N = (size_t)st->N, C = (size_t)st->C,
+           off = zb_gpt_layer_carve_fwd(st, base, a);
     a->dres2 = ACT(N * C);
     a->dln2 = ACT(N * C);
-    a->dfch = ACT(N * Fl);
-    a->dqkv = ACT(N * 3 * Cl);
+    a->dfch = ACT(N * (size_t)st->FCl);
+    a->dqkv = ACT(N * (size_t)st->QKVl);
     a->dln1 = ACT(N * C);
     return off;
 }

@@ -6,6 +6,12 @@
  * x + mlp(ln2(x)), attn = proj(attention(qkv(.))), mlp = fc2(gelu(fc(.)));
  * head: final LayerNorm, logits = lnf @ W^T (W = wte when tied), loss =
  * cross-entropy. Parameters: stage_params.h (layout, TP shards, init).
+ * Llama-shaped blocks (the model's keys, each on its own): RMSNorm for
+ * the LayerNorms; GQA attention (gqa_fwd/bwd, used for every non-GPT-2
+ * model) with RoPE applied in place on q and k after the qkv GEMM (and
+ * undone on dqkv after gqa_bwd); SwiGLU: fc is W1 over W3 into fch [N,
+ * 2Fl], swiglu_fwd gives fch_gelu, fc2 is W2; absent biases are NULL;
+ * position rope: x0 = wte[tokens] only.
  *
  *   F  embedding (if held), blocks, head (if held): the head also computes
  *      the loss and dlogits (scaled by loss_scale) and keeps them.
@@ -56,6 +62,11 @@ static float *tensor(const zb_stage *st, float *base, int idx) {
     return base + st->pt.t[idx].off;
 }
 
+/* A tensor that may be absent (empty under the model's keys): NULL then. */
+static float *maybe(const zb_stage *st, float *base, int idx) {
+    return idx >= 0 && st->pt.t[idx].rows > 0 ? tensor(st, base, idx) : NULL;
+}
+
 /* Parameter idx as the GEMMs read it (wlow, act). */
 static const zb_act *wmat(const zb_stage *st, int idx) {
     return zb_gpt_act_at(st, st->wlow, st->pt.t[idx].off);
@@ -71,17 +82,17 @@ static void layer_params_get(const zb_stage *st, float *base,
     w->fcm = p ? wmat(st, t0 + ZB_T_FCW) : NULL;
     w->fc2m = p ? wmat(st, t0 + ZB_T_FC2W) : NULL;
     w->ln1w = tensor(st, base, t0 + ZB_T_LN1W);
-    w->ln1b = tensor(st, base, t0 + ZB_T_LN1B);
+    w->ln1b = maybe(st, base, t0 + ZB_T_LN1B);
     w->qkvw = tensor(st, base, t0 + ZB_T_QKVW);
-    w->qkvb = tensor(st, base, t0 + ZB_T_QKVB);
+    w->qkvb = maybe(st, base, t0 + ZB_T_QKVB);
     w->projw = tensor(st, base, t0 + ZB_T_PROJW);
-    w->projb = tensor(st, base, t0 + ZB_T_PROJB);
+    w->projb = maybe(st, base, t0 + ZB_T_PROJB);
     w->ln2w = tensor(st, base, t0 + ZB_T_LN2W);
-    w->ln2b = tensor(st, base, t0 + ZB_T_LN2B);
+    w->ln2b = maybe(st, base, t0 + ZB_T_LN2B);
     w->fcw = tensor(st, base, t0 + ZB_T_FCW);
-    w->fcb = tensor(st, base, t0 + ZB_T_FCB);
+    w->fcb = maybe(st, base, t0 + ZB_T_FCB);
     w->fc2w = tensor(st, base, t0 + ZB_T_FC2W);
-    w->fc2b = tensor(st, base, t0 + ZB_T_FC2B);
+    w->fc2b = maybe(st, base, t0 + ZB_T_FC2B);
 }
 
 static void layer_acts_get(const zb_stage *st, const zb_gpt_chunk *ck,
@@ -190,6 +201,104 @@ static zb_status linear_bwd_input_tp(zb_stage *st, zb_act *dst,
     return ZB_OK;
 }
 
+/* ---- the block's kinds: LayerNorm or RMSNorm (mean and b unused),
+ * MHA or GQA, GELU (the fc GEMM's epilogue) or SwiGLU ---- */
+
+static zb_status norm_fwd(zb_stage *st, zb_act *out, float *mean, float *rstd,
+                          const zb_act *inp, const float *w, const float *b,
+                          zb_err *err) {
+    if (st->rms) OP(rms_fwd, out, rstd, inp, w, st->N, st->C);
+    else OP(ln_fwd, out, mean, rstd, inp, w, b, st->N, st->C);
+    return ZB_OK;
+}
+
+static zb_status norm_bwd_input(zb_stage *st, zb_act *dinp,
+                                const zb_act *dout, const zb_act *inp,
+                                const float *w, const float *mean,
+                                const float *rstd, zb_err *err) {
+    if (st->rms) OP(rms_bwd_input, dinp, dout, inp, w, rstd, st->N, st->C);
+    else OP(ln_bwd_input, dinp, dout, inp, w, mean, rstd, st->N, st->C);
+    return ZB_OK;
+}
+
+static zb_status norm_bwd_weight(zb_stage *st, float *dw, float *db,
+                                 const zb_act *dout, const zb_act *inp,
+                                 const float *mean, const float *rstd,
+                                 zb_err *err) {
+    if (st->rms) OP(rms_bwd_weight, dw, dout, inp, rstd, st->N, st->C);
+    else OP(ln_bwd_weight, dw, db, dout, inp, mean, rstd, st->N, st->C);
+    return ZB_OK;
+}
+
+/* out [N, Cl] = attention of qkv (RoPE already applied to it) */
+static zb_status attention_fwd(zb_stage *st, zb_act *out, void *saved,
+                               const zb_act *qkv, zb_err *err) {
+    if (st->gqa)
+        OP(gqa_fwd, out, saved, qkv, st->B, st->T, st->Cl, st->NHl, st->KVl);
+    else OP(attn_fwd, out, saved, qkv, st->B, st->T, st->Cl, st->NHl);
+    return ZB_OK;
+}
+
+/* dqkv = gradient wrt the qkv GEMM's output (RoPE undone) */
+static zb_status attention_bwd(zb_stage *st, const zb_layer_acts *a,
+                               zb_err *err) {
+    if (!st->gqa) {
+        OP(attn_bwd, a->dqkv, st->datt, st->datty, a->qkv, a->atty, a->att,
+           st->B, st->T, st->Cl, st->NHl);
+        return ZB_OK;
+    }
+    OP(gqa_bwd, a->dqkv, st->datt, st->datty, a->qkv, a->atty, a->att, st->B,
+       st->T, st->Cl, st->NHl, st->KVl);
+    if (st->rope)
+        OP(rope_bwd, a->dqkv, st->B, st->T, st->NHl + st->KVl, st->hs,
+           st->QKVl, st->theta);
+    return ZB_OK;
+}
+
+/* qkv = ln1 @ Wqkv^T (+ b), then RoPE in place on q and k */
+static zb_status qkv_fwd(zb_stage *st, const layer_params *w,
+                         const zb_layer_acts *a, zb_err *err) {
+    ZB_TRY(linear_fwd(st, a->qkv, st->ops.act_dtype, a->ln1, w->qkvm,
+                      w->qkvb, st->N, st->C, st->QKVl, st->QKVl, NULL, err));
+    if (st->rope)
+        OP(rope_fwd, a->qkv, st->B, st->T, st->NHl + st->KVl, st->hs,
+           st->QKVl, st->theta);
+    return ZB_OK;
+}
+
+/* fch = ln2 @ Wfc^T (+ b); fch_gelu = GELU(fch) or silu(W1 x) * (W3 x) */
+static zb_status mlp_in_fwd(zb_stage *st, const layer_params *w,
+                            const zb_layer_acts *a, zb_err *err) {
+    int N = st->N;
+    if (!st->swiglu)
+        return linear_fwd(st, a->fch, st->ops.act_dtype, a->ln2, w->fcm,
+                          w->fcb, N, st->C, st->Fl, st->Fl, a->fch_gelu, err);
+    ZB_TRY(linear_fwd(st, a->fch, st->ops.act_dtype, a->ln2, w->fcm, w->fcb,
+                      N, st->C, st->FCl, st->FCl, NULL, err));
+    OP(swiglu_fwd, a->fch_gelu, a->fch, N, st->Fl);
+    return ZB_OK;
+}
+
+/* dfch = d/dfch given dgelu (grad wrt fch_gelu) */
+static zb_status mlp_act_bwd(zb_stage *st, const zb_layer_acts *a,
+                             zb_err *err) {
+    int N = st->N;
+    ZB_TRY(zero(st, a->dfch, (size_t)N * st->FCl, err));
+    if (st->swiglu) OP(swiglu_bwd, a->dfch, a->fch, st->dgelu, N, st->Fl);
+    else OP(gelu_bwd, a->dfch, a->fch, st->dgelu, (size_t)N * st->Fl);
+    return ZB_OK;
+}
+
+/* out = x + (partial summed over TP) + bias (NULL: none) */
+static zb_status residual(zb_stage *st, zb_act *out, const zb_act *x,
+                          const float *bias, zb_err *err) {
+    int N = st->N, C = st->C;
+    ZB_TRY(tp_allreduce(st, st->partial, (size_t)N * C, err));
+    if (bias) OP(residual_add, out, x, st->partial, bias, N, C);
+    else OP(residual_add, out, x, st->partial, st->zero_bias, N, C);
+    return ZB_OK;
+}
+
 /* ---- one block ---- */
 
 /* The block's forward from x [N, C] up to the GELU: everything B and W
@@ -197,20 +306,17 @@ static zb_status linear_bwd_input_tp(zb_stage *st, zb_act *dst,
 static zb_status layer_forward_in(zb_stage *st, const layer_params *w,
                                   const zb_layer_acts *a, const zb_act *x,
                                   zb_err *err) {
-    int N = st->N, C = st->C, Cl = st->Cl, Fl = st->Fl;
-    zb_dtype at = st->ops.act_dtype;
-    OP(ln_fwd, a->ln1, a->ln1_mean, a->ln1_rstd, x, w->ln1w, w->ln1b, N, C);
-    ZB_TRY(linear_fwd(st, a->qkv, at, a->ln1, w->qkvm, w->qkvb, N, C, 3 * Cl,
-                      3 * Cl, NULL, err));
-    OP(attn_fwd, a->atty, a->att, a->qkv, st->B, st->T, Cl, st->NHl);
+    int N = st->N, C = st->C, Cl = st->Cl;
+    ZB_TRY(norm_fwd(st, a->ln1, a->ln1_mean, a->ln1_rstd, x, w->ln1w, w->ln1b,
+                    err));
+    ZB_TRY(qkv_fwd(st, w, a, err));
+    ZB_TRY(attention_fwd(st, a->atty, a->att, a->qkv, err));
     ZB_TRY(linear_fwd(st, st->partial, ZB_DT_F32, a->atty, w->projm, NULL, N,
                       Cl, C, C, NULL, err));
-    ZB_TRY(tp_allreduce(st, st->partial, (size_t)N * C, err));
-    OP(residual_add, a->res2, x, st->partial, w->projb, N, C);
-    OP(ln_fwd, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, w->ln2w, w->ln2b, N,
-       C);
-    return linear_fwd(st, a->fch, at, a->ln2, w->fcm, w->fcb, N, C, Fl, Fl,
-                      a->fch_gelu, err);
+    ZB_TRY(residual(st, a->res2, x, w->projb, err));
+    ZB_TRY(norm_fwd(st, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, w->ln2w,
+                    w->ln2b, err));
+    return mlp_in_fwd(st, w, a, err);
 }
 
 /* x, out [N, C] */
@@ -221,9 +327,7 @@ static zb_status layer_forward(zb_stage *st, const layer_params *w,
     ZB_TRY(layer_forward_in(st, w, a, x, err));
     ZB_TRY(linear_fwd(st, st->partial, ZB_DT_F32, a->fch_gelu, w->fc2m, NULL,
                       N, Fl, C, C, NULL, err));
-    ZB_TRY(tp_allreduce(st, st->partial, (size_t)N * C, err));
-    OP(residual_add, out, a->res2, st->partial, w->fc2b, N, C);
-    return ZB_OK;
+    return residual(st, out, a->res2, w->fc2b, err);
 }
 
 /* What B of a block needs that F did not keep (recompute): full rebuilds
@@ -234,8 +338,7 @@ static zb_status layer_recompute(zb_stage *st, const layer_params *w,
                                  zb_err *err) {
     if (st->rc == ZB_RECOMPUTE_FULL) return layer_forward_in(st, w, a, x, err);
     if (st->rc == ZB_RECOMPUTE_SELECTIVE)
-        OP(attn_fwd, st->datty, a->att, a->qkv, st->B, st->T, st->Cl,
-           st->NHl);
+        return attention_fwd(st, st->datty, a->att, a->qkv, err);
     return ZB_OK;
 }
 
@@ -251,24 +354,22 @@ static zb_status layer_backward_b(zb_stage *st, const layer_params *w,
     ZB_TRY(zero(st, st->dgelu, (size_t)N * Fl, err));
     ZB_TRY(linear_bwd_input(st, st->dgelu, at, dout, w->fc2m, N, Fl, C, C,
                             err));
-    ZB_TRY(zero(st, a->dfch, (size_t)N * Fl, err));
-    OP(gelu_bwd, a->dfch, a->fch, st->dgelu, (size_t)N * Fl);
-    ZB_TRY(linear_bwd_input_tp(st, a->dln2, a->dfch, w->fcm, N, C, Fl, Fl,
-                               err));
+    ZB_TRY(mlp_act_bwd(st, a, err));
+    ZB_TRY(linear_bwd_input_tp(st, a->dln2, a->dfch, w->fcm, N, C, st->FCl,
+                               st->FCl, err));
     ZB_TRY(copy(st, a->dres2, dout, NC, err));
-    OP(ln_bwd_input, a->dres2, a->dln2, a->res2, w->ln2w, a->ln2_mean,
-       a->ln2_rstd, N, C);
+    ZB_TRY(norm_bwd_input(st, a->dres2, a->dln2, a->res2, w->ln2w,
+                          a->ln2_mean, a->ln2_rstd, err));
     /* attention branch */
     ZB_TRY(zero(st, st->datty, (size_t)N * Cl, err));
     ZB_TRY(linear_bwd_input(st, st->datty, at, a->dres2, w->projm, N, Cl, C, C,
                             err));
-    OP(attn_bwd, a->dqkv, st->datt, st->datty, a->qkv, a->atty, a->att, st->B,
-       st->T, Cl, st->NHl);
-    ZB_TRY(linear_bwd_input_tp(st, a->dln1, a->dqkv, w->qkvm, N, C, 3 * Cl,
-                               3 * Cl, err));
+    ZB_TRY(attention_bwd(st, a, err));
+    ZB_TRY(linear_bwd_input_tp(st, a->dln1, a->dqkv, w->qkvm, N, C, st->QKVl,
+                               st->QKVl, err));
     ZB_TRY(copy(st, dx, a->dres2, NC, err));
-    OP(ln_bwd_input, dx, a->dln1, x, w->ln1w, a->ln1_mean, a->ln1_rstd, N, C);
-    return ZB_OK;
+    return norm_bwd_input(st, dx, a->dln1, x, w->ln1w, a->ln1_mean,
+                          a->ln1_rstd, err);
 }
 
 /* W: weight gradients (+= into g) from what F and B kept. */
@@ -278,17 +379,16 @@ static zb_status layer_backward_w(zb_stage *st, const layer_params *g,
     int N = st->N, C = st->C, Cl = st->Cl, Fl = st->Fl;
     ZB_TRY(linear_bwd_weight(st, g->fc2w, g->fc2b, dout, a->fch_gelu, N, Fl,
                              C, C, err));
-    ZB_TRY(linear_bwd_weight(st, g->fcw, g->fcb, a->dfch, a->ln2, N, C, Fl,
-                             Fl, err));
-    OP(ln_bwd_weight, g->ln2w, g->ln2b, a->dln2, a->res2, a->ln2_mean,
-       a->ln2_rstd, N, C);
+    ZB_TRY(linear_bwd_weight(st, g->fcw, g->fcb, a->dfch, a->ln2, N, C,
+                             st->FCl, st->FCl, err));
+    ZB_TRY(norm_bwd_weight(st, g->ln2w, g->ln2b, a->dln2, a->res2,
+                           a->ln2_mean, a->ln2_rstd, err));
     ZB_TRY(linear_bwd_weight(st, g->projw, g->projb, a->dres2, a->atty, N, Cl,
                              C, C, err));
     ZB_TRY(linear_bwd_weight(st, g->qkvw, g->qkvb, a->dqkv, a->ln1, N, C,
-                             3 * Cl, 3 * Cl, err));
-    OP(ln_bwd_weight, g->ln1w, g->ln1b, a->dln1, x, a->ln1_mean, a->ln1_rstd,
-       N, C);
-    return ZB_OK;
+                             st->QKVl, st->QKVl, err));
+    return norm_bwd_weight(st, g->ln1w, g->ln1b, a->dln1, x, a->ln1_mean,
+                           a->ln1_rstd, err);
 }
 
 /* ---- head: final LayerNorm, LM head, vocabulary-parallel loss ---- */
@@ -327,9 +427,9 @@ static zb_status head_forward(zb_stage *st, const zb_gpt_chunk *ck,
                               zb_err *err) {
     int N = st->N, C = st->C;
     const zb_act *h = zb_gpt_resid(st, sv, ck->n_layers); /* [N, C] */
-    OP(ln_fwd, sv->lnf, sv->lnf_mean, sv->lnf_rstd, h,
-       tensor(st, st->params, ck->pc.lnfw), tensor(st, st->params, ck->pc.lnfb),
-       N, C);
+    ZB_TRY(norm_fwd(st, sv->lnf, sv->lnf_mean, sv->lnf_rstd, h,
+                    tensor(st, st->params, ck->pc.lnfw),
+                    maybe(st, st->params, ck->pc.lnfb), err));
     const zb_act *wh = wmat(st, ck->pc.head); /* [Vl, C] */
     ZB_TRY(linear_fwd(st, st->logits, st->ops.act_dtype, sv->lnf, wh, NULL, N,
                       C, st->Vv, st->Vp, NULL, err));
@@ -346,9 +446,9 @@ static zb_status head_backward_b(zb_stage *st, const zb_gpt_chunk *ck,
                                wmat(st, ck->pc.head), N, C, st->Vv, st->Vp,
                                err));
     ZB_TRY(zero(st, dh, (size_t)N * C, err));
-    OP(ln_bwd_input, dh, sv->dlnf, h, tensor(st, st->params, ck->pc.lnfw),
-       sv->lnf_mean, sv->lnf_rstd, N, C);
-    return ZB_OK;
+    return norm_bwd_input(st, dh, sv->dlnf, h,
+                          tensor(st, st->params, ck->pc.lnfw), sv->lnf_mean,
+                          sv->lnf_rstd, err);
 }
 
 static zb_status head_backward_w(zb_stage *st, const zb_gpt_chunk *ck,
@@ -358,10 +458,9 @@ static zb_status head_backward_w(zb_stage *st, const zb_gpt_chunk *ck,
     ZB_TRY(linear_bwd_weight(st, tensor(st, st->grads, ck->pc.head), NULL,
                              sv->dlogits, sv->lnf, N, C, st->Vv, st->Vp,
                              err));
-    OP(ln_bwd_weight, tensor(st, st->grads, ck->pc.lnfw),
-       tensor(st, st->grads, ck->pc.lnfb), sv->dlnf, h, sv->lnf_mean,
-       sv->lnf_rstd, N, C);
-    return ZB_OK;
+    return norm_bwd_weight(st, tensor(st, st->grads, ck->pc.lnfw),
+                           maybe(st, st->grads, ck->pc.lnfb), sv->dlnf, h,
+                           sv->lnf_mean, sv->lnf_rstd, err);
 }
 
 /* ---- passes ---- */
@@ -399,8 +498,9 @@ static zb_status forward_input(zb_stage *st, int c, int mb, const int *tokens,
         OP(embed_tokens, st->partial, sv->tokens,
            tensor(st, st->params, ck->pc.wte), st->v0, st->Vv, st->N, st->C);
         ZB_TRY(tp_allreduce(st, st->partial, NC, err));
-        OP(embed_add_pos, sv->resid, st->partial,
-           tensor(st, st->params, ck->pc.wpe), st->B, st->T, st->C);
+        if (ck->pc.wpe < 0) OP(cast, sv->resid, st->partial, NC); /* rope */
+        else OP(embed_add_pos, sv->resid, st->partial,
+                tensor(st, st->params, ck->pc.wpe), st->B, st->T, st->C);
     } else if (ck->prev >= 0) {
         const zb_act *src = slot_buffer(st, ck->prev, mb, false, true);
         int ps = st->chunks[ck->prev].sl.slot_of[mb];
@@ -510,8 +610,9 @@ zb_status zb_gpt_backward_w(zb_stage *st, int c, int mb, zb_err *err) {
         zb_act *d0 = zb_gpt_dresid(st, ck, &sv, 0);
         OP(embed_tokens_bwd, tensor(st, st->grads, ck->pc.wte), d0, sv.tokens,
            st->v0, st->Vv, st->N, st->C);
-        OP(embed_pos_bwd, tensor(st, st->grads, ck->pc.wpe), d0, st->B, st->T,
-           st->C);
+        if (ck->pc.wpe >= 0)
+            OP(embed_pos_bwd, tensor(st, st->grads, ck->pc.wpe), d0, st->B,
+               st->T, st->C);
     }
     zb_gpt_slot_release(st, c, s);
     return ZB_OK;

@@ -194,8 +194,8 @@ typedef struct {
 
     /* ---- Llama-shaped blocks (kernels/rmsnorm.h, swiglu.h, rope.h and
      * attention.h's GQA; shapes local to the TP rank, zb_llama_tp).
-     * How the stage program (gpt_passes.c) is meant to use them, block by
-     * block, where the GPT calls the ops above (not wired yet):
+     * How the stage program (gpt_passes.c) uses them, block by block,
+     * where the GPT calls the ops above:
      *  - ln_fwd / ln_bwd_input / ln_bwd_weight -> rms_*: only rstd is
      *    kept (the mean slot is unused), no bias gradient.
      *  - qkv GEMM of Cl + 2 KVl hs columns (no bias); then rope_fwd in
@@ -210,10 +210,10 @@ typedef struct {
      *    ffn0.. of each) into fch [N, 2 Fl], no GELU epilogue; swiglu_fwd
      *    into fch_gelu [N, Fl]; W2 as today. B: dgelu from W2, dfch
      *    zeroed, swiglu_bwd (+=), then the stacked GEMM's B with OC 2 Fl.
-     *  - no biases: residual_add with a zero bias vector (or a bias-free
-     *    variant); position rope: no wpe, embed_add_pos -> cast of the
-     *    TP-summed lookup, no embed_pos_bwd; untied head: the LM head
-     *    reads its own [V, C] shard instead of the token table. ---- */
+     *  - no biases: residual_add with a zero bias vector; position
+     *    rope: no wpe, embed_add_pos -> cast of the TP-summed lookup, no
+     *    embed_pos_bwd; untied head: the LM head reads its own [V, C]
+     *    shard instead of the token table. ---- */
     /* RMSNorm, eps 1e-5: inp/out [N, C], w [C], rstd [N] (=) */
     zb_status (*rms_fwd)(void *ctx, zb_act *out, float *rstd,
                          const zb_act *inp, const float *w, int N, int C,

@@ -1,5 +1,6 @@
-/* stage.h - one rank's part of the GPT: the chunks (virtual stages) its
- * pipeline rank holds, sharded for its TP rank, with flat parameter,
+/* stage.h - one rank's part of the model (GPT-2 or Llama-shaped blocks,
+ * the model's keys): the chunks (virtual stages) its pipeline rank
+ * holds, sharded for its TP rank, with flat parameter,
  * gradient and AdamW buffers, and the four passes F, B, W, BW per
  * microbatch. One stage program (gpt.c, gpt_passes.c) runs on the op
  * table (ops.h) of the backend chosen in zb_stage_cfg: ops_cpu.c with

@@ -67,22 +67,33 @@ static int add(builder *b, const char *name, int layer, int id, int rows,
     return idx;
 }
 
-/* The twelve tensors of block `layer`, sharded for this TP rank. */
+/* The twelve tensors of block `layer`, sharded for this TP rank. A Llama
+ * block keeps the twelve ids with the absent ones empty (0 rows: RMSNorm
+ * has no bias, bias: false drops the linear biases), so a block's tensor
+ * j stays at layer0 + l * ZB_T_PER_LAYER + j. qkv.w holds q of C rows and
+ * k, v of kv_heads * hs rows each (GQA); under SwiGLU fc.w is W1 over W3
+ * ([2F, C], ZB_SHARD_GLU) and fc2.w is W2. */
 static int add_block(builder *b, const zb_arch *a, int layer, int tp) {
     int C = a->hidden, F = a->ffn_hidden, Cl = C / tp, Fl = F / tp;
+    int hs = C / a->heads, kv = zb_arch_kv_heads(a) * hs;
+    int Q = C + 2 * kv, Ql = Cl + 2 * (kv / tp);
+    int G = a->mlp == ZB_MLP_SWIGLU ? 2 : 1; /* fc.w row blocks */
+    int nb = a->norm == ZB_NORM_RMSNORM ? 0 : C; /* norm bias rows */
+    int lb = a->no_bias ? 0 : 1, qb = !a->no_bias || a->qkv_bias ? 1 : 0;
+    zb_shard fcs = G == 2 ? ZB_SHARD_GLU : ZB_SHARD_ROWS;
     float std = 0.02f, rstd = 0.02f / sqrtf(2.0f * (float)a->layers);
     int first = add(b, "ln1.w", layer, ZB_T_LN1W, C, 1, C, 1, ZB_SHARD_NONE, 0, 1);
-    add(b, "ln1.b", layer, ZB_T_LN1B, C, 1, C, 1, ZB_SHARD_NONE, 0, 0);
-    add(b, "qkv.w", layer, ZB_T_QKVW, 3 * Cl, C, 3 * C, C, ZB_SHARD_QKV, std, 0);
-    add(b, "qkv.b", layer, ZB_T_QKVB, 3 * Cl, 1, 3 * C, 1, ZB_SHARD_QKV, 0, 0);
+    add(b, "ln1.b", layer, ZB_T_LN1B, nb, 1, nb, 1, ZB_SHARD_NONE, 0, 0);
+    add(b, "qkv.w", layer, ZB_T_QKVW, Ql, C, Q, C, ZB_SHARD_QKV, std, 0);
+    add(b, "qkv.b", layer, ZB_T_QKVB, qb * Ql, 1, qb * Q, 1, ZB_SHARD_QKV, 0, 0);
     add(b, "proj.w", layer, ZB_T_PROJW, C, Cl, C, C, ZB_SHARD_COLS, rstd, 0);
-    add(b, "proj.b", layer, ZB_T_PROJB, C, 1, C, 1, ZB_SHARD_NONE, 0, 0);
+    add(b, "proj.b", layer, ZB_T_PROJB, lb * C, 1, lb * C, 1, ZB_SHARD_NONE, 0, 0);
     add(b, "ln2.w", layer, ZB_T_LN2W, C, 1, C, 1, ZB_SHARD_NONE, 0, 1);
-    add(b, "ln2.b", layer, ZB_T_LN2B, C, 1, C, 1, ZB_SHARD_NONE, 0, 0);
-    add(b, "fc.w", layer, ZB_T_FCW, Fl, C, F, C, ZB_SHARD_ROWS, std, 0);
-    add(b, "fc.b", layer, ZB_T_FCB, Fl, 1, F, 1, ZB_SHARD_ROWS, 0, 0);
+    add(b, "ln2.b", layer, ZB_T_LN2B, nb, 1, nb, 1, ZB_SHARD_NONE, 0, 0);
+    add(b, "fc.w", layer, ZB_T_FCW, G * Fl, C, G * F, C, fcs, std, 0);
+    add(b, "fc.b", layer, ZB_T_FCB, lb * Fl, 1, lb * F, 1, ZB_SHARD_ROWS, 0, 0);
     add(b, "fc2.w", layer, ZB_T_FC2W, C, Fl, C, F, ZB_SHARD_COLS, rstd, 0);
-    add(b, "fc2.b", layer, ZB_T_FC2B, C, 1, C, 1, ZB_SHARD_NONE, 0, 0);
+    add(b, "fc2.b", layer, ZB_T_FC2B, lb * C, 1, lb * C, 1, ZB_SHARD_NONE, 0, 0);
     return first;
 }
 
@@ -104,7 +115,8 @@ static void layout(zb_ptable *pt, const zb_plan *plan, int pp_rank) {
         zb_pchunk ck = {-1, -1, -1, sp->n_layers, -1, -1, -1};
         if (sp->embed) {
             ck.wte = wte = add(&b, "wte", -1, ZB_T_WTE, Vl, C, V, C, ZB_SHARD_ROWS, 0.02f, 0);
-            ck.wpe = add(&b, "wpe", -1, ZB_T_WPE, T, C, T, C, ZB_SHARD_NONE, 0.02f, 0);
+            if (a->position == ZB_POS_LEARNED)
+                ck.wpe = add(&b, "wpe", -1, ZB_T_WPE, T, C, T, C, ZB_SHARD_NONE, 0.02f, 0);
         }
         for (int l = 0; l < sp->n_layers; l++) {
             int first = add_block(&b, a, sp->first_layer + l, pt->tp);
@@ -112,7 +124,8 @@ static void layout(zb_ptable *pt, const zb_plan *plan, int pp_rank) {
         }
         if (sp->head) {
             ck.lnfw = add(&b, "lnf.w", -1, ZB_T_LNFW, C, 1, C, 1, ZB_SHARD_NONE, 0, 1);
-            ck.lnfb = add(&b, "lnf.b", -1, ZB_T_LNFB, C, 1, C, 1, ZB_SHARD_NONE, 0, 0);
+            int nb = a->norm == ZB_NORM_RMSNORM ? 0 : C;
+            ck.lnfb = add(&b, "lnf.b", -1, ZB_T_LNFB, nb, 1, nb, 1, ZB_SHARD_NONE, 0, 0);
             if (!a->tied_embeddings)
                 ck.head = add(&b, "lm_head", -1, ZB_T_LMHEAD, Vl, C, V, C, ZB_SHARD_ROWS, 0.02f, 0);
             else if (has_embed)
@@ -150,6 +163,15 @@ zb_status zb_ptable_build(zb_ptable *pt, const zb_plan *plan, int pp_rank,
     if (a->heads % tp != 0 || a->ffn_hidden % tp != 0)
         return zb_fail(err, ZB_EINPUT, "tp=%d must divide heads (%d) and ffn_hidden (%d)",
                        tp, a->heads, a->ffn_hidden);
+    int kvh = zb_arch_kv_heads(a);
+    if (kvh < 1 || a->heads % kvh != 0)
+        return zb_fail(err, ZB_EINPUT, "kv_heads %d does not divide heads %d",
+                       kvh, a->heads);
+    if (kvh % tp != 0)
+        return zb_fail(err, ZB_EINPUT, "tp=%d must divide kv_heads (%d): a "
+                       "key/value head is never split over TP ranks", tp, kvh);
+    pt->q_rows = a->hidden;
+    pt->kv_rows = kvh * (a->hidden / a->heads);
     pt->tp = tp;
     pt->tp_rank = tp_rank;
     pt->v = plan->v;
@@ -185,8 +207,17 @@ size_t zb_ptable_full_index(const zb_ptable *pt, const zb_ptensor *t,
         break;
     case ZB_SHARD_COLS: c += k * (size_t)t->cols; break;
     case ZB_SHARD_QKV: {
-        /* local rows: [q of my heads | k of my heads | v of my heads] */
-        size_t blk = (size_t)t->rows / 3, full_blk = (size_t)t->full_rows / 3;
+        /* local rows: [q of my heads | k of my kv heads | v of them] */
+        size_t tp = (size_t)pt->tp, qf = (size_t)pt->q_rows,
+               kf = (size_t)pt->kv_rows, ql = qf / tp, kl = kf / tp;
+        if (r < ql) r = k * ql + r;
+        else if (r < ql + kl) r = qf + k * kl + (r - ql);
+        else r = qf + kf + k * kl + (r - ql - kl);
+        break;
+    }
+    case ZB_SHARD_GLU: {
+        /* local rows: [my rows of W1 | my rows of W3] */
+        size_t blk = (size_t)t->rows / 2, full_blk = (size_t)t->full_rows / 2;
         r = (r / blk) * full_blk + k * blk + r % blk;
         break;
     }

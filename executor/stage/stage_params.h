@@ -18,6 +18,13 @@
  * rows; proj and fc2 keep columns; the token table (wte, wte.copy) and the
  * LM head keep vocabulary rows (vocab-parallel); everything else (wpe,
  * LayerNorms, row-parallel biases) is replicated.
+ * Llama-shaped blocks (zb_model.h keys): the same twelve ids, absent
+ * tensors empty (0 rows): RMSNorm drops ln*.b and lnf.b, bias: false the
+ * linear biases (qkv_bias: true keeps qkv.b); qkv.w is [C + 2 kv, C] with
+ * kv = kv_heads * C / heads (GQA), each rank keeping its query heads and
+ * its kv_heads / tp key/value heads; swiglu makes fc.w [2F, C] (W1 over
+ * W3, each row-sharded, ZB_SHARD_GLU) and fc2.w W2; position rope has no
+ * wpe (chunk wpe -1); an untied head has its own lm_head.
  * Vocabulary padding: each TP rank holds Vl = ceil(V / tp) rows, rank k the
  * rows [k*Vl, k*Vl + Vl). full_rows stays the true V; a local row whose
  * global row is >= V is padding: initialised 0, never read by the model, its
@@ -43,7 +50,10 @@ typedef enum {
     ZB_SHARD_NONE = 0, /* replicated over TP */
     ZB_SHARD_ROWS,     /* rows [tp_rank*rows, +rows) */
     ZB_SHARD_COLS,     /* columns [tp_rank*cols, +cols) */
-    ZB_SHARD_QKV       /* the q, k and v row blocks of this rank's heads */
+    ZB_SHARD_QKV,      /* the q, k and v row blocks of this rank's heads
+                          (q: q_rows / tp rows, k and v: kv_rows / tp) */
+    ZB_SHARD_GLU       /* two equal row blocks (SwiGLU's W1 over W3), rows
+                          of each as ZB_SHARD_ROWS */
 } zb_shard;
 
 /* Tensor ids of a block's tensors (layer >= 0) ... */
@@ -86,10 +96,13 @@ typedef struct {
     int v;
     zb_pchunk *chunk;       /* [v] */
     int tied;               /* tensor synced over the embedding group, -1 */
+    int q_rows, kv_rows;    /* full rows of q (hidden) and of k or v
+                               (kv_heads * head size) in qkv.w */
 } zb_ptable;
 
 /* Build the table of (plan, pp_rank, tp_rank). Checks the shapes divide
- * (heads and ffn_hidden by tp, hidden by heads). */
+ * (heads, kv_heads and ffn_hidden by tp, hidden by heads, heads by
+ * kv_heads). */
 zb_status zb_ptable_build(zb_ptable *pt, const zb_plan *plan, int pp_rank,
                           int tp_rank, zb_err *err);
 void zb_ptable_free(zb_ptable *pt);

@@ -136,6 +136,9 @@ static zb_status load_tensor(int fd, const zb_llmc_hdr *h, const zb_ptable *pt,
 zb_status zb_llmc_load(const char *path, const zb_plan *plan,
                        const zb_ptable *pt, float *params, zb_err *err) {
     zb_llmc_hdr h;
+    if (!zb_arch_is_gpt2(&plan->model.arch))
+        return zb_fail_at(err, path, 0, 0, "an llm.c checkpoint holds GPT-2 "
+                          "blocks only; this model's blocks are Llama-shaped");
     ZB_TRY(zb_llmc_read_header(path, &h, err));
     ZB_TRY(check_header(path, &h, &plan->model.arch, err));
     int fd = open(path, O_RDONLY);
@@ -294,6 +297,9 @@ zb_status zb_llmc_export(const char *path, const zb_plan *plan,
     if (!plan->model.arch.tied_embeddings)
         return zb_fail(err, ZB_EINPUT, "--export: llm.c checkpoints tie the LM "
                        "head to wte; this model has tied_embeddings: false");
+    if (!zb_arch_is_gpt2(&plan->model.arch))
+        return zb_fail(err, ZB_EINPUT, "--export: llm.c checkpoints hold GPT-2 "
+                       "blocks only; this model's blocks are Llama-shaped");
     zb_llmc_hdr h;
     zb_llmc_export_header(plan, &h);
     size_t most = 0;

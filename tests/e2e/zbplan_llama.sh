@@ -2,8 +2,8 @@
 # zbplan_llama.sh - Llama-shaped models end to end: the three Llama 3 model
 # files plan, zbplan prints their exact parameter counts and the plans
 # record them; a plan whose count no longer matches its shapes is refused;
-# zbrun refuses a Llama-shaped plan with one line naming what it does not
-# run yet (exit 2), and still runs the GPT-2 tiny plan's checks past that.
+# zbrun trains a Llama-shaped plan and refuses its llm.c export in one line
+# (exit 2).
 # Usage (repository root): BIN=bin bash tests/e2e/zbplan_llama.sh
 set -euo pipefail
 BIN=${BIN:-bin}
@@ -43,16 +43,21 @@ rc=0; "$BIN/zbrun" "$tmp/edited.yaml" >/dev/null 2>"$tmp/err" || rc=$?
 [ "$rc" -eq 2 ] && grep -q "'params' is 8030261249 but the model's shapes give 8030261248" "$tmp/err" ||
     bad "edited params: rc $rc $(cat "$tmp/err")"
 
-# zbrun refuses a Llama-shaped plan (small enough for this host) in one line
-"$BIN/zbplan" models/tiny.yaml --set model.arch=llama --set model.kv_heads=2 -q -o "$tmp/tl.yaml"
+# zbrun trains a Llama-shaped plan (small enough for this host): the loss
+# falls; an llm.c export of one is refused in one line, exit 2
+"$BIN/zbplan" models/tiny.yaml --set model.arch=llama --set model.kv_heads=2 \
+    --set training.steps=4 -q -o "$tmp/tl.yaml"
 rc=0; "$BIN/zbrun" "$tmp/tl.yaml" >"$tmp/out" 2>"$tmp/err" || rc=$?
-[ "$rc" -eq 2 ] || bad "zbrun on a Llama plan exited $rc, not 2"
-[ "$(wc -l <"$tmp/err")" -eq 1 ] || bad "zbrun's refusal is not one line: $(cat "$tmp/err")"
-grep -q "^$tmp/tl.yaml: zbrun does not run this model's blocks yet (grouped-query attention (kv_heads 2 of 4 heads), mlp: swiglu, norm: rmsnorm, position: rope, bias: false)" "$tmp/err" ||
-    bad "zbrun's refusal: $(cat "$tmp/err")"
-# one feature alone is named alone
-"$BIN/zbplan" models/tiny.yaml --set model.norm=rmsnorm -q -o "$tmp/rms.yaml"
-rc=0; "$BIN/zbrun" "$tmp/rms.yaml" >/dev/null 2>"$tmp/err" || rc=$?
-[ "$rc" -eq 2 ] && grep -q "blocks yet (norm: rmsnorm); " "$tmp/err" || bad "rmsnorm alone: rc $rc $(cat "$tmp/err")"
+[ "$rc" -eq 0 ] || bad "zbrun on a Llama plan exited $rc: $(cat "$tmp/err")"
+read -r l0 l1 < <(sed -n 's/^loss \([0-9.]*\) -> \([0-9.]*\) over steps.*/\1 \2/p' "$tmp/out")
+awk -v a="${l0:-0}" -v b="${l1:-0}" 'BEGIN { exit !(b > 0 && b < a) }' ||
+    bad "Llama plan's loss did not fall: ${l0:-?} -> ${l1:-?}"
+"$BIN/zbplan" models/tiny.yaml --set model.arch=llama --set model.kv_heads=2 \
+    --set model.tied_embeddings=true --set training.steps=1 -q -o "$tmp/tt.yaml"
+rc=0; "$BIN/zbrun" "$tmp/tt.yaml" --export "$tmp/x.bin" >/dev/null 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+    grep -q "^zbrun: --export: llm.c checkpoints hold GPT-2 blocks only; this model's blocks are Llama-shaped$" "$tmp/err" ||
+    bad "Llama export: rc $rc $(cat "$tmp/err")"
+[ -e "$tmp/x.bin" ] && bad "a refused export left $tmp/x.bin"
 
 [ "$fails" -eq 0 ] && echo "zbplan_llama.sh: ok" || { echo "zbplan_llama.sh: $fails failure(s)"; exit 1; }

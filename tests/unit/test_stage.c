@@ -15,7 +15,11 @@
  *  - bf16 activation storage (the CPU ops' test hook ZB_ACT_BF16=1): the
  *    exact bytes of the carve, deterministic, close to fp32 but not it,
  *    a pipeline equal to the one-stage bf16 run, recompute's bits, at
- *    pp 1, zb-v's placement, interleaved, TP 2 with vocabulary padding.
+ *    pp 1, zb-v's placement, interleaved, TP 2 with vocabulary padding;
+ *  - Llama-shaped blocks (GQA, RoPE, SwiGLU, RMSNorm, no biases, untied
+ *    head): a step's loss against a plain double reference, finite
+ *    differences, pipelines, TP 2, recompute, bf16 storage, tp not
+ *    dividing kv_heads refused.
  * Plans are built in memory (spans and a schedule), no plan file. */
 #include <check.h>
 #include <math.h>
@@ -35,6 +39,7 @@
 typedef struct {
     int layers, C, NH, F, T, V, B, m, pp, v, tp;
     bool tied;
+    bool llama; /* Llama-shaped blocks (llama_spec) */
     zb_recompute rc;
     zb_placement pl;
     int split[2 * MAXR]; /* layers per virtual stage */
@@ -61,6 +66,14 @@ static void plan_build(zb_plan *p, const spec *s) {
     a->seq_len = s->T;
     a->vocab = s->V;
     a->tied_embeddings = s->tied;
+    if (s->llama) { /* GQA (2 query heads a kv head), SwiGLU, RMSNorm, RoPE */
+        a->kv_heads = s->NH / 2;
+        a->mlp = ZB_MLP_SWIGLU;
+        a->norm = ZB_NORM_RMSNORM;
+        a->position = ZB_POS_ROPE;
+        a->rope_theta = 10000.0;
+        a->no_bias = true;
+    }
     p->model.train.seed = 1234;
     p->model.train.recompute = s->rc;
     p->model.train.global_batch = s->B * s->m;
@@ -330,10 +343,8 @@ static double loss_of(zb_stage *st, const zb_plan *p, const int *tok,
 
 /* Checks 3 elements of every tensor (only the embedding/head tensors when
  * head_only: the untied variant differs from the tied one only there). */
-static void fd_check(bool tied, bool head_only) {
-    spec s = base_spec(2);
+static void fd_check_spec(spec s, bool head_only) {
     s.m = 1;
-    s.tied = tied;
     zb_plan p;
     plan_build(&p, &s);
     zb_stage *st = stage_make(&p, 0, 0, NULL, NULL);
@@ -358,10 +369,13 @@ static void fd_check(bool tied, bool head_only) {
     const float eps = 1e-2f;
     double worst = 0;
     int checked = 0;
+    int want = 0;
     for (int k = 0; k < pt.n; k++) {
         const zb_ptensor *t = &pt.t[k];
         if (head_only && t->layer >= 0) continue;
         size_t tn = (size_t)t->rows * t->cols;
+        if (tn == 0) continue; /* absent under the model's keys */
+        want += 3;
         size_t picks[3] = {0, (2 * tn) / 3, tn - 1};
         for (int q = 0; q < 3; q++) {
             size_t i = t->off + picks[q];
@@ -381,11 +395,18 @@ static void fd_check(bool tied, bool head_only) {
         }
     }
     if (getenv("ZB_TEST_VERBOSE")) fprintf(stderr, "fd worst rel err %g over %d\n", worst, checked);
-    ck_assert_int_eq(checked, 3 * (head_only ? 5 : pt.n));
+    ck_assert_int_eq(checked, want);
+    ck_assert_int_ge(want, 3 * (head_only ? 4 : pt.n / 2));
     free(grad);
     zb_ptable_free(&pt);
     zb_stage_free(st);
     plan_release(&p);
+}
+
+static void fd_check(bool tied, bool head_only) {
+    spec s = base_spec(2);
+    s.tied = tied;
+    fd_check_spec(s, head_only);
 }
 
 START_TEST(test_finite_differences_tied) { fd_check(true, false); }
@@ -576,12 +597,7 @@ static void *tp_thread(void *p) {
 
 /* TP = tp on tp threads equals TP = 1. V = 13 does not divide by 2 or 4,
  * so the last ranks hold vocabulary padding (stage_params.h). */
-static void check_tp(int tp, bool tied) {
-    spec s = base_spec(2);
-    s.NH = 4;
-    s.C = 16;
-    s.F = 24; /* Fl = 12 at tp 2 */
-    s.tied = tied;
+static void check_tp_spec(spec s, int tp) {
     refrun rr;
     ref_run(&rr, s);
     s.tp = tp;
@@ -628,6 +644,15 @@ static void check_tp(int tp, bool tied) {
     zb_local_world_free(w);
     plan_release(&p);
     ref_free(&rr);
+}
+
+static void check_tp(int tp, bool tied) {
+    spec s = base_spec(2);
+    s.NH = 4;
+    s.C = 16;
+    s.F = 24; /* Fl = 12 at tp 2 */
+    s.tied = tied;
+    check_tp_spec(s, tp);
 }
 
 START_TEST(test_tp2_equals_tp1) { check_tp(2, true); }
@@ -1150,9 +1175,9 @@ static double grad_rel_diff(zb_stage *a, zb_stage *b) {
 /* Layout s, 3 steps, with fp32 and twice with bf16 activations: bf16 is
  * deterministic (bit for bit twice), differs from fp32 (so it did store
  * bf16) by less than bf16 rounding explains (losses 1e-3 relative,
- * gradients 5e-2 of the largest), and a pipeline layout gives the bf16
- * one-stage run's first loss exactly (a message of the wrong size or a
- * stride in floats would not). */
+ * gradients 5e-2 of the largest, 1e-1 for a Llama block), and a
+ * pipeline layout gives the bf16 one-stage run's first loss exactly (a
+ * message of the wrong size or a stride in floats would not). */
 static void check_bf16(spec s, bool split) {
     enum { STEPS = 3 };
     size_t n = (size_t)s.m * s.B * s.T;
@@ -1187,8 +1212,11 @@ static void check_bf16(spec s, bool split) {
         ck_assert(na == nb && memcmp(pa, pb, na * sizeof *pa) == 0);
         ck_assert_double_eq(grad_rel_diff(a.lr.st[r], b.lr.st[r]), 0);
         double g = grad_rel_diff(a.lr.st[r], f.lr.st[r]);
-        ck_assert_msg(g < 5e-2, "rank %d: bf16 gradients off fp32 by %.3g of "
-                      "the largest", r, g);
+        if (getenv("ZB_TEST_VERBOSE")) fprintf(stderr, "bf16 grad off %g\n", g);
+        /* a Llama block rounds more intermediates to bf16 (q, k turned by
+         * RoPE, dqkv turned back, W1|W3's output before the gate) */
+        ck_assert_msg(g < (s.llama ? 1e-1 : 5e-2), "rank %d: bf16 gradients "
+                      "off fp32 by %.3g of the largest", r, g);
         differs |= g > 0;
         ck_assert_uint_eq(zb_stage_msg_floats(a.lr.st[r]),
                           (size_t)s.B * s.T * s.C / 2);
@@ -1293,6 +1321,222 @@ START_TEST(test_bf16_bytes) {
 }
 END_TEST
 
+/* ---- (h) Llama-shaped blocks: GQA, RoPE, SwiGLU, RMSNorm, no biases,
+ * untied head, no position table ---- */
+
+/* Heads 4 of head size 4 over 2 kv heads, F 24 (Fl 12 at tp 2). */
+static spec llama_spec(int layers) {
+    spec s = base_spec(layers);
+    s.llama = true;
+    s.tied = false;
+    s.NH = 4;
+    s.C = 16;
+    s.F = 24;
+    return s;
+}
+
+/* Parameter (layer, id) of a tp 1, pp 1 stage's buffer (full tensor). */
+static const float *ref_tensor(const zb_ptable *pt, const float *w,
+                               int layer, int id) {
+    int k = zb_ptable_find(pt, layer, id, false);
+    ck_assert_int_ge(k, 0);
+    return w + pt->t[k].off;
+}
+
+/* y[o] = sum_i W[o, i] x[i], W [O, I] */
+static void ref_matvec(double *y, const float *W, const double *x, int O,
+                       int I) {
+    for (int o = 0; o < O; o++) {
+        double acc = 0;
+        for (int i = 0; i < I; i++) acc += (double)W[(size_t)o * I + i] * x[i];
+        y[o] = acc;
+    }
+}
+
+static void ref_rms(double *y, const double *x, const float *g, int C) {
+    double ms = 0;
+    for (int c = 0; c < C; c++) ms += x[c] * x[c];
+    double r = 1.0 / sqrt(ms / C + 1e-5);
+    for (int c = 0; c < C; c++) y[c] = x[c] * r * g[c];
+}
+
+/* RoPE on one head vector at position t: pairs (2i, 2i+1) turn by
+ * t * theta^(-2i/hs). */
+static void ref_rope(double *v, int t, int hs, double theta) {
+    for (int i = 0; i < hs / 2; i++) {
+        double a = t * pow(theta, -2.0 * i / hs), x0 = v[2 * i],
+               x1 = v[2 * i + 1];
+        v[2 * i] = x0 * cos(a) - x1 * sin(a);
+        v[2 * i + 1] = x0 * sin(a) + x1 * cos(a);
+    }
+}
+
+/* One sequence's blocks, written out plainly in double: h [T, C] in place. */
+static void ref_llama_block(const zb_ptable *pt, const float *w, int l,
+                            const spec *sp, double *h) {
+    int T = sp->T, C = sp->C, NH = sp->NH, KV = NH / 2, hs = C / NH,
+        F = sp->F, Q = C + 2 * KV * hs;
+    double *x = calloc((size_t)C, sizeof *x), *qkv = calloc((size_t)T * Q, 8),
+           *att = calloc((size_t)T * C, 8), *o = calloc((size_t)C, 8),
+           *ab = calloc(2 * (size_t)F, 8), *g = calloc((size_t)F, 8);
+    for (int t = 0; t < T; t++) {
+        ref_rms(x, h + (size_t)t * C, ref_tensor(pt, w, l, ZB_T_LN1W), C);
+        double *r = qkv + (size_t)t * Q;
+        ref_matvec(r, ref_tensor(pt, w, l, ZB_T_QKVW), x, Q, C);
+        for (int hh = 0; hh < NH + KV; hh++)
+            ref_rope(r + hh * hs, t, hs, 10000.0);
+    }
+    for (int t = 0; t < T; t++)
+        for (int hh = 0; hh < NH; hh++) {
+            int kh = hh / (NH / KV); /* the kv head of query head hh */
+            double sc[64], mx = -1e300, sum = 0;
+            for (int u = 0; u <= t; u++) {
+                double d = 0;
+                for (int i = 0; i < hs; i++)
+                    d += qkv[(size_t)t * Q + hh * hs + i] *
+                         qkv[(size_t)u * Q + C + kh * hs + i];
+                sc[u] = d / sqrt((double)hs);
+                mx = fmax(mx, sc[u]);
+            }
+            for (int u = 0; u <= t; u++) sum += (sc[u] = exp(sc[u] - mx));
+            for (int i = 0; i < hs; i++) {
+                double acc = 0;
+                for (int u = 0; u <= t; u++)
+                    acc += sc[u] / sum *
+                           qkv[(size_t)u * Q + C + KV * hs + kh * hs + i];
+                att[(size_t)t * C + hh * hs + i] = acc;
+            }
+        }
+    for (int t = 0; t < T; t++) {
+        double *ht = h + (size_t)t * C;
+        ref_matvec(o, ref_tensor(pt, w, l, ZB_T_PROJW), att + (size_t)t * C,
+                   C, C);
+        for (int c = 0; c < C; c++) ht[c] += o[c];
+        ref_rms(x, ht, ref_tensor(pt, w, l, ZB_T_LN2W), C);
+        ref_matvec(ab, ref_tensor(pt, w, l, ZB_T_FCW), x, 2 * F, C);
+        for (int f = 0; f < F; f++) /* silu(W1 x) * (W3 x) */
+            g[f] = ab[f] / (1.0 + exp(-ab[f])) * ab[F + f];
+        ref_matvec(o, ref_tensor(pt, w, l, ZB_T_FC2W), g, C, F);
+        for (int c = 0; c < C; c++) ht[c] += o[c];
+    }
+    free(x), free(qkv), free(att), free(o), free(ab), free(g);
+}
+
+/* Mean loss of the microbatch tok/tgt [B*T] under parameters w. */
+static double ref_llama_loss(const zb_ptable *pt, const float *w,
+                             const spec *sp, const int *tok, const int *tgt) {
+    int T = sp->T, C = sp->C, V = sp->V;
+    double *h = calloc((size_t)T * C, sizeof *h), *x = calloc((size_t)C, 8),
+           *z = calloc((size_t)V, 8), loss = 0;
+    const float *wte = ref_tensor(pt, w, -1, ZB_T_WTE);
+    const float *head = ref_tensor(pt, w, -1, ZB_T_LMHEAD);
+    for (int b = 0; b < sp->B; b++) {
+        for (int t = 0; t < T; t++)
+            for (int c = 0; c < C; c++)
+                h[(size_t)t * C + c] = wte[(size_t)tok[b * T + t] * C + c];
+        for (int l = 0; l < sp->layers; l++) ref_llama_block(pt, w, l, sp, h);
+        for (int t = 0; t < T; t++) {
+            ref_rms(x, h + (size_t)t * C, ref_tensor(pt, w, -1, ZB_T_LNFW), C);
+            ref_matvec(z, head, x, V, C);
+            double mx = -1e300, sum = 0;
+            for (int v = 0; v < V; v++) mx = fmax(mx, z[v]);
+            for (int v = 0; v < V; v++) sum += exp(z[v] - mx);
+            loss += log(sum) + mx - z[tgt[b * T + t]];
+        }
+    }
+    free(h), free(x), free(z);
+    return loss / (sp->B * T);
+}
+
+/* A single-rank Llama step's loss equals the plain double reference, the
+ * parameters perturbed so that every part of the block matters. */
+START_TEST(test_llama_reference) {
+    spec s = llama_spec(2);
+    s.m = 1;
+    zb_plan p;
+    plan_build(&p, &s);
+    zb_stage *st = stage_make(&p, 0, 0, NULL, NULL);
+    size_t n;
+    float *w = zb_stage_params(st, &n);
+    uint32_t x = 99;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        w[i] += 0.3f * ((float)(x >> 8) / 16777216.0f - 0.5f);
+    }
+    int tok[2 * 5], tgt[2 * 5];
+    make_tokens(&s, tok, tgt);
+    double loss = run_step(&st, &p, tok, tgt, true);
+    zb_ptable pt;
+    zb_err err;
+    ck_assert_int_eq(zb_ptable_build(&pt, &p, 0, 0, &err), ZB_OK);
+    ck_assert_int_eq(zb_ptable_find(&pt, -1, ZB_T_WPE, false), -1);
+    double ref = ref_llama_loss(&pt, w, &s, tok, tgt);
+    ck_assert_msg(fabs(loss - ref) <= 1e-5 * ref, "loss %.9g, reference %.9g",
+                  loss, ref);
+    ck_assert(fabs(loss - log(13.0)) > 1e-2); /* not a uniform guess */
+    zb_ptable_free(&pt);
+    zb_stage_free(st);
+    plan_release(&p);
+}
+END_TEST
+
+START_TEST(test_llama_finite_differences) { fd_check_spec(llama_spec(2), false); }
+END_TEST
+
+START_TEST(test_llama_pipelines) {
+    spec s = llama_spec(3);
+    s.pp = 2;
+    s.split[0] = 2;
+    s.split[1] = 1;
+    check_pipeline(s, 0);
+    s = llama_spec(4);
+    s.pp = 2;
+    s.v = 2;
+    s.pl = ZB_PLACE_V;
+    for (int i = 0; i < 4; i++) s.split[i] = 1;
+    check_pipeline(s, 0);
+}
+END_TEST
+
+START_TEST(test_llama_tp2) { check_tp_spec(llama_spec(2), 2); }
+END_TEST
+
+START_TEST(test_llama_recompute) {
+    check_recompute(llama_spec(3));
+    spec s = llama_spec(2);
+    s.tp = 2;
+    check_recompute(s);
+}
+END_TEST
+
+START_TEST(test_llama_bf16) {
+    check_bf16(llama_spec(3), true);
+    spec s = llama_spec(2);
+    s.tp = 2;
+    check_bf16(s, false);
+}
+END_TEST
+
+/* tp must divide kv_heads: 2 kv heads over 4 TP ranks is refused. */
+START_TEST(test_llama_tp_kv_heads) {
+    spec s = llama_spec(1);
+    s.tp = 4;
+    zb_plan p;
+    plan_build(&p, &s);
+    zb_local_world *w;
+    zb_err err;
+    ck_assert_int_eq(zb_local_world_new(4, 2, 16, 0, &w, &err), ZB_OK);
+    zb_group g = {.id = 1, .n = 4, .first = 0, .stride = 1};
+    zb_stage_cfg cfg = {.plan = &p, .tr = zb_local_transport(w, 0), .tp_group = &g};
+    zb_stage *st = (zb_stage *)1;
+    ck_assert_int_eq(zb_stage_new(&cfg, &st, &err), ZB_EINPUT);
+    ck_assert_ptr_null(st);
+    ck_assert_msg(strstr(err.msg, "tp=4 must divide kv_heads (2)"), "%s", err.msg);
+    zb_local_world_free(w);
+    plan_release(&p);
+}
+END_TEST
+
 static Suite *stage_suite(void) {
     Suite *s = suite_create("stage");
     TCase *tc = tcase_create("core");
@@ -1327,6 +1571,13 @@ static Suite *stage_suite(void) {
     tcase_add_test(tc, test_bf16_interleaved);
     tcase_add_test(tc, test_bf16_tp2_vocab_padding);
     tcase_add_test(tc, test_bf16_recompute);
+    tcase_add_test(tc, test_llama_reference);
+    tcase_add_test(tc, test_llama_finite_differences);
+    tcase_add_test(tc, test_llama_pipelines);
+    tcase_add_test(tc, test_llama_tp2);
+    tcase_add_test(tc, test_llama_recompute);
+    tcase_add_test(tc, test_llama_bf16);
+    tcase_add_test(tc, test_llama_tp_kv_heads);
     suite_add_tcase(s, tc);
     return s;
 }
