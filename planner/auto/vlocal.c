@@ -3,15 +3,20 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Sweeps without a strict improvement before the search stops. */
 #define PATIENCE 4
+
+/* Farthest a shift move carries a pass (deep search). */
+#define SHIFT_MAX 8
 
 typedef struct {
     const zb_costs *c;
     zb_sim_ws *ws;
     double limit, span, end, sum;
     long used, budget;
+    int deep;                /* also the shift moves */
 } vl_state;
 
 /* 2 if s scores better than the best so far (which it then becomes), 1 if
@@ -77,9 +82,45 @@ static int periodic(vl_state *V, zb_schedule *s, int r, int i, int *at) {
     return r0;
 }
 
+/* Move the pass at i to j (j != i), shifting the passes between by one. */
+static void move_to(zb_action *a, int i, int j) {
+    zb_action t = a[i];
+    if (j > i) memmove(a + i, a + i + 1, (size_t)(j - i) * sizeof *a);
+    else memmove(a + j + 1, a + j, (size_t)(i - j) * sizeof *a);
+    a[j] = t;
+}
+
+/* May the pass at i trade places with every pass between it and j? */
+static int can_cross(const zb_action *a, int i, int j) {
+    int lo = i < j ? i + 1 : j, hi = i < j ? j : i - 1;
+    for (int k = lo; k <= hi; k++)
+        if (!swappable(&a[i], &a[k])) return 0;
+    return 1;
+}
+
+/* The shift moves of the pass at i on rank r: moved 2..SHIFT_MAX places
+ * later or earlier (one move of what would take several single swaps,
+ * each of which may lengthen the order on its own); the first kept. */
+static int shifts(vl_state *V, zb_schedule *s, int r, int i, int *gain) {
+    zb_action *a = s->acts[r];
+    for (int d = 2; d <= SHIFT_MAX && V->used < V->budget; d++)
+        for (int dir = -1; dir <= 1; dir += 2) {
+            int j = i + dir * d;
+            if (j < 0 || j >= s->len[r] || !can_cross(a, i, j)) continue;
+            move_to(a, i, j);
+            int r0 = better(V, s);
+            if (r0 < 0) return r0;
+            if (r0 == 2) *gain = 1;
+            if (r0 > 0) return r0;
+            move_to(a, j, i);
+        }
+    return 0;
+}
+
 /* One sweep over rank r: at each place the periodic move (when at is not
- * NULL), then the single swap. Returns better()'s last value (-1: out of
- * memory); *gain is set when a move shortened the schedule strictly. */
+ * NULL), then the single swap, then (deep) the shift moves. Returns
+ * better()'s last value (-1: out of memory); *gain is set when a move
+ * shortened the schedule strictly. */
 static int sweep_rank(vl_state *V, zb_schedule *s, int r, int *at, int *gain) {
     int r0 = 1;
     for (int i = 0; i + 1 < s->len[r] && V->used < V->budget; i++) {
@@ -96,6 +137,8 @@ static int sweep_rank(vl_state *V, zb_schedule *s, int r, int *at, int *gain) {
         if (r0 < 0) return r0;
         if (r0 == 2) *gain = 1;
         if (r0 == 0) swap_at(a);
+        if (r0 == 0 && V->deep) r0 = shifts(V, s, r, i, gain);
+        if (r0 < 0) return r0;
     }
     return r0;
 }
@@ -115,7 +158,7 @@ static int search(vl_state *V, zb_schedule *s, int *at) {
 
 zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
                     long budget, zb_err *err) {
-    vl_state V = {c, zb_sim_ws_new(), mem_limit, INFINITY, INFINITY, INFINITY, 0, budget};
+    vl_state V = {c, zb_sim_ws_new(), mem_limit, INFINITY, INFINITY, INFINITY, 0, budget, 0};
     int maxlen = 0;
     for (int r = 0; r < s->p; r++)
         if (s->len[r] > maxlen) maxlen = s->len[r];
@@ -146,4 +189,29 @@ zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
     free(at);
     if (st != ZB_OK) return st;
     return r0 < 0 ? zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory") : ZB_OK;
+}
+
+zb_status zb_vlocal_deep(zb_schedule *s, const zb_costs *c, double mem_limit,
+                         long budget, zb_err *err) {
+    vl_state V = {c, zb_sim_ws_new(), mem_limit, INFINITY, INFINITY, INFINITY, 0, budget, 1};
+    int maxlen = 0;
+    for (int r = 0; r < s->p; r++)
+        if (s->len[r] > maxlen) maxlen = s->len[r];
+    int *at = malloc(((size_t)maxlen / 2 + 1) * sizeof *at);
+    zb_schedule d = {0};
+    zb_status st = V.ws && at ? zb_schedule_copy(&d, s, err)
+                              : zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
+    int r0 = st == ZB_OK ? better(&V, &d) : 0;
+    double span0 = V.span;
+    if (st == ZB_OK && r0 > 0) r0 = search(&V, &d, at);
+    if (st == ZB_OK && r0 < 0)
+        st = zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
+    if (st == ZB_OK && V.span < span0) { /* strictly shorter only */
+        zb_schedule t = *s;
+        *s = d, d = t;
+    }
+    zb_schedule_free(&d);
+    zb_sim_ws_free(V.ws);
+    free(at);
+    return st;
 }
