@@ -2,8 +2,8 @@
 #include "planner/auto/vlocal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* Sweeps without a strict improvement before the search stops. */
 #define PATIENCE 4
@@ -11,12 +11,16 @@
 /* Farthest a shift move carries a pass (deep search). */
 #define SHIFT_MAX 8
 
+/* Most random moves in one kick of the iterated search. */
+#define KICK_MOVES 4
+
 typedef struct {
     const zb_costs *c;
     zb_sim_ws *ws;
     double limit, span, end, sum;
     long used, budget;
     int deep;                /* also the shift moves */
+    int patience;            /* sweeps without a strict gain before a stop */
 } vl_state;
 
 /* 2 if s scores better than the best so far (which it then becomes), 1 if
@@ -82,38 +86,58 @@ static int periodic(vl_state *V, zb_schedule *s, int r, int i, int *at) {
     return r0;
 }
 
-/* Move the pass at i to j (j != i), shifting the passes between by one. */
-static void move_to(zb_action *a, int i, int j) {
-    zb_action t = a[i];
-    if (j > i) memmove(a + i, a + i + 1, (size_t)(j - i) * sizeof *a);
-    else memmove(a + j + 1, a + j, (size_t)(i - j) * sizeof *a);
-    a[j] = t;
+/* Reverse a[lo..hi). */
+static void reverse(zb_action *a, int lo, int hi) {
+    for (hi--; lo < hi; lo++, hi--) {
+        zb_action t = a[lo];
+        a[lo] = a[hi], a[hi] = t;
+    }
 }
 
-/* May the pass at i trade places with every pass between it and j? */
-static int can_cross(const zb_action *a, int i, int j) {
-    int lo = i < j ? i + 1 : j, hi = i < j ? j : i - 1;
-    for (int k = lo; k <= hi; k++)
-        if (!swappable(&a[i], &a[k])) return 0;
+/* Rotate a[lo..hi) left by k: a[lo + k] comes first. */
+static void rotate(zb_action *a, int lo, int hi, int k) {
+    reverse(a, lo, lo + k);
+    reverse(a, lo + k, hi);
+    reverse(a, lo, hi);
+}
+
+/* The block a[i..i+n) moved d places (d > 0 later, d < 0 earlier), the
+ * passes it passes shifted the other way; undo is the move by -d from
+ * i + d. */
+static void move_block(zb_action *a, int i, int n, int d) {
+    if (d > 0) rotate(a, i, i + n + d, n);
+    else rotate(a, i + d, i + n, -d);
+}
+
+/* May the block a[i..i+n) pass every pass its move by d crosses? */
+static int can_cross(const zb_action *a, int i, int n, int d) {
+    int lo = d > 0 ? i + n : i + d, hi = d > 0 ? i + n + d : i;
+    for (int k = lo; k < hi; k++)
+        for (int b = i; b < i + n; b++)
+            if (!swappable(&a[b], &a[k])) return 0;
     return 1;
 }
 
-/* The shift moves of the pass at i on rank r: moved 2..SHIFT_MAX places
- * later or earlier (one move of what would take several single swaps,
- * each of which may lengthen the order on its own); the first kept. */
+/* The shift moves at i on rank r: the pass at i, or it and the next (a
+ * pair such as a B and its W), moved 2..SHIFT_MAX places later or
+ * earlier; one move of what would take several single swaps, each of
+ * which may lengthen the order on its own. The first kept ends it. */
 static int shifts(vl_state *V, zb_schedule *s, int r, int i, int *gain) {
     zb_action *a = s->acts[r];
-    for (int d = 2; d <= SHIFT_MAX && V->used < V->budget; d++)
-        for (int dir = -1; dir <= 1; dir += 2) {
-            int j = i + dir * d;
-            if (j < 0 || j >= s->len[r] || !can_cross(a, i, j)) continue;
-            move_to(a, i, j);
-            int r0 = better(V, s);
-            if (r0 < 0) return r0;
-            if (r0 == 2) *gain = 1;
-            if (r0 > 0) return r0;
-            move_to(a, j, i);
-        }
+    for (int n = 1; n <= 2; n++)
+        for (int d = 2; d <= SHIFT_MAX && V->used < V->budget; d++)
+            for (int dir = -1; dir <= 1; dir += 2) {
+                int e = i + dir * d;
+                if (e < 0 || e + n > s->len[r] || i + n > s->len[r] ||
+                    !can_cross(a, i, n, dir * d))
+                    continue;
+                move_block(a, i, n, dir * d);
+                int r0 = better(V, s);
+                if (r0 < 0) return r0;
+                if (r0 == 2) *gain = 1;
+                if (r0 > 0) return r0;
+                move_block(a, e, n, -dir * d);
+            }
     return 0;
 }
 
@@ -147,7 +171,7 @@ static int sweep_rank(vl_state *V, zb_schedule *s, int r, int *at, int *gain) {
  * the budget; periodic moves when at is not NULL. -1: out of memory. */
 static int search(vl_state *V, zb_schedule *s, int *at) {
     int r0 = 1, idle = 0;
-    while (r0 >= 0 && idle < PATIENCE && V->used < V->budget) {
+    while (r0 >= 0 && idle < V->patience && V->used < V->budget) {
         int gain = 0;
         for (int q = 0; q < s->p && r0 >= 0 && V->used < V->budget; q++)
             r0 = sweep_rank(V, s, s->p - 1 - q, at, &gain);
@@ -158,7 +182,7 @@ static int search(vl_state *V, zb_schedule *s, int *at) {
 
 zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
                     long budget, zb_err *err) {
-    vl_state V = {c, zb_sim_ws_new(), mem_limit, INFINITY, INFINITY, INFINITY, 0, budget, 0};
+    vl_state V = {c, zb_sim_ws_new(), mem_limit, INFINITY, INFINITY, INFINITY, 0, budget, 0, PATIENCE};
     int maxlen = 0;
     for (int r = 0; r < s->p; r++)
         if (s->len[r] > maxlen) maxlen = s->len[r];
@@ -191,9 +215,75 @@ zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
     return r0 < 0 ? zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory") : ZB_OK;
 }
 
+/* Is the score (span, end, sum) of V better than a's? */
+static int beats(const vl_state *V, const double a[3]) {
+    return V->span < a[0] ||
+           (V->span == a[0] && (V->end < a[1] || (V->end == a[1] && V->sum < a[2])));
+}
+
+static uint64_t next_rand(uint64_t *x) {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* A kick: 1..KICK_MOVES random moves of a pass or a pair of passes by
+ * 1..SHIFT_MAX places (each kept only where the order stays valid within
+ * the limit); 1 if any moved. */
+static int kick(vl_state *V, zb_schedule *s, uint64_t *x) {
+    int done = 0, moves = 1 + (int)(next_rand(x) % KICK_MOVES);
+    for (int k = 0; k < moves; k++) {
+        int r = (int)(next_rand(x) % (uint64_t)s->p), len = s->len[r];
+        int n = 1 + (int)(next_rand(x) % 2);
+        int d = 1 + (int)(next_rand(x) % SHIFT_MAX);
+        if (next_rand(x) & 1) d = -d;
+        int i = len > n ? (int)(next_rand(x) % (uint64_t)(len - n + 1)) : 0;
+        zb_action *a = s->acts[r];
+        if (i + d < 0 || i + d + n > len || i + n > len || !can_cross(a, i, n, d)) continue;
+        move_block(a, i, n, d);
+        double span, peak;
+        zb_err e2;
+        V->used += (long)s->p * 6 * s->m;
+        if (zb_simulate_fast(s, V->c, V->ws, &span, &peak, &e2) != ZB_OK ||
+            peak > V->limit + 1e-9 * fmax(1, fabs(V->limit)))
+            move_block(a, i + d, n, -d); /* deadlock or over the limit: undone */
+        else
+            done = 1;
+    }
+    return done;
+}
+
+/* Iterated local search: from the best order, a kick then the deep
+ * search, the result kept when better, until the budget is spent. The
+ * kicks come from a fixed seed, so the result is the same on every run. */
+static int iterate(vl_state *V, zb_schedule *best, int *at, zb_err *err) {
+    double b[3] = {V->span, V->end, V->sum};
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    zb_schedule cur = {0};
+    int r0 = 1;
+    V->patience = 1;
+    while (r0 >= 0 && V->used < V->budget) {
+        zb_schedule_free(&cur);
+        if (zb_schedule_copy(&cur, best, err) != ZB_OK) return -1;
+        if (!kick(V, &cur, &x)) continue;
+        V->span = V->end = V->sum = INFINITY;
+        r0 = better(V, &cur);
+        if (r0 > 0) r0 = search(V, &cur, at);
+        if (r0 >= 0 && (beats(V, b) || V->span == b[0])) {
+            zb_schedule t = *best;
+            *best = cur, cur = t;
+            b[0] = V->span, b[1] = V->end, b[2] = V->sum;
+        }
+    }
+    zb_schedule_free(&cur);
+    V->span = b[0], V->end = b[1], V->sum = b[2];
+    return r0;
+}
+
 zb_status zb_vlocal_deep(zb_schedule *s, const zb_costs *c, double mem_limit,
                          long budget, zb_err *err) {
-    vl_state V = {c, zb_sim_ws_new(), mem_limit, INFINITY, INFINITY, INFINITY, 0, budget, 1};
+    vl_state V = {c, zb_sim_ws_new(), mem_limit, INFINITY, INFINITY, INFINITY, 0, budget, 1, PATIENCE};
     int maxlen = 0;
     for (int r = 0; r < s->p; r++)
         if (s->len[r] > maxlen) maxlen = s->len[r];
@@ -204,6 +294,7 @@ zb_status zb_vlocal_deep(zb_schedule *s, const zb_costs *c, double mem_limit,
     int r0 = st == ZB_OK ? better(&V, &d) : 0;
     double span0 = V.span;
     if (st == ZB_OK && r0 > 0) r0 = search(&V, &d, at);
+    if (st == ZB_OK && r0 >= 0) r0 = iterate(&V, &d, at, err);
     if (st == ZB_OK && r0 < 0)
         st = zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
     if (st == ZB_OK && V.span < span0) { /* strictly shorter only */
