@@ -193,9 +193,13 @@ zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
                        "(got p=%d m=%d)", p, m);
     bool local = false;
     zb_status st = search_at(p, m, c, mem_limit, &local, out, err);
-    if (st == ZB_OK && local && 6L * p * m <= TIGHTER_MAX_PASSES)
+    /* also at ZB-V's memory itself, where the local search does not run */
+    bool deep = (local || (st == ZB_OK && !tight(p, c, mem_limit) &&
+                           tight(p, c, mem_limit - zb_greedy_mem_tol(mem_limit) - 1e-9 * mem_limit))) &&
+                6L * p * m <= TIGHTER_MAX_PASSES;
+    if (st == ZB_OK && deep)
         st = tighter(p, m, c, mem_limit, out, err);
-    if (st == ZB_OK && local && 6L * p * m <= TIGHTER_MAX_PASSES)
+    if (st == ZB_OK && deep)
         st = zb_vlocal_deep(out, c, mem_limit, DEEP_BUDGET, err);
     if (st != ZB_OK) zb_schedule_free(out);
     return st;
