@@ -17,10 +17,11 @@
  * memory the building blocks are also reordered (V-Min's and V-Half's are
  * then the authors' V-Min and V-Half orders) and, on instances of at most
  * 16384 passes, the winner is improved by a local search (auto/vlocal.h).
- * On instances of at most 1536 passes the whole search also runs at a few
- * tighter limits (the heuristic is not monotone in the limit) and the
- * winner goes through the deep local search; either replaces it only when
- * strictly shorter, so every order they do not shorten stays as it was.
+ * On instances of at most 1536 passes, at or below ZB-V's memory, the
+ * whole search also runs at a few tighter limits (the heuristic is not
+ * monotone in the limit) and the winner goes through the deep local
+ * search; either replaces it only when strictly shorter, so every order
+ * they do not shorten stays as it was.
  */
 #include "planner/auto/auto_v.h"
 
@@ -135,6 +136,13 @@ static zb_status search_at(int p, int m, const zb_costs *c, double mem_limit,
     return st;
 }
 
+/* At ZB-V's memory itself (tight just below it), where the local search
+ * does not run but the tighter limits and the deep search do. */
+static bool at_zbv(int p, const zb_costs *c, double mem_limit) {
+    double below = mem_limit - 2 * zb_greedy_mem_tol(mem_limit);
+    return !tight(p, c, mem_limit) && tight(p, c, below);
+}
+
 /* Longest rank span of s with costs c (INFINITY if it does not simulate). */
 static double span_of(const zb_schedule *s, const zb_costs *c, zb_sim_ws *ws) {
     double span, peak;
@@ -193,9 +201,7 @@ zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
                        "(got p=%d m=%d)", p, m);
     bool local = false;
     zb_status st = search_at(p, m, c, mem_limit, &local, out, err);
-    /* also at ZB-V's memory itself, where the local search does not run */
-    bool deep = (local || (st == ZB_OK && !tight(p, c, mem_limit) &&
-                           tight(p, c, mem_limit - zb_greedy_mem_tol(mem_limit) - 1e-9 * mem_limit))) &&
+    bool deep = (local || (st == ZB_OK && at_zbv(p, c, mem_limit))) &&
                 6L * p * m <= TIGHTER_MAX_PASSES;
     if (st == ZB_OK && deep)
         st = tighter(p, m, c, mem_limit, out, err);
