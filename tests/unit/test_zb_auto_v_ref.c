@@ -132,7 +132,7 @@ START_TEST(within_2pct_of_ilp_over_limits) {
         }
         zb_costs_free(&c);
     }
-    /* most small cases prove in well under a second (53 of 66 within 4 s
+    /* most small cases prove in well under a second (52 of 66 within 2 s
      * at load 8 on 2 cores): at least a quarter must count */
     ck_assert_msg(4 * proven >= cases, "only %d of %d cases proven", proven, cases);
 }
