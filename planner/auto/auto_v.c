@@ -202,7 +202,7 @@ zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
     bool local = false;
     zb_status st = search_at(p, m, c, mem_limit, &local, out, err);
     bool deep = (local || (st == ZB_OK && at_zbv(p, c, mem_limit))) &&
-                6L * p * m <= TIGHTER_MAX_PASSES;
+                p > 1 && 6L * p * m <= TIGHTER_MAX_PASSES; /* one rank never idles */
     if (st == ZB_OK && deep)
         st = tighter(p, m, c, mem_limit, out, err);
     if (st == ZB_OK && deep)

@@ -240,11 +240,13 @@ static int kick(vl_state *V, zb_schedule *s, uint64_t *x) {
         if (next_rand(x) & 1) d = -d;
         int i = len > n ? (int)(next_rand(x) % (uint64_t)(len - n + 1)) : 0;
         zb_action *a = s->acts[r];
+        /* every try counts against the budget, so the search ends even
+         * where no move is possible */
+        V->used += (long)s->p * 6 * s->m;
         if (i + d < 0 || i + d + n > len || i + n > len || !can_cross(a, i, n, d)) continue;
         move_block(a, i, n, d);
         double span, peak;
         zb_err e2;
-        V->used += (long)s->p * 6 * s->m;
         if (zb_simulate_fast(s, V->c, V->ws, &span, &peak, &e2) != ZB_OK ||
             peak > V->limit + 1e-9 * fmax(1, fabs(V->limit)))
             move_block(a, i + d, n, -d); /* deadlock or over the limit: undone */
