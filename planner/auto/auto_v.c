@@ -91,9 +91,10 @@ static bool tight(int p, const zb_costs *c, double mem_limit) {
 }
 
 /* The heuristic at one limit: every candidate, the best kept, searched
- * locally (zb_vlocal) when *local. */
+ * locally (zb_vlocal) when *local and polish (the tighter limits leave
+ * that to the deep search of the winner, at a quarter of the cost). */
 static zb_status search_at(int p, int m, const zb_costs *c, double mem_limit,
-                           bool *local, zb_schedule *out, zb_err *err) {
+                           bool polish, bool *local, zb_schedule *out, zb_err *err) {
     int *caps = zb_calloc(2 * (size_t)p, sizeof(int), err); /* p, then 2p */
     if (!caps) return ZB_ENOMEM;
     for (int r = 0; r < p; r++) caps[r] = p, caps[p + r] = 2 * p;
@@ -130,7 +131,7 @@ static zb_status search_at(int p, int m, const zb_costs *c, double mem_limit,
         st = zb_greedy_search("zb-auto-v", p, m, 2, ZB_PLACE_V, c, mem_limit,
                               pol, zb_greedy_policy_count(6L * p * m, N_POL, MIN_POL),
                               seeds, nseeds, out, err);
-    if (st == ZB_OK && *local) st = zb_vlocal(out, c, mem_limit, VLOCAL_BUDGET, err);
+    if (st == ZB_OK && *local && polish) st = zb_vlocal(out, c, mem_limit, VLOCAL_BUDGET, err);
     for (int i = 0; i < nseeds; i++) zb_schedule_free(&seeds[i]);
     free(caps);
     return st;
@@ -176,7 +177,7 @@ static zb_status tighter(int p, int m, const zb_costs *c, double mem_limit,
             break;
         zb_schedule t;
         bool local;
-        st = search_at(p, m, c, lim, &local, &t, &e2);
+        st = search_at(p, m, c, lim, false, &local, &t, &e2);
         if (st == ZB_ENOMEM) st = zb_fail(err, st, "%s", e2.msg);
         if (st != ZB_OK) {
             st = st == ZB_ENOMEM ? st : ZB_OK; /* no order at that limit */
@@ -200,7 +201,7 @@ zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
         return zb_fail(err, ZB_EINPUT, "zb-auto-v: needs p >= 1 and m >= 1 "
                        "(got p=%d m=%d)", p, m);
     bool local = false;
-    zb_status st = search_at(p, m, c, mem_limit, &local, out, err);
+    zb_status st = search_at(p, m, c, mem_limit, true, &local, out, err);
     bool deep = (local || (st == ZB_OK && at_zbv(p, c, mem_limit))) &&
                 p > 1 && 6L * p * m <= TIGHTER_MAX_PASSES; /* one rank never idles */
     if (st == ZB_OK && deep)
