@@ -17,9 +17,15 @@
  * memory the building blocks are also reordered (V-Min's and V-Half's are
  * then the authors' V-Min and V-Half orders) and, on instances of at most
  * 16384 passes, the winner is improved by a local search (auto/vlocal.h).
+ * On instances of at most 1536 passes, at or below ZB-V's memory, the
+ * whole search also runs at a few tighter limits (the heuristic is not
+ * monotone in the limit) and the winner goes through the deep local
+ * search; either replaces it only when strictly shorter, so every order
+ * they do not shorten stays as it was.
  */
 #include "planner/auto/auto_v.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -65,6 +71,16 @@ static const v_policy policies[] = {
  * only V-Min and V-Half are reordered, so large plans stay fast. */
 #define VLOCAL_MAX_PASSES 16384L
 
+/* The largest instance that also tries tighter limits and the deep local
+ * search (auto/vlocal.h): each tighter limit costs a whole search. */
+#define TIGHTER_MAX_PASSES 1536L
+#define TIGHTER_MAX 4
+
+/* Passes the deep local search and its kicks (auto/vlocal.h) may simulate
+ * on those instances: about 0.1-0.2 s; half of it leaves p 3, m 3
+ * cases 4 % above the ILP's optimum that this reaches. */
+#define DEEP_BUDGET 4000000L
+
 /* Below ZB-V's memory (p times a rank's two chunk activations, on some
  * rank): the regime of the authors' V-Half, V-Min and v_auto_schedule,
  * where the blocks are reordered and the winner searched locally. */
@@ -74,11 +90,11 @@ static bool tight(int p, const zb_costs *c, double mem_limit) {
     return false;
 }
 
-zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
-                    zb_schedule *out, zb_err *err) {
-    if (p < 1 || m < 1)
-        return zb_fail(err, ZB_EINPUT, "zb-auto-v: needs p >= 1 and m >= 1 "
-                       "(got p=%d m=%d)", p, m);
+/* The heuristic at one limit: every candidate, the best kept, searched
+ * locally (zb_vlocal) when *local and polish (the tighter limits leave
+ * that to the deep search of the winner, at a quarter of the cost). */
+static zb_status search_at(int p, int m, const zb_costs *c, double mem_limit,
+                           bool polish, bool *local, zb_schedule *out, zb_err *err) {
     int *caps = zb_calloc(2 * (size_t)p, sizeof(int), err); /* p, then 2p */
     if (!caps) return ZB_ENOMEM;
     for (int r = 0; r < p; r++) caps[r] = p, caps[p + r] = 2 * p;
@@ -100,7 +116,7 @@ zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
     zb_status st = zb_greedy_check(p, m, 2, ZB_PLACE_V, c, mem_limit,
                                    "zb-auto-v", err);
     int tight_ = st == ZB_OK && tight(p, c, mem_limit); /* c checked */
-    bool local = tight_ && 6L * p * m <= VLOCAL_MAX_PASSES;
+    *local = tight_ && 6L * p * m <= VLOCAL_MAX_PASSES;
     if (st == ZB_OK)
         st = zb_vrounds_seeds(p, m, c, mem_limit, seeds + nseeds, &nr, err);
     nseeds += nr;
@@ -108,15 +124,90 @@ zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
      * the uniform-offset blocks, schedules/vblock.h) */
     int found = 0;
     if (st == ZB_OK)
-        st = zb_vblock_best(p, m, c, mem_limit, VBLOCK_BUDGET, local ? 2 : tight_,
+        st = zb_vblock_best(p, m, c, mem_limit, VBLOCK_BUDGET, *local ? 2 : tight_,
                             &seeds[nseeds], &found, err);
     nseeds += found;
     if (st != ZB_ENOMEM)
         st = zb_greedy_search("zb-auto-v", p, m, 2, ZB_PLACE_V, c, mem_limit,
                               pol, zb_greedy_policy_count(6L * p * m, N_POL, MIN_POL),
                               seeds, nseeds, out, err);
-    if (st == ZB_OK && local) st = zb_vlocal(out, c, mem_limit, VLOCAL_BUDGET, err);
+    if (st == ZB_OK && *local && polish) st = zb_vlocal(out, c, mem_limit, VLOCAL_BUDGET, err);
     for (int i = 0; i < nseeds; i++) zb_schedule_free(&seeds[i]);
     free(caps);
+    return st;
+}
+
+/* At ZB-V's memory itself (tight just below it), where the local search
+ * does not run but the tighter limits and the deep search do. */
+static bool at_zbv(int p, const zb_costs *c, double mem_limit) {
+    double below = mem_limit - 2 * zb_greedy_mem_tol(mem_limit);
+    return !tight(p, c, mem_limit) && tight(p, c, below);
+}
+
+/* Longest rank span of s with costs c (INFINITY if it does not simulate). */
+static double span_of(const zb_schedule *s, const zb_costs *c, zb_sim_ws *ws) {
+    double span, peak;
+    zb_err ignored;
+    return zb_simulate_fast(s, c, ws, &span, &peak, &ignored) == ZB_OK ? span : INFINITY;
+}
+
+/* The step between the tighter limits tried: half the smallest chunk
+ * activation, the grain in which a rank's memory moves. */
+static double limit_step(int p, const zb_costs *c) {
+    double mb = INFINITY;
+    for (int s = 0; s < 2 * p; s++)
+        if (c->m_b[s] > 0 && c->m_b[s] < mb) mb = c->m_b[s];
+    return isinf(mb) ? 0 : mb / 2;
+}
+
+/* The heuristic is not monotone in the limit: an order it builds for a
+ * tighter limit also holds within this one and can be shorter. Try up to
+ * TIGHTER_MAX tighter limits, a step apart, down to the least that
+ * admits a schedule; keep one only when strictly shorter. */
+static zb_status tighter(int p, int m, const zb_costs *c, double mem_limit,
+                         zb_schedule *out, zb_err *err) {
+    zb_sim_ws *ws = zb_sim_ws_new();
+    if (!ws) return zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
+    double best = span_of(out, c, ws), step = limit_step(p, c);
+    zb_status st = ZB_OK;
+    for (int k = 1; k <= TIGHTER_MAX && step > 0 && st == ZB_OK; k++) {
+        double lim = mem_limit - k * step;
+        zb_err e2;
+        if (zb_greedy_check(p, m, 2, ZB_PLACE_V, c, lim, "zb-auto-v", &e2) != ZB_OK)
+            break;
+        zb_schedule t;
+        bool local;
+        st = search_at(p, m, c, lim, false, &local, &t, &e2);
+        if (st == ZB_ENOMEM) st = zb_fail(err, st, "%s", e2.msg);
+        if (st != ZB_OK) {
+            st = st == ZB_ENOMEM ? st : ZB_OK; /* no order at that limit */
+            continue;
+        }
+        double span = span_of(&t, c, ws);
+        if (span < best) {
+            best = span;
+            zb_schedule x = *out;
+            *out = t, t = x;
+        }
+        zb_schedule_free(&t);
+    }
+    zb_sim_ws_free(ws);
+    return st;
+}
+
+zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
+                    zb_schedule *out, zb_err *err) {
+    if (p < 1 || m < 1)
+        return zb_fail(err, ZB_EINPUT, "zb-auto-v: needs p >= 1 and m >= 1 "
+                       "(got p=%d m=%d)", p, m);
+    bool local = false;
+    zb_status st = search_at(p, m, c, mem_limit, true, &local, out, err);
+    bool deep = (local || (st == ZB_OK && at_zbv(p, c, mem_limit))) &&
+                p > 1 && 6L * p * m <= TIGHTER_MAX_PASSES; /* one rank never idles */
+    if (st == ZB_OK && deep)
+        st = tighter(p, m, c, mem_limit, out, err);
+    if (st == ZB_OK && deep)
+        st = zb_vlocal_deep(out, c, mem_limit, DEEP_BUDGET, err);
+    if (st != ZB_OK) zb_schedule_free(out);
     return st;
 }

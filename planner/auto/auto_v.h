@@ -4,7 +4,9 @@
  * round scheduler (auto/vrounds.h), the list scheduler's V policies
  * (auto/greedy.h), ZB-V and the building-block orders
  * (schedules/vblock_search.h), improved by a local search (auto/vlocal.h)
- * at tight limits.
+ * at tight limits; on small instances there also the same search at a
+ * few tighter limits and a deep local search, each kept only when
+ * strictly shorter.
  */
 #ifndef ZB_AUTO_V_H
 #define ZB_AUTO_V_H

@@ -2,16 +2,25 @@
 #include "planner/auto/vlocal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 /* Sweeps without a strict improvement before the search stops. */
 #define PATIENCE 4
+
+/* Farthest a shift move carries a pass (deep search). */
+#define SHIFT_MAX 8
+
+/* Most random moves in one kick of the iterated search. */
+#define KICK_MOVES 4
 
 typedef struct {
     const zb_costs *c;
     zb_sim_ws *ws;
     double limit, span, end, sum;
     long used, budget;
+    int deep;                /* also the shift moves */
+    int patience;            /* sweeps without a strict gain before a stop */
 } vl_state;
 
 /* 2 if s scores better than the best so far (which it then becomes), 1 if
@@ -77,9 +86,65 @@ static int periodic(vl_state *V, zb_schedule *s, int r, int i, int *at) {
     return r0;
 }
 
+/* Reverse a[lo..hi). */
+static void reverse(zb_action *a, int lo, int hi) {
+    for (hi--; lo < hi; lo++, hi--) {
+        zb_action t = a[lo];
+        a[lo] = a[hi], a[hi] = t;
+    }
+}
+
+/* Rotate a[lo..hi) left by k: a[lo + k] comes first. */
+static void rotate(zb_action *a, int lo, int hi, int k) {
+    reverse(a, lo, lo + k);
+    reverse(a, lo + k, hi);
+    reverse(a, lo, hi);
+}
+
+/* The block a[i..i+n) moved d places (d > 0 later, d < 0 earlier), the
+ * passes it passes shifted the other way; undo is the move by -d from
+ * i + d. */
+static void move_block(zb_action *a, int i, int n, int d) {
+    if (d > 0) rotate(a, i, i + n + d, n);
+    else rotate(a, i + d, i + n, -d);
+}
+
+/* May the block a[i..i+n) pass every pass its move by d crosses? */
+static int can_cross(const zb_action *a, int i, int n, int d) {
+    int lo = d > 0 ? i + n : i + d, hi = d > 0 ? i + n + d : i;
+    for (int k = lo; k < hi; k++)
+        for (int b = i; b < i + n; b++)
+            if (!swappable(&a[b], &a[k])) return 0;
+    return 1;
+}
+
+/* The shift moves at i on rank r: the pass at i, or it and the next (a
+ * pair such as a B and its W), moved 2..SHIFT_MAX places later or
+ * earlier; one move of what would take several single swaps, each of
+ * which may lengthen the order on its own. The first kept ends it. */
+static int shifts(vl_state *V, zb_schedule *s, int r, int i, int *gain) {
+    zb_action *a = s->acts[r];
+    for (int n = 1; n <= 2; n++)
+        for (int d = 2; d <= SHIFT_MAX && V->used < V->budget; d++)
+            for (int dir = -1; dir <= 1; dir += 2) {
+                int e = i + dir * d;
+                if (e < 0 || e + n > s->len[r] || i + n > s->len[r] ||
+                    !can_cross(a, i, n, dir * d))
+                    continue;
+                move_block(a, i, n, dir * d);
+                int r0 = better(V, s);
+                if (r0 < 0) return r0;
+                if (r0 == 2) *gain = 1;
+                if (r0 > 0) return r0;
+                move_block(a, e, n, -dir * d);
+            }
+    return 0;
+}
+
 /* One sweep over rank r: at each place the periodic move (when at is not
- * NULL), then the single swap. Returns better()'s last value (-1: out of
- * memory); *gain is set when a move shortened the schedule strictly. */
+ * NULL), then the single swap, then (deep) the shift moves. Returns
+ * better()'s last value (-1: out of memory); *gain is set when a move
+ * shortened the schedule strictly. */
 static int sweep_rank(vl_state *V, zb_schedule *s, int r, int *at, int *gain) {
     int r0 = 1;
     for (int i = 0; i + 1 < s->len[r] && V->used < V->budget; i++) {
@@ -96,6 +161,8 @@ static int sweep_rank(vl_state *V, zb_schedule *s, int r, int *at, int *gain) {
         if (r0 < 0) return r0;
         if (r0 == 2) *gain = 1;
         if (r0 == 0) swap_at(a);
+        if (r0 == 0 && V->deep) r0 = shifts(V, s, r, i, gain);
+        if (r0 < 0) return r0;
     }
     return r0;
 }
@@ -104,7 +171,7 @@ static int sweep_rank(vl_state *V, zb_schedule *s, int r, int *at, int *gain) {
  * the budget; periodic moves when at is not NULL. -1: out of memory. */
 static int search(vl_state *V, zb_schedule *s, int *at) {
     int r0 = 1, idle = 0;
-    while (r0 >= 0 && idle < PATIENCE && V->used < V->budget) {
+    while (r0 >= 0 && idle < V->patience && V->used < V->budget) {
         int gain = 0;
         for (int q = 0; q < s->p && r0 >= 0 && V->used < V->budget; q++)
             r0 = sweep_rank(V, s, s->p - 1 - q, at, &gain);
@@ -115,7 +182,7 @@ static int search(vl_state *V, zb_schedule *s, int *at) {
 
 zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
                     long budget, zb_err *err) {
-    vl_state V = {c, zb_sim_ws_new(), mem_limit, INFINITY, INFINITY, INFINITY, 0, budget};
+    vl_state V = {c, zb_sim_ws_new(), mem_limit, INFINITY, INFINITY, INFINITY, 0, budget, 0, PATIENCE};
     int maxlen = 0;
     for (int r = 0; r < s->p; r++)
         if (s->len[r] > maxlen) maxlen = s->len[r];
@@ -146,4 +213,98 @@ zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
     free(at);
     if (st != ZB_OK) return st;
     return r0 < 0 ? zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory") : ZB_OK;
+}
+
+/* Is the score (span, end, sum) of V better than a's? */
+static int beats(const vl_state *V, const double a[3]) {
+    return V->span < a[0] ||
+           (V->span == a[0] && (V->end < a[1] || (V->end == a[1] && V->sum < a[2])));
+}
+
+static uint64_t next_rand(uint64_t *x) {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* A kick: 1..KICK_MOVES random moves of a pass or a pair of passes by
+ * 1..SHIFT_MAX places (each kept only where the order stays valid within
+ * the limit); 1 if any moved. */
+static int kick(vl_state *V, zb_schedule *s, uint64_t *x) {
+    int done = 0, moves = 1 + (int)(next_rand(x) % KICK_MOVES);
+    for (int k = 0; k < moves; k++) {
+        int r = (int)(next_rand(x) % (uint64_t)s->p), len = s->len[r];
+        int n = 1 + (int)(next_rand(x) % 2);
+        int d = 1 + (int)(next_rand(x) % SHIFT_MAX);
+        if (next_rand(x) & 1) d = -d;
+        int i = len > n ? (int)(next_rand(x) % (uint64_t)(len - n + 1)) : 0;
+        zb_action *a = s->acts[r];
+        /* every try counts against the budget, so the search ends even
+         * where no move is possible */
+        V->used += (long)s->p * 6 * s->m;
+        if (i + d < 0 || i + d + n > len || i + n > len || !can_cross(a, i, n, d)) continue;
+        move_block(a, i, n, d);
+        double span, peak;
+        zb_err e2;
+        if (zb_simulate_fast(s, V->c, V->ws, &span, &peak, &e2) != ZB_OK ||
+            peak > V->limit + 1e-9 * fmax(1, fabs(V->limit)))
+            move_block(a, i + d, n, -d); /* deadlock or over the limit: undone */
+        else
+            done = 1;
+    }
+    return done;
+}
+
+/* Iterated local search: from the best order, a kick then the deep
+ * search, the result kept when better, until the budget is spent. The
+ * kicks come from a fixed seed, so the result is the same on every run. */
+static int iterate(vl_state *V, zb_schedule *best, int *at, zb_err *err) {
+    double b[3] = {V->span, V->end, V->sum};
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    zb_schedule cur = {0};
+    int r0 = 1;
+    V->patience = 1;
+    while (r0 >= 0 && V->used < V->budget) {
+        zb_schedule_free(&cur);
+        if (zb_schedule_copy(&cur, best, err) != ZB_OK) return -1;
+        if (!kick(V, &cur, &x)) continue;
+        V->span = V->end = V->sum = INFINITY;
+        r0 = better(V, &cur);
+        if (r0 > 0) r0 = search(V, &cur, at);
+        if (r0 >= 0 && (beats(V, b) || V->span == b[0])) {
+            zb_schedule t = *best;
+            *best = cur, cur = t;
+            b[0] = V->span, b[1] = V->end, b[2] = V->sum;
+        }
+    }
+    zb_schedule_free(&cur);
+    V->span = b[0], V->end = b[1], V->sum = b[2];
+    return r0;
+}
+
+zb_status zb_vlocal_deep(zb_schedule *s, const zb_costs *c, double mem_limit,
+                         long budget, zb_err *err) {
+    vl_state V = {c, zb_sim_ws_new(), mem_limit, INFINITY, INFINITY, INFINITY, 0, budget, 1, PATIENCE};
+    int maxlen = 0;
+    for (int r = 0; r < s->p; r++)
+        if (s->len[r] > maxlen) maxlen = s->len[r];
+    int *at = malloc(((size_t)maxlen / 2 + 1) * sizeof *at);
+    zb_schedule d = {0};
+    zb_status st = V.ws && at ? zb_schedule_copy(&d, s, err)
+                              : zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
+    int r0 = st == ZB_OK ? better(&V, &d) : 0;
+    double span0 = V.span;
+    if (st == ZB_OK && r0 > 0) r0 = search(&V, &d, at);
+    if (st == ZB_OK && r0 >= 0) r0 = iterate(&V, &d, at, err);
+    if (st == ZB_OK && r0 < 0)
+        st = zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
+    if (st == ZB_OK && V.span < span0) { /* strictly shorter only */
+        zb_schedule t = *s;
+        *s = d, d = t;
+    }
+    zb_schedule_free(&d);
+    zb_sim_ws_free(V.ws);
+    free(at);
+    return st;
 }

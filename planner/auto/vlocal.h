@@ -26,4 +26,16 @@
 zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
                     long budget, zb_err *err);
 
+/* The deep search: the periodic moves, single swaps and shift moves (a
+ * pass, or a pass and the next, carried 2..8 places later or earlier past
+ * passes it may swap with, in one move) under the same rule, from s; then
+ * an iterated local search: from the best order, a kick of 1..4 random
+ * shift moves (fixed seed: the same result on every run), the deep moves
+ * until a sweep brings no strict gain, the result kept when its span is
+ * not longer; until `budget` passes have been simulated. s takes the
+ * result only when its longest span is strictly shorter (else s is left
+ * byte for byte as it was). ZB_ENOMEM is the only failure. */
+zb_status zb_vlocal_deep(zb_schedule *s, const zb_costs *c, double mem_limit,
+                         long budget, zb_err *err);
+
 #endif

@@ -26,6 +26,9 @@ At each limit every authors' order whose zb peak fits is compared with
 `zbplan sim --schedule zb-auto-v --mem-limit L`; a loss is zb-auto-v
 longer by more than 1e-9 relative.
 
+VAUTO_SWEEP=1 instead sweeps v_auto_schedule's own memory settings (see
+sweep_main; issue 33).
+
 Usage: python3 tests/bench/vs_authors_v.py AUTHORS_GIT_DIR [N [SEED]]
        (ZBPLAN=bin/zbplan by default; VAUTO_MAX_P=P runs v-auto only up to
        p = P, it takes minutes per instance above p 8). Prints one line per loss and a
@@ -247,5 +250,44 @@ def main():
     return 1 if losses else 0
 
 
+def sweep_main():
+    """VAUTO_SWEEP=1: v_auto_schedule alone at each of its memory settings
+    (p+1 .. 2p chunk activations of 500 per rank) on instances redrawn to
+    p 3..4, m p..3p; one line per loss, then the count and the worst."""
+    mods = load_authors(sys.argv[1])
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 30
+    seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    rng = random.Random(seed)
+    cases = losses = 0
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(n):
+            inst = instance(rng)
+            p = inst["p"] = rng.randint(3, 4)
+            inst["m"] = rng.randint(p, 3 * p)
+            for units in range(p + 1, 2 * p + 1):
+                limit = 500 * units
+                try:
+                    span, peak = score(inst, vauto_order(mods, inst, limit), tmp)
+                except (AssertionError, AttributeError, TypeError, IndexError, KeyError,
+                        ValueError):
+                    continue
+                if peak > limit:
+                    continue
+                ours, err = zb_sim(["--schedule", "zb-auto-v", "--mem-limit", str(limit)]
+                                   + cost_args(inst))
+                cases += 1
+                if ours is None or ours[0] > span * (1 + 1e-9):
+                    losses += 1
+                    worst = max(worst, ours[0] / span - 1 if ours else 1)
+                    print("LOSS #%d p %d m %d %s limit %d: v-auto %g, zb-auto-v %s" %
+                          (i, p, inst["m"], inst["rank"], limit, span,
+                           ours[0] if ours else err), flush=True)
+    print("sweep: %d cases, %d losses, worst %.2f %%" % (cases, losses, 100 * worst))
+    return 1 if losses else 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    sys.exit(sweep_main() if os.environ.get("VAUTO_SWEEP") else main())
