@@ -116,6 +116,7 @@ START_TEST(cuda_head_size_only_for_fp32) {
     tiny_plan(&p);
     p.model.arch.hidden = 192;
     p.model.arch.heads = 2;
+    p.model.arch.kv_heads = 2;
     p.model.arch.ffn_hidden = 768;
     for (int bf = 0; bf < 2; bf++) {
         p.model.train.precision = bf ? ZB_PREC_BF16 : ZB_PREC_FP32;
@@ -141,6 +142,7 @@ START_TEST(cuda_msg_floats_match_stage) {
     p.model.arch.seq_len = 7;
     p.model.arch.hidden = 9;
     p.model.arch.heads = 3;
+    p.model.arch.kv_heads = 3;
     p.model.arch.ffn_hidden = 36;
     for (int bf = 0; bf < 2; bf++) {
         p.model.train.precision = bf ? ZB_PREC_BF16 : ZB_PREC_FP32;
