@@ -57,6 +57,7 @@ static zb_status small_model(zb_model *m, zb_err *err) {
     m->arch.layers = 8;
     m->arch.hidden = 32;
     m->arch.heads = 2;
+    m->arch.kv_heads = 2;
     m->arch.ffn_hidden = 128;
     m->arch.seq_len = SEQ;
     m->arch.vocab = 257; /* not a multiple of tp 2: a padded vocabulary row */

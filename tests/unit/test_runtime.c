@@ -50,6 +50,7 @@ static void small_model(zb_model *m) {
     m->arch.layers = 8;
     m->arch.hidden = 16;
     m->arch.heads = 2;
+    m->arch.kv_heads = 2;
     m->arch.ffn_hidden = 64;
     m->arch.seq_len = SEQ;
     m->train.global_batch = GB;
