@@ -28,36 +28,11 @@
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
+#include "tests/unit/test_rand.h"
 
 /* ------------------------------------------------------------------ */
 /* helpers                                                            */
 
-static uint64_t rng_state = 1;
-static void seed(uint64_t s) { rng_state = s ? s : 1; }
-
-/* xorshift64: uniform in [-1, 1) with 24 random bits */
-static float frand(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (float)((double)(rng_state >> 40) / (1 << 23) - 1.0);
-}
-
-static float *fbuf(size_t n) {
-    float *p = calloc(n ? n : 1, sizeof *p);
-    ck_assert_ptr_nonnull(p);
-    return p;
-}
-static float *frandbuf(size_t n, float scale) {
-    float *p = fbuf(n);
-    for (size_t i = 0; i < n; i++) p[i] = scale * frand();
-    return p;
-}
-static float *fdup(const float *x, size_t n) {
-    float *p = fbuf(n);
-    memcpy(p, x, n * sizeof *p);
-    return p;
-}
 static double *dbuf(size_t n) {
     double *p = calloc(n ? n : 1, sizeof *p);
     ck_assert_ptr_nonnull(p);
