@@ -30,6 +30,7 @@
 #include <stdlib.h>
 
 #include "planner/auto/greedy.h"
+#include "planner/auto/vauto.h"
 #include "planner/auto/vlocal.h"
 #include "planner/auto/vrounds.h"
 #include "planner/schedules/handmade.h"
@@ -61,6 +62,10 @@ static const v_policy policies[] = {
 /* Passes the building-block search may schedule in all (each block costs
  * 6pm): every block up to about p 4, m 32; a few hundred at p 16, m 64. */
 #define VBLOCK_BUDGET 3000000L
+
+/* Grid cells the authors' building-block framework (auto/vauto.h) may
+ * build: every block up to about p 4, m 32. */
+#define VAUTO_BUDGET 4000000L
 
 /* Passes each of the local searches (auto/vlocal.h) may simulate:
  * about 0.1-0.3 s each. */
@@ -108,7 +113,7 @@ static zb_status search_at(int p, int m, const zb_costs *c, double mem_limit,
             .reserve_all = vp->reserve_all,
             .f_first = vp->f_first};
     }
-    zb_schedule seeds[2 + ZB_VROUNDS_MAX];
+    zb_schedule seeds[3 + ZB_VROUNDS_MAX];
     zb_err ignored;
     int nseeds = zb_sched_zbv(p, m, &seeds[0], &ignored) == ZB_OK;
     /* the round scheduler's runs (auto/vrounds.h) compete as well */
@@ -127,6 +132,10 @@ static zb_status search_at(int p, int m, const zb_costs *c, double mem_limit,
         st = zb_vblock_best(p, m, c, mem_limit, VBLOCK_BUDGET, *local ? 2 : tight_,
                             &seeds[nseeds], &found, err);
     nseeds += found;
+    /* the authors' framework over the same blocks (auto/vauto.h) */
+    if (st == ZB_OK && *local)
+        st = zb_vauto_best(p, m, c, mem_limit, VAUTO_BUDGET, &seeds[nseeds], &found, err);
+    if (st == ZB_OK && *local) nseeds += found;
     if (st != ZB_ENOMEM)
         st = zb_greedy_search("zb-auto-v", p, m, 2, ZB_PLACE_V, c, mem_limit,
                               pol, zb_greedy_policy_count(6L * p * m, N_POL, MIN_POL),
