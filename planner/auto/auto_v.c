@@ -21,7 +21,11 @@
  * whole search also runs at a few tighter limits (the heuristic is not
  * monotone in the limit) and the winner goes through the deep local
  * search; either replaces it only when strictly shorter, so every order
- * they do not shorten stays as it was.
+ * they do not shorten stays as it was. Last, below ZB-V's memory, the
+ * authors' own building-block framework (auto/vauto.h) builds its best
+ * order over every block; it replaces the winner only when strictly
+ * shorter (then polished by the same local searches), so zb-auto-v is
+ * never longer than the authors' v_auto_schedule at the same limit.
  */
 #include "planner/auto/auto_v.h"
 
