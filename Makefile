@@ -289,7 +289,7 @@ valgrind: $(TESTS)
 	    --suppressions=tests/valgrind.supp \
 	    --error-exitcode=1 $$t; done
 
-bench: all $(BENCHES) $(BUILD)/tests/test_zb_auto_v_ref
+bench: all $(BENCHES) $(BUILD)/tests/test_zb_auto_v_ref $(BUILD)/tests/test_zb_auto_v_authors
 	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
 	@[ ! -x tests/bench/run.sh ] || BIN=$(BIN) tests/bench/run.sh
 	@[ ! -x tests/bench/mpi.sh ] || BIN=$(BIN) tests/bench/mpi.sh
@@ -297,6 +297,8 @@ bench: all $(BENCHES) $(BUILD)/tests/test_zb_auto_v_ref
 	@BIN=$(BIN) bash tests/bench/replan.sh
 	@ZB_ILP_SWEEP=1 CK_FORK=no $(BUILD)/tests/test_zb_auto_v_ref || \
 	  echo "bench: zb-auto-v is not within 2% of every V ILP optimum GLPK proved in 2 s (target missed)"
+	@ZB_VAUTO_SWEEP=1 CK_FORK=no $(BUILD)/tests/test_zb_auto_v_authors || \
+	  echo "bench: zb-auto-v is longer than the authors' v_auto_schedule on a case of the sweep (target missed)"
 	@BIN=$(BIN) bash tests/bench/postval.sh   # optimizer post-validation: step-boundary idle
 	@BIN=$(BIN) bash tests/bench/llmc_compare.sh   # LLMC_DIR=llm.c checkout: speed beside llm.c
 	@BIN=$(CURDIR)/$(BIN) tests/bench/llmc_check.sh   # LLMC_DIR: losses beside llm.c

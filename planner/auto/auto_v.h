@@ -6,7 +6,8 @@
  * (schedules/vblock_search.h), improved by a local search (auto/vlocal.h)
  * at tight limits; on small instances there also the same search at a
  * few tighter limits and a deep local search, each kept only when
- * strictly shorter.
+ * strictly shorter; last the authors' building-block framework
+ * (auto/vauto.h), kept only when strictly shorter too.
  */
 #ifndef ZB_AUTO_V_H
 #define ZB_AUTO_V_H

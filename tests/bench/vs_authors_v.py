@@ -250,40 +250,54 @@ def main():
     return 1 if losses else 0
 
 
+def sweep_cases(mods, n, seed, tmp):
+    """The sweep's cases: (instance number, instance, limit, v-auto's span)
+    for every memory setting (p+1 .. 2p chunk activations of 500 per rank)
+    of n instances redrawn to p 3..4, m p..3p, where v_auto_schedule gives
+    an order whose zb peak fits the limit."""
+    rng = random.Random(seed)
+    for i in range(n):
+        inst = instance(rng)
+        p = inst["p"] = rng.randint(3, 4)
+        inst["m"] = rng.randint(p, 3 * p)
+        for units in range(p + 1, 2 * p + 1):
+            limit = 500 * units
+            try:
+                span, peak = score(inst, vauto_order(mods, inst, limit), tmp)
+            except (AssertionError, AttributeError, TypeError, IndexError, KeyError,
+                    ValueError):
+                continue
+            if peak <= limit:
+                yield i, inst, limit, span
+
+
 def sweep_main():
     """VAUTO_SWEEP=1: v_auto_schedule alone at each of its memory settings
-    (p+1 .. 2p chunk activations of 500 per rank) on instances redrawn to
-    p 3..4, m p..3p; one line per loss, then the count and the worst."""
+    (sweep_cases); one line per loss, then the count, the worst and the
+    ratios zb-auto-v / v-auto."""
     mods = load_authors(sys.argv[1])
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 30
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
-    rng = random.Random(seed)
     cases = losses = 0
     worst = 0.0
+    ratios = []
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(n):
-            inst = instance(rng)
-            p = inst["p"] = rng.randint(3, 4)
-            inst["m"] = rng.randint(p, 3 * p)
-            for units in range(p + 1, 2 * p + 1):
-                limit = 500 * units
-                try:
-                    span, peak = score(inst, vauto_order(mods, inst, limit), tmp)
-                except (AssertionError, AttributeError, TypeError, IndexError, KeyError,
-                        ValueError):
-                    continue
-                if peak > limit:
-                    continue
-                ours, err = zb_sim(["--schedule", "zb-auto-v", "--mem-limit", str(limit)]
-                                   + cost_args(inst))
-                cases += 1
-                if ours is None or ours[0] > span * (1 + 1e-9):
-                    losses += 1
-                    worst = max(worst, ours[0] / span - 1 if ours else 1)
-                    print("LOSS #%d p %d m %d %s limit %d: v-auto %g, zb-auto-v %s" %
-                          (i, p, inst["m"], inst["rank"], limit, span,
-                           ours[0] if ours else err), flush=True)
+        for i, inst, limit, span in sweep_cases(mods, n, seed, tmp):
+            ours, err = zb_sim(["--schedule", "zb-auto-v", "--mem-limit", str(limit)]
+                               + cost_args(inst))
+            cases += 1
+            ratios.append(ours[0] / span if ours else float("inf"))
+            if ours is None or ours[0] > span * (1 + 1e-9):
+                losses += 1
+                worst = max(worst, ours[0] / span - 1 if ours else 1)
+                print("LOSS #%d p %d m %d %s limit %d: v-auto %g, zb-auto-v %s" %
+                      (i, inst["p"], inst["m"], inst["rank"], limit, span,
+                       ours[0] if ours else err), flush=True)
+    ratios.sort()
     print("sweep: %d cases, %d losses, worst %.2f %%" % (cases, losses, 100 * worst))
+    if ratios:
+        print("zb-auto-v / v-auto: median %.4f, min %.4f, max %.4f" %
+              (ratios[len(ratios) // 2], ratios[0], ratios[-1]))
     return 1 if losses else 0
 
 
