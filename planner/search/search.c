@@ -109,6 +109,21 @@ static double allreduce_s(const zb_model *m, double params, int dp, int tp,
                           inter ? c->inter_lat_s : c->intra_lat_s);
 }
 
+/* DUAL (dualpipe): pipeline ranks r and pp-1-r sum the gradients of
+ * their two copies of the same stages, a 2-rank all-reduce of all of
+ * rank r's gradients after its last pass (executor/run/rank.c), before the
+ * data-parallel one: not hidden under any pass. */
+static double copy_sum_s(const zb_model *m, double params, int dp, int tp,
+                         int pp, int r) {
+    const zb_cluster *c = &m->cluster;
+    int dpn = c->devices_per_node > 0 ? c->devices_per_node : 1;
+    long na = (long)r * dp * tp / dpn, nb = (long)(pp - 1 - r) * dp * tp / dpn;
+    bool inter = na != nb;
+    return zb_allreduce_s(params * zb_search_grad_bytes(m), 2,
+                          inter ? c->inter_bw_Bps : c->intra_bw_Bps,
+                          inter ? c->inter_lat_s : c->intra_lat_s);
+}
+
 /* ---- splits ---- */
 
 /* m with the device as one rank of a dp x tp x pp layout sees it. */
@@ -505,6 +520,8 @@ static void prepare_placement(ctx *x, const split *s, zb_placement pl) {
         x->ar_r[pl][r] = s->measured_post ? 0
             : zb_dp_exposed_s(x->mdl, allreduce_s(x->mdl, prm, s->dp, s->tp, pp),
                               bwd, fwd, buckets);
+        if (pl == ZB_PLACE_DUAL && !s->measured_post)
+            x->ar_r[pl][r] += copy_sum_s(x->mdl, prm, s->dp, s->tp, pp, r);
         /* rank r's first pass waits for the forwards of vstages 0..r-1;
          * its all-reduce follows its last pass */
         double lb_r = head + s->m * busy + x->ar_r[pl][r];
