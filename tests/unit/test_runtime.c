@@ -232,6 +232,8 @@ static void check_dualpipe(int dp, int tp, int pp) {
 START_TEST(test_dualpipe) {
     check_dualpipe(1, 1, 2);
     check_dualpipe(1, 1, 4);
+    check_dualpipe(2, 1, 2);   /* the copy pairs per DP rank ... */
+    check_dualpipe(1, 2, 2);   /* ... and per TP shard */
 }
 END_TEST
 
