@@ -28,14 +28,16 @@ static int owner(const zb_schedule *s, int vstage) {
 static int lower_edge(const zb_schedule *s, int r, int i, bool before,
                       zb_op *out) {
     const zb_action *a = &s->acts[r][i];
-    int n = s->p * s->v, vs = zb_vstage(s, r, a->chunk);
+    int vs = zb_vstage(s, r, a->chunk);
     bool fwd = a->pass == ZB_F, bwd = a->pass == ZB_B || a->pass == ZB_BW;
     if (!fwd && !bwd) return 0;
-    /* the neighbour we receive from and the one we send to */
-    int from = fwd ? vs - 1 : vs + 1, to = fwd ? vs + 1 : vs - 1;
+    /* the neighbour we receive from and the one we send to, in vs's chain
+     * (DUAL: its own copy's; -1 past the chain's ends) */
+    int prev = zb_vstage_prev(s, vs), next = zb_vstage_next(s, vs);
+    int from = fwd ? prev : next, to = fwd ? next : prev;
     zb_msg_kind msg = fwd ? ZB_MSG_ACT : ZB_MSG_GRAD;
     int peer = before ? from : to;
-    if (peer < 0 || peer >= n || owner(s, peer) == r) return 0;
+    if (peer < 0 || owner(s, peer) == r) return 0;
     *out = (zb_op){before ? ZB_OP_RECV : ZB_OP_SEND, i, owner(s, peer), msg,
                    before ? vs : to, a->mb};
     return 1;

@@ -7,6 +7,8 @@
  *   F(s,j), s < n-1, owner(s+1) != r -> SEND act  to   owner(s+1) after it
  *   B/BW(s,j), s < n-1, owner(s+1) != r -> RECV grad from owner(s+1) before
  *   B/BW(s,j), s > 0, owner(s-1) != r   -> SEND grad to   owner(s-1) after
+ * with s-1 and s+1 the neighbours in s's chain (zb_vstage_prev/next; under
+ * DUAL each copy is its own chain, so nothing crosses between them).
  * W moves nothing. An overlapped F&B step (zb_schedule.h) lowers as one
  * step: both passes' receives, both computes (F first), both sends. Tags identify (kind, virtual stage of the receiver, mb),
  * so a transport can match messages whatever order they arrive in (the

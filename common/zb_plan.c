@@ -89,7 +89,9 @@ static void write_schedule(zb_yw *w, const zb_plan *plan) {
     zb_yw_map_begin(w, false);
     zb_yw_kstr(w, "name", s->name);
     zb_yw_kstr(w, "solver", plan->solver[0] ? plan->solver : "generator");
-    zb_yw_kstr(w, "placement", s->placement == ZB_PLACE_V ? "v" : "loop");
+    zb_yw_kstr(w, "placement", s->placement == ZB_PLACE_V      ? "v"
+                               : s->placement == ZB_PLACE_DUAL ? "dual"
+                                                               : "loop");
     zb_yw_str(w, "ranks");
     zb_yw_seq_begin(w, false);
     for (int r = 0; r < s->p; r++) {

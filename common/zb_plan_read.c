@@ -187,7 +187,7 @@ static zb_status parse_action(rd *r, const zb_ynode *tok, int m, int v,
 static zb_status read_schedule(rd *r, const zb_ynode *root, zb_plan *plan,
                                const zb_ynode **ranks_out) {
     static const char *const keys[] = {"name", "solver", "placement", "ranks", NULL};
-    static const char *const places[] = {"loop", "v", NULL};
+    static const char *const places[] = {"loop", "v", "dual", NULL};
     const zb_ynode *sn, *ranks;
     ZB_TRY(section(r, root, "schedule", ZB_Y_MAP, &sn));
     ZB_TRY(zb_ymap_check_keys(r->doc, sn, "schedule", keys, r->err));
@@ -202,9 +202,13 @@ static zb_status read_schedule(rd *r, const zb_ynode *root, zb_plan *plan,
         return zb_fail_at(r->err, r->doc->file, ranks->line, ranks->col,
                           "schedule has %d rank lists, parallel.pp is %d",
                           ranks->n, plan->pp);
-    if (place == ZB_PLACE_V && plan->v != 2)
+    if (place != ZB_PLACE_LOOP && plan->v != 2)
         return zb_fail_at(r->err, r->doc->file, sn->line, sn->col,
-                          "placement v needs chunks: 2, got %d", plan->v);
+                          "placement %s needs chunks: 2, got %d", places[place],
+                          plan->v);
+    if (place == ZB_PLACE_DUAL && plan->pp % 2 != 0)
+        return zb_fail_at(r->err, r->doc->file, sn->line, sn->col,
+                          "placement dual needs an even pp, got %d", plan->pp);
     ZB_TRY(zb_schedule_init(&plan->sched, name, plan->pp, plan->m, plan->v,
                             (zb_placement)place, 0, r->err));
     for (int k = 0; k < ranks->n; k++) {
@@ -243,12 +247,21 @@ static zb_status read_stage(rd *r, const zb_ynode *st, int s, zb_plan *plan,
     ZB_TRY(zb_yget_bool(r->doc, st, "embed", true, &sp->embed, r->err));
     ZB_TRY(zb_yget_bool(r->doc, st, "head", true, &sp->head, r->err));
     zb_vstage_owner(&plan->sched, s, &er, &ec);
+    /* DUAL: each copy is a chain of pp stages holding the whole model, the
+     * up copy split as the down copy */
+    bool dual = plan->sched.placement == ZB_PLACE_DUAL;
+    int len = dual ? plan->pp : n, j = s % len;
+    if (dual && s == len) *next_layer = 0;
+    const zb_stage_span *twin = dual && s >= len ? &plan->stages[s - len] : NULL;
     const char *bad = NULL;
     if (vs != s) bad = "vstage out of order";
     else if (rank != er || chunk != ec) bad = "rank/chunk do not match the placement";
     else if (sp->first_layer != *next_layer) bad = "layers are not contiguous";
-    else if (sp->embed != (s == 0)) bad = "the embedding must be on virtual stage 0 only";
-    else if (sp->head != (s == n - 1)) bad = "the head must be on the last virtual stage only";
+    else if (sp->embed != (j == 0)) bad = dual ? "the embedding must be on each copy's first virtual stage only"
+                                               : "the embedding must be on virtual stage 0 only";
+    else if (sp->head != (j == len - 1)) bad = dual ? "the head must be on each copy's last virtual stage only"
+                                                    : "the head must be on the last virtual stage only";
+    else if (twin && sp->n_layers != twin->n_layers) bad = "the up copy must be split as the down copy";
     else if (sp->n_layers == 0 && !sp->embed && !sp->head) bad = "stage holds nothing";
     if (bad)
         return zb_fail_at(r->err, r->doc->file, st->line, st->col, "stage %d: %s", s, bad);
@@ -269,7 +282,14 @@ static zb_status read_stages(rd *r, const zb_ynode *root, zb_plan *plan) {
     if (seq->n != n)
         return zb_fail_at(r->err, r->doc->file, seq->line, seq->col,
                           "%d stages listed, pp x chunks is %d", seq->n, n);
-    for (int s = 0; s < n; s++) ZB_TRY(read_stage(r, seq->items[s], s, plan, &next));
+    for (int s = 0; s < n; s++) {
+        ZB_TRY(read_stage(r, seq->items[s], s, plan, &next));
+        if (plan->sched.placement == ZB_PLACE_DUAL && s == plan->pp - 1 &&
+            next != plan->model.arch.layers)
+            return zb_fail_at(r->err, r->doc->file, seq->line, seq->col,
+                              "the down copy's stages hold %d layers, the "
+                              "model has %d", next, plan->model.arch.layers);
+    }
     if (next != plan->model.arch.layers)
         return zb_fail_at(r->err, r->doc->file, seq->line, seq->col,
                           "stages hold %d layers, the model has %d", next,

@@ -10,10 +10,10 @@ zb_status zb_schedule_init(zb_schedule *s, const char *name, int p, int m,
                            int v, zb_placement pl, int cap_per_rank,
                            zb_err *err) {
     memset(s, 0, sizeof *s);
-    if (p < 1 || m < 1 || v < 1 || (pl == ZB_PLACE_V && v != 2))
+    if (p < 1 || m < 1 || v < 1 || (pl != ZB_PLACE_LOOP && v != 2))
         return zb_fail(err, ZB_EINPUT,
                        "schedule needs p >= 1, m >= 1, v >= 1 (v = 2 for the "
-                       "V placement); got p=%d m=%d v=%d", p, m, v);
+                       "V and DUAL placements); got p=%d m=%d v=%d", p, m, v);
     if ((long long)p * m * v > ZB_SCHED_MAX_PASSES)
         return zb_fail(err, ZB_EINPUT, "schedule too large: stages x microbatches "
                        "x chunks = %lld, the limit is %d (docs/schedules.md)",
@@ -92,7 +92,7 @@ zb_status zb_schedule_copy(zb_schedule *dst, const zb_schedule *src,
 }
 
 int zb_placement_vstage(zb_placement pl, int p, int rank, int chunk) {
-    if (pl == ZB_PLACE_V) return chunk == 0 ? rank : 2 * p - 1 - rank;
+    if (pl != ZB_PLACE_LOOP) return chunk == 0 ? rank : 2 * p - 1 - rank;
     return chunk * p + rank;
 }
 
@@ -102,13 +102,24 @@ int zb_vstage(const zb_schedule *s, int rank, int chunk) {
 
 void zb_vstage_owner(const zb_schedule *s, int vstage, int *rank, int *chunk) {
     int p = s->p;
-    if (s->placement == ZB_PLACE_V) {
+    if (s->placement != ZB_PLACE_LOOP) {
         *chunk = vstage < p ? 0 : 1;
         *rank = vstage < p ? vstage : 2 * p - 1 - vstage;
     } else {
         *chunk = vstage / p;
         *rank = vstage % p;
     }
+}
+
+int zb_vstage_prev(const zb_schedule *s, int vs) {
+    if (s->placement == ZB_PLACE_DUAL && vs == s->p) return -1;
+    return vs - 1;
+}
+
+int zb_vstage_next(const zb_schedule *s, int vs) {
+    int n = s->p * s->v;
+    if (s->placement == ZB_PLACE_DUAL && vs == s->p - 1) return -1;
+    return vs + 1 < n ? vs + 1 : -1;
 }
 
 static const char *const pass_names[] = {"F", "B", "W", "BW"};

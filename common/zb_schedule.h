@@ -8,9 +8,18 @@
  * Chunks map to virtual stages s in [0, p*v), the order the data flows:
  *   ZB_PLACE_LOOP (GPipe, 1F1B, ZB-H*, interleaved): s = chunk * p + rank
  *   ZB_PLACE_V    (ZB-V, v = 2):  chunk 0 -> s = rank, chunk 1 -> 2p-1-rank
+ *   ZB_PLACE_DUAL (DualPipe, v = 2): numbered as V, but two copies of a
+ *                 p-stage model: chunk 0 of rank r is the down copy's stage
+ *                 r (s = r), chunk 1 the up copy's stage p-1-r (s = 2p-1-r,
+ *                 the up copy's stage s-p). Microbatch mb < m/2 (the first
+ *                 half, integer division) flows down through s = 0..p-1 and
+ *                 mb >= m/2 up through s = p..2p-1 (rank p-1 first): each
+ *                 copy is its own chain, and a microbatch has passes only on
+ *                 its own copy's chunk (zb_cell_exists).
  * Dependencies (DESIGN.md): F(s,j) after F(s-1,j); B(s,j) after B(s+1,j),
  * and on the last virtual stage after F(s,j); W(s,j) after B(s,j). BW is B
- * and W together. A transfer is needed exactly when the two virtual stages of
+ * and W together. "s-1" and "s+1" are the neighbours in s's chain
+ * (zb_vstage_prev/next): one chain 0..p*v-1, or DUAL's two. A transfer is needed exactly when the two virtual stages of
  * a dependency live on different ranks (zb_lower.h).
  *
  * Overlapped F&B step (DualPipe, DeepSeek-V3 2024): an F whose flags hold
@@ -28,7 +37,7 @@
 #include "common/zb_error.h"
 
 typedef enum { ZB_F = 0, ZB_B = 1, ZB_W = 2, ZB_BW = 3 } zb_pass;
-typedef enum { ZB_PLACE_LOOP = 0, ZB_PLACE_V = 1 } zb_placement;
+typedef enum { ZB_PLACE_LOOP = 0, ZB_PLACE_V = 1, ZB_PLACE_DUAL = 2 } zb_placement;
 
 typedef struct {
     uint8_t pass;   /* zb_pass */
@@ -81,6 +90,15 @@ zb_status zb_schedule_copy(zb_schedule *dst, const zb_schedule *src,
 int zb_vstage(const zb_schedule *s, int rank, int chunk);
 void zb_vstage_owner(const zb_schedule *s, int vstage, int *rank, int *chunk);
 int zb_placement_vstage(zb_placement pl, int p, int rank, int chunk);
+/* The virtual stage before / after vs in its chain, -1 at the chain's
+ * start / end (DUAL: the two copies' ends; otherwise 0 and p*v-1). */
+int zb_vstage_prev(const zb_schedule *s, int vs);
+int zb_vstage_next(const zb_schedule *s, int vs);
+/* True when microbatch mb runs through virtual stage vs: always, but under
+ * DUAL only on its own direction's copy (mb < m/2 on s < p). */
+static inline int zb_cell_exists(const zb_schedule *s, int vs, int mb) {
+    return s->placement != ZB_PLACE_DUAL || (vs >= s->p) == (mb >= s->m / 2);
+}
 
 /* "F", "B", "W", "BW"; and parsing back (-1 if unknown). */
 const char *zb_pass_name(zb_pass k);

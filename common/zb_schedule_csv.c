@@ -220,6 +220,10 @@ static char type_letter(zb_pass k) {
 
 zb_status zb_sched_csv_write(const zb_schedule *s, const char *path,
                              zb_err *err) {
+    if (s->placement == ZB_PLACE_DUAL) /* PyTorch has one model copy */
+        return zb_fail(err, ZB_EINPUT, "%s: %s holds two model copies (DUAL "
+                       "placement), which PyTorch's CSV cannot say", path,
+                       s->name);
     zb_afile a;
     ZB_TRY(zb_afile_open(&a, path, err));
     int ok = 1;

@@ -21,7 +21,8 @@
  * reports missing, repeated or deadlocked passes. Errors are ZB_EINPUT as
  * "FILE:LINE:COL: what" (zb_fail_at). Writing is atomic (zb_afile.h) and
  * reading what was written gives the same schedule back, so writing it
- * again gives the same bytes.
+ * again gives the same bytes. A DUAL schedule (dualpipe: two model copies)
+ * has no CSV form and is refused (ZB_EINPUT).
  */
 #ifndef ZB_SCHEDULE_CSV_H
 #define ZB_SCHEDULE_CSV_H

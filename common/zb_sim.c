@@ -69,6 +69,8 @@ struct zb_sim_ws {
     double *free_at, *mem, *first, *busy, *peak;
     int *vs_of;           /* [p * v] virtual stage of (rank, chunk) */
     int *owner;           /* [n] rank of a virtual stage */
+    int *prev, *next;     /* [n] neighbours in the chain, -1 at its ends
+                             (zb_vstage_prev/next) */
     double *in_f, *in_b;  /* [n] transfer before F / B of a virtual stage */
     int *todo;            /* [p] ranks to advance */
     uint8_t *on_stack;    /* [p] */
@@ -98,6 +100,8 @@ static void free_ranks(zb_sim_ws *ws) {
 static void free_stages(zb_sim_ws *ws) {
     free(ws->vs_of);
     free(ws->owner);
+    free(ws->prev);
+    free(ws->next);
     free(ws->in_f);
     free(ws->in_b);
 }
@@ -141,10 +145,13 @@ static zb_status ws_reserve(zb_sim_ws *ws, size_t cells, size_t ranks,
         free_stages(ws);
         ws->vs_of = malloc(stages * sizeof(int));
         ws->owner = malloc(stages * sizeof(int));
+        ws->prev = malloc(stages * sizeof(int));
+        ws->next = malloc(stages * sizeof(int));
         ws->in_f = malloc(stages * sizeof(double));
         ws->in_b = malloc(stages * sizeof(double));
         ws->stages = stages;
-        if (!ws->vs_of || !ws->owner || !ws->in_f || !ws->in_b) goto oom;
+        if (!ws->vs_of || !ws->owner || !ws->prev || !ws->next || !ws->in_f ||
+            !ws->in_b) goto oom;
     }
     return ZB_OK;
 oom:
@@ -162,8 +169,10 @@ static void fill_tables(const zb_schedule *s, const zb_costs *c, zb_sim_ws *ws) 
     for (int vs = 0; vs < n; vs++) {
         int ch;
         zb_vstage_owner(s, vs, &ws->owner[vs], &ch);
-        ws->in_f[vs] = vs > 0 && zb_lower_cross(s, vs - 1, vs) ? c->t_comm[vs - 1] : 0.0;
-        ws->in_b[vs] = vs < n - 1 && zb_lower_cross(s, vs, vs + 1) ? c->t_comm[vs] : 0.0;
+        int pv = ws->prev[vs] = zb_vstage_prev(s, vs);
+        int nx = ws->next[vs] = zb_vstage_next(s, vs);
+        ws->in_f[vs] = pv >= 0 && zb_lower_cross(s, pv, vs) ? c->t_comm[pv] : 0.0;
+        ws->in_b[vs] = nx >= 0 && zb_lower_cross(s, vs, nx) ? c->t_comm[vs] : 0.0;
     }
 }
 
@@ -227,6 +236,10 @@ static zb_status check_passes(const zb_schedule *s, zb_sim_ws *ws, zb_err *err) 
                 return bad_action(err, r, i, a, action_fault(s, a, 0));
             if (a->flags && overlap_fault(s, r, i))
                 return bad_action(err, r, i, a, overlap_fault(s, r, i));
+            if (s->placement == ZB_PLACE_DUAL &&
+                !zb_cell_exists(s, vs_of[a->chunk], a->mb))
+                return bad_action(err, r, i, a, "chunk of the other direction's "
+                                  "copy (DUAL: mb < m/2 runs on chunk 0)");
             uint8_t *cell = &ws->seen[(size_t)vs_of[a->chunk] * m + a->mb];
             if (*cell & clash[a->pass])
                 return bad_action(err, r, i, a, action_fault(s, a, *cell));
@@ -236,6 +249,7 @@ static zb_status check_passes(const zb_schedule *s, zb_sim_ws *ws, zb_err *err) 
     for (int v = 0; v < n; v++) {
         for (int j = 0; j < m; j++) {
             uint8_t c = ws->seen[(size_t)v * m + j];
+            if (!zb_cell_exists(s, v, j)) continue;
             const char *missing = !(c & SEEN_F) ? "F"
                                   : (c & SEEN_BW) ? NULL
                                   : !(c & SEEN_B) ? "B (or BW)"
@@ -258,27 +272,27 @@ static zb_status check_passes(const zb_schedule *s, zb_sim_ws *ws, zb_err *err) 
 static double ready_time(const zb_schedule *s, const zb_costs *c,
                          const zb_sim_ws *ws, int vs, const zb_action *a,
                          int *dep_pass, int *dep_vs) {
-    int n = s->p * s->v, m = s->m, j = a->mb;
+    int m = s->m, j = a->mb, pv = ws->prev[vs], nx = ws->next[vs];
     switch (a->pass) {
     case ZB_F:
-        if (vs == 0) return 0.0;
+        if (pv < 0) return 0.0;
         *dep_pass = ZB_F;
-        *dep_vs = vs - 1;
-        if (ws->end_f[(size_t)(vs - 1) * m + j] < 0) return -1;
-        return ws->end_f[(size_t)(vs - 1) * m + j] +
-               (zb_lower_cross(s, vs - 1, vs) ? c->t_comm[vs - 1] : 0.0);
+        *dep_vs = pv;
+        if (ws->end_f[(size_t)pv * m + j] < 0) return -1;
+        return ws->end_f[(size_t)pv * m + j] +
+               (zb_lower_cross(s, pv, vs) ? c->t_comm[pv] : 0.0);
     case ZB_B:
     case ZB_BW:
-        if (vs == n - 1) {
+        if (nx < 0) {
             *dep_pass = ZB_F;
             *dep_vs = vs;
             return ws->end_f[(size_t)vs * m + j];
         }
         *dep_pass = ZB_B;
-        *dep_vs = vs + 1;
-        if (ws->end_b[(size_t)(vs + 1) * m + j] < 0) return -1;
-        return ws->end_b[(size_t)(vs + 1) * m + j] +
-               (zb_lower_cross(s, vs, vs + 1) ? c->t_comm[vs] : 0.0);
+        *dep_vs = nx;
+        if (ws->end_b[(size_t)nx * m + j] < 0) return -1;
+        return ws->end_b[(size_t)nx * m + j] +
+               (zb_lower_cross(s, vs, nx) ? c->t_comm[vs] : 0.0);
     default: /* W */
         *dep_pass = ZB_B;
         *dep_vs = vs;
@@ -355,19 +369,20 @@ static zb_status deadlock(const zb_schedule *s, const zb_costs *c,
 }
 
 /* ready_time from the tables, for the hot loop: the same sums. */
-static inline double ready_at(const zb_sim_ws *ws, int n, int m, int vs,
+static inline double ready_at(const zb_sim_ws *ws, int m, int vs,
                               const zb_action *a) {
     size_t j = (size_t)a->mb;
+    int pv = ws->prev[vs], nx = ws->next[vs];
     switch (a->pass) {
     case ZB_F:
-        if (vs == 0) return 0.0;
-        if (ws->end_f[(size_t)(vs - 1) * m + j] < 0) return -1;
-        return ws->end_f[(size_t)(vs - 1) * m + j] + ws->in_f[vs];
+        if (pv < 0) return 0.0;
+        if (ws->end_f[(size_t)pv * m + j] < 0) return -1;
+        return ws->end_f[(size_t)pv * m + j] + ws->in_f[vs];
     case ZB_B:
     case ZB_BW:
-        if (vs == n - 1) return ws->end_f[(size_t)vs * m + j];
-        if (ws->end_b[(size_t)(vs + 1) * m + j] < 0) return -1;
-        return ws->end_b[(size_t)(vs + 1) * m + j] + ws->in_b[vs];
+        if (nx < 0) return ws->end_f[(size_t)vs * m + j];
+        if (ws->end_b[(size_t)nx * m + j] < 0) return -1;
+        return ws->end_b[(size_t)nx * m + j] + ws->in_b[vs];
     default: /* W */
         return ws->end_b[(size_t)vs * m + j];
     }
@@ -376,10 +391,10 @@ static inline double ready_at(const zb_sim_ws *ws, int n, int m, int vs,
 /* After a pass of virtual stage vs ended on rank r: the rank whose next
  * pass may have waited for it (the next stage's F, the previous stage's
  * B) goes back on the stack if it was blocked. */
-static inline void wake(zb_sim_ws *ws, const zb_schedule *s, int n, int r,
+static inline void wake(zb_sim_ws *ws, const zb_schedule *s, int r,
                         int vs, int pass, int *top) {
-    int to = pass == ZB_F ? vs + 1 : pass == ZB_W ? -1 : vs - 1;
-    if (to < 0 || to >= n) return;
+    int to = pass == ZB_F ? ws->next[vs] : pass == ZB_W ? -1 : ws->prev[vs];
+    if (to < 0) return;
     int q = ws->owner[to];
     if (q != r && !ws->on_stack[q] && ws->idx[q] < s->len[q]) {
         ws->on_stack[q] = 1;
@@ -395,11 +410,11 @@ static bool run_overlap(const zb_schedule *s, const zb_costs *c,
                         zb_sim_ws *ws, rank_state *st, int r, int i,
                         double ready_f, const int *off, double *start,
                         double *end, int *top) {
-    int n = s->p * s->v, m = s->m;
+    int m = s->m;
     const zb_action *a = &s->acts[r][i], *b = a + 1;
     int vs_f = ws->vs_of[(size_t)r * s->v + a->chunk];
     int vs_b = ws->vs_of[(size_t)r * s->v + b->chunk];
-    double ready_b = ready_at(ws, n, m, vs_b, b);
+    double ready_b = ready_at(ws, m, vs_b, b);
     if (ready_b < 0) return false;
     double t0 = ready_f > ready_b ? ready_f : ready_b;
     if (st->free_at > t0) t0 = st->free_at;
@@ -417,8 +432,8 @@ static bool run_overlap(const zb_schedule *s, const zb_costs *c,
         start[off[r] + i] = start[off[r] + i + 1] = t0;
         end[off[r] + i] = end[off[r] + i + 1] = t1;
     }
-    wake(ws, s, n, r, vs_f, ZB_F, top);
-    wake(ws, s, n, r, vs_b, b->pass, top);
+    wake(ws, s, r, vs_f, ZB_F, top);
+    wake(ws, s, r, vs_b, b->pass, top);
     return true;
 }
 
@@ -427,7 +442,7 @@ static bool run_overlap(const zb_schedule *s, const zb_costs *c,
 static int advance(const zb_schedule *s, const zb_costs *c, zb_sim_ws *ws,
                    int r, const int *off, double *start, double *end,
                    int *top) {
-    int n = s->p * s->v, m = s->m, i = ws->idx[r], i0 = i, len = s->len[r];
+    int m = s->m, i = ws->idx[r], i0 = i, len = s->len[r];
     const zb_action *acts = s->acts[r];
     const int *vs_of = ws->vs_of + (size_t)r * s->v;
     rank_state st = {ws->free_at[r], ws->mem[r], ws->first[r], ws->busy[r],
@@ -435,7 +450,7 @@ static int advance(const zb_schedule *s, const zb_costs *c, zb_sim_ws *ws,
     for (; i < len; i++) {
         const zb_action *a = &acts[i];
         int vs = vs_of[a->chunk];
-        double ready = ready_at(ws, n, m, vs, a);
+        double ready = ready_at(ws, m, vs, a);
         if (ready < 0) break;
         if (a->flags) { /* an overlapped F&B step: this F and the next */
             if (!run_overlap(s, c, ws, &st, r, i, ready, off, start, end, top))
@@ -451,7 +466,7 @@ static int advance(const zb_schedule *s, const zb_costs *c, zb_sim_ws *ws,
             start[off[r] + i] = t0;
             end[off[r] + i] = t1;
         }
-        wake(ws, s, n, r, vs, a->pass, top);
+        wake(ws, s, r, vs, a->pass, top);
     }
     ws->idx[r] = i;
     ws->free_at[r] = st.free_at, ws->mem[r] = st.mem, ws->first[r] = st.first;

@@ -20,8 +20,9 @@
  *    then zb_procs_cuda_up: the watchdog, MPI_Init for MPI launches (MPI
  *    built in, else ZB_EINPUT), rank 0's NCCL unique id to every rank
  *    (zb_bootstrap_bcast: MPI, or TCP at MASTER_ADDR:MASTER_PORT for
- *    torchrun-style), then zb_nccl_new with the rank's TP, DP and
- *    embedding groups (zb_run_groups) under the watchdog;
+ *    torchrun-style), then zb_nccl_new with the rank's TP, DP,
+ *    embedding and (DUAL plans) copy-pair groups (zb_run_groups) under
+ *    the watchdog;
  *  - out receives the transport, rank, world, local rank and device.
  * Once `started`, failures are ended with zb_mpi_abort (every process of
  * an MPI job goes; without MPI this process only, and the watchdog ends

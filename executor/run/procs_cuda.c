@@ -51,7 +51,7 @@ zb_status zb_procs_cuda_up(zb_procs *p, const zb_plan *plan, int device,
     ZB_TRY(mpi_up(p, err));
     if (l->rank == 0) ZB_TRY(zb_nccl_unique_id(id, err));
     ZB_TRY(zb_bootstrap_bcast(l, id, sizeof id, err));
-    zb_group g[3];
+    zb_group g[ZB_RUN_GROUPS];
     zb_run_groups(plan, l->rank, g);
     int max_msgs;
     size_t msg_floats;
@@ -63,7 +63,7 @@ zb_status zb_procs_cuda_up(zb_procs *p, const zb_plan *plan, int device,
     int slots[ZB_NCCL_RINGS];
     ZB_TRY(zb_run_plan_ring_slots(plan, slots, err));
     (void)max_msgs; /* the staging rings are sized per direction */
-    zb_status s = zb_nccl_new(l->rank, l->world, device, id, 3, g, slots,
+    zb_status s = zb_nccl_new(l->rank, l->world, device, id, ZB_RUN_GROUPS, g, slots,
                               msg_floats, plan->dp * plan->tp, &p->nccl, err);
     zb_watchdog_disarm();
     if (s != ZB_OK) return s;

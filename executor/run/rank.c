@@ -146,13 +146,31 @@ static zb_status run_program(zb_rank *rk, zb_err *err) {
     return ZB_OK;
 }
 
-/* Tied embedding (both copies), then data parallel: plain sums. */
+/* DUAL plans (dualpipe): pipeline ranks r and pp-1-r hold the two copies
+ * of stages lo = min(r, pp-1-r) and pp-1-lo, as chunks (0, 1) on rank lo
+ * and (1, 0) on the other; both sum stage lo's gradients first, then the
+ * other's, so the copies get the same sums and stay equal. */
+static zb_status sync_copies(zb_rank *rk, zb_err *err) {
+    int pp = rk->ctx->plan->pp, pr = rk->pp_rank;
+    bool low = pr < pp - 1 - pr;
+    for (int k = 0; k < 2; k++) {
+        size_t n;
+        float *g = zb_stage_copy_grads(rk->st, low ? k : 1 - k, &n);
+        if (g && n > 0)
+            ZB_TRY(rk->tr->allreduce(rk->tr, &rk->copy_g, g, n, err));
+    }
+    return ZB_OK;
+}
+
+/* Tied embedding (both copies), the two model copies of a DUAL plan, then
+ * data parallel: plain sums. */
 static zb_status sync_grads(zb_rank *rk, zb_err *err) {
     size_t n;
     float *tied = zb_stage_tied_grad(rk->st, &n);
     zb_mark emb = mark_now();
     if (tied && rk->in_emb_group)
         ZB_TRY(rk->tr->allreduce(rk->tr, &rk->emb_g, tied, n, err));
+    if (rk->copy_g.n > 1) ZB_TRY(sync_copies(rk, err));
     bnd_wait(rk, emb);
     zb_mark dp = mark_now();
     if (rk->dp_g.n > 1) {

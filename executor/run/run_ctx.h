@@ -35,6 +35,8 @@ typedef struct {
     int device;                  /* ... and on which CUDA device */
     zb_group tp_g, dp_g, emb_g, world_g;
     bool in_emb_group;           /* first or last pipeline rank, pp > 1 */
+    zb_group copy_g;             /* DUAL plans: pipeline ranks r and
+                                    pp-1-r (n = 0 otherwise) */
     const zb_op *ops;            /* the pipeline rank's program */
     int n_ops;
     const zb_action *acts;       /* its compute actions */

@@ -293,16 +293,24 @@ static void make_groups(zb_rank *rk, const zb_plan *p, int world) {
     rk->dp_g = (zb_group){.id = world + pr * p->tp + tr, .n = p->dp,
                           .first = zb_plan_rank(p, pr, 0, tr), .stride = p->tp};
     rk->world_g = (zb_group){.id = 3 * world, .n = world, .first = 0, .stride = 1};
-    /* the tied embedding lives with vstage 0 and the last vstage */
+    /* the tied embedding lives with vstage 0 and the last vstage (DUAL:
+     * the down copy's last, rank pp-1, which holds the up copy's first) */
+    bool dual = p->sched.placement == ZB_PLACE_DUAL;
     zb_vstage_owner(&p->sched, 0, &a, &chunk);
-    zb_vstage_owner(&p->sched, p->pp * p->v - 1, &b, &chunk);
+    zb_vstage_owner(&p->sched, dual ? p->pp - 1 : p->pp * p->v - 1, &b, &chunk);
     rk->in_emb_group = a != b && (pr == a || pr == b);
     int ra = zb_plan_rank(p, a, dr, tr), rb = zb_plan_rank(p, b, dr, tr);
     rk->emb_g = (zb_group){.id = 2 * world + dr * p->tp + tr, .n = 2,
                            .first = ra, .stride = rb > ra ? rb - ra : 1};
+    /* DUAL: the pair holding the two copies of the same stages */
+    int lo = pr < p->pp - 1 - pr ? pr : p->pp - 1 - pr;
+    int rl = zb_plan_rank(p, lo, dr, tr), rh = zb_plan_rank(p, p->pp - 1 - lo, dr, tr);
+    rk->copy_g = (zb_group){.id = 4 * world + (lo * p->dp + dr) * p->tp + tr,
+                            .n = dual ? 2 : 0, .first = rl,
+                            .stride = rh > rl ? rh - rl : 1};
 }
 
-void zb_run_groups(const zb_plan *p, int rank, zb_group g[3]) {
+void zb_run_groups(const zb_plan *p, int rank, zb_group g[ZB_RUN_GROUPS]) {
     zb_rank rk = {.rank = rank};
     zb_plan_coords(p, rank, &rk.pp_rank, &rk.dp_rank, &rk.tp_rank);
     make_groups(&rk, p, zb_plan_world(p));
@@ -310,6 +318,7 @@ void zb_run_groups(const zb_plan *p, int rank, zb_group g[3]) {
     g[1] = rk.dp_g;
     g[2] = rk.emb_g;
     if (!rk.in_emb_group) g[2].n = 0;
+    g[3] = rk.copy_g;
 }
 
 /* Does any chunk of pipeline rank pr hold the embedding or the head? */
@@ -402,21 +411,18 @@ static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
         return ZB_OK;
     }
     int *devices = zb_calloc((size_t)world, sizeof *devices, err);
-    zb_group *groups = devices ? zb_calloc(3 * (size_t)world, sizeof *groups, err) : NULL;
+    zb_group *groups = devices ? zb_calloc(ZB_RUN_GROUPS * (size_t)world, sizeof *groups, err) : NULL;
     zb_transport **ends = groups ? zb_calloc((size_t)world, sizeof *ends, err) : NULL;
     zb_status st = ends ? ZB_OK : ZB_ENOMEM;
     for (int r = 0; st == ZB_OK && r < world; r++) {
         zb_rank *rk = &c->ranks[r];
         devices[r] = rk->device;
-        groups[3 * r] = rk->tp_g;
-        groups[3 * r + 1] = rk->dp_g;
-        groups[3 * r + 2] = rk->emb_g;
-        if (!rk->in_emb_group) groups[3 * r + 2].n = 0;
+        zb_run_groups(c->plan, r, groups + ZB_RUN_GROUPS * r);
     }
     int slots[ZB_NCCL_RINGS];
     zb_run_ring_slots(&c->prog, slots);
     if (st == ZB_OK)
-        st = zb_nccl_threads_new(world, devices, 3, groups, slots, msg,
+        st = zb_nccl_threads_new(world, devices, ZB_RUN_GROUPS, groups, slots, msg,
                                  c->plan->dp * c->plan->tp, ends, err);
     if (st == ZB_OK) {
         c->nccl0 = ends[0];

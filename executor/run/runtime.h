@@ -89,10 +89,13 @@ const char *zb_run_cuda_share_refusal(int world, int devices, bool share,
 
 /* The groups global rank `rank` of the plan's layout is in, as the
  * runtime uses them: g[0] its TP group, g[1] its DP group, g[2] its tied
- * embedding group (n = 0 when it holds no tied embedding half). A
+ * embedding group (n = 0 when it holds no tied embedding half), g[3] its
+ * copy pair under a DUAL plan (dualpipe: pipeline ranks r and pp-1-r,
+ * which hold the two copies of the same two stages; n = 0 otherwise). A
  * per-process transport that must know its groups up front (NCCL) is
  * made with these. */
-void zb_run_groups(const zb_plan *plan, int rank, zb_group g[3]);
+#define ZB_RUN_GROUPS 4
+void zb_run_groups(const zb_plan *plan, int rank, zb_group g[ZB_RUN_GROUPS]);
 
 /* Threads per rank for `world` ranks on `cores` cores: max(1, cores/world). */
 int zb_threads_per_rank(int cores, int world);

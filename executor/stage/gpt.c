@@ -145,9 +145,10 @@ static zb_status chunk_init(zb_stage *st, int c, zb_err *err) {
     ck->head = sp->head;
     ck->pc = st->pt.chunk[c];
     ck->prev = -1;
-    if (ck->vstage > 0) {
+    int pv = zb_vstage_prev(&p->sched, ck->vstage); /* DUAL: in its copy */
+    if (pv >= 0) {
         int r, pc;
-        zb_vstage_owner(&p->sched, ck->vstage - 1, &r, &pc);
+        zb_vstage_owner(&p->sched, pv, &r, &pc);
         if (r == rank) ck->prev = pc;
     }
     zb_layer_acts la;
@@ -398,9 +399,9 @@ void zb_stage_drop(zb_stage *st, int c, int mb) {
  * hands its own over. */
 static zb_status warm_input(zb_stage *st, int c, bool grad, zb_err *err) {
     const zb_schedule *s = &st->plan->sched;
-    int n = s->p * s->v, vs = zb_vstage(s, st->cfg.pp_rank, c);
-    int nb = grad ? vs + 1 : vs - 1;
-    if (nb < 0 || nb >= n || !zb_lower_cross(s, vs, nb)) return ZB_OK;
+    int vs = zb_vstage(s, st->cfg.pp_rank, c);
+    int nb = grad ? zb_vstage_next(s, vs) : zb_vstage_prev(s, vs);
+    if (nb < 0 || !zb_lower_cross(s, vs, nb)) return ZB_OK;
     float *buf = grad ? zb_stage_grad_in(st, c, 0) : zb_stage_act_in(st, c, 0);
     if (!buf) return ZB_OK;
     return st->ops.memset0(st->ops.ctx, buf, st->nc_bytes, err);
@@ -511,6 +512,16 @@ zb_status zb_stage_params_from_host(zb_stage *st, const float *src, size_t n,
     ZB_TRY(st->ops.from_host(st->ops.ctx, st->params, src, n * sizeof *src,
                              err));
     return zb_gpt_weights_changed(st, err);
+}
+
+float *zb_stage_copy_grads(zb_stage *st, int chunk, size_t *n) {
+    if (chunk < 0 || chunk >= st->v) {
+        *n = 0;
+        return NULL;
+    }
+    const zb_pchunk *ck = &st->pt.chunk[chunk];
+    *n = ck->copy_floats;
+    return st->grads + ck->copy_off;
 }
 
 float *zb_stage_tied_grad(zb_stage *st, size_t *n) {

@@ -147,6 +147,11 @@ zb_status zb_stage_params_from_host(zb_stage *st, const float *src, size_t n,
  * stage when they are on different pipeline ranks), to be summed over the
  * embedding group; NULL when there is none to sync. */
 float *zb_stage_tied_grad(zb_stage *st, size_t *n);
+/* Gradients of chunk `chunk` but the tied table (contiguous, n floats):
+ * under a DUAL plan (dualpipe), what this rank sums with the other copy of
+ * the same stage (chunk 1 - chunk of pipeline rank pp-1-rank) before the
+ * optimizer, so the copies stay equal. NULL, n 0 for a bad chunk. */
+float *zb_stage_copy_grads(zb_stage *st, int chunk, size_t *n);
 
 /* Sum of squared gradients over the parameters this rank "owns" for the
  * global norm: TP-replicated tensors only on tp_rank 0, the tied embedding

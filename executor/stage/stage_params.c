@@ -109,10 +109,13 @@ static void layout(zb_ptable *pt, const zb_plan *plan, int pp_rank) {
     builder b = {pt, 0};
     pt->n = 0;
     pt->tied = -1;
-    int wte = -1;
+    int wte = -1, wte_later = -1;
+    bool dual = plan->sched.placement == ZB_PLACE_DUAL;
     for (int c = 0; c < plan->v; c++) {
         const zb_stage_span *sp = &plan->stages[zb_vstage(&plan->sched, pp_rank, c)];
-        zb_pchunk ck = {-1, -1, -1, sp->n_layers, -1, -1, -1};
+        zb_pchunk ck = {-1, -1, -1, sp->n_layers, -1, -1, -1, 0, 0};
+        int first = pt->n;
+        size_t off0 = b.off;
         if (sp->embed) {
             ck.wte = wte = add(&b, "wte", -1, ZB_T_WTE, Vl, C, V, C, ZB_SHARD_ROWS, 0.02f, 0);
             if (a->position == ZB_POS_LEARNED)
@@ -128,6 +131,8 @@ static void layout(zb_ptable *pt, const zb_plan *plan, int pp_rank) {
             ck.lnfb = add(&b, "lnf.b", -1, ZB_T_LNFB, nb, 1, nb, 1, ZB_SHARD_NONE, 0, 0);
             if (!a->tied_embeddings)
                 ck.head = add(&b, "lm_head", -1, ZB_T_LMHEAD, Vl, C, V, C, ZB_SHARD_ROWS, 0.02f, 0);
+            else if (has_embed && wte < 0)
+                wte_later = c; /* DUAL rank p-1: the up copy's wte follows */
             else if (has_embed)
                 ck.head = wte;
             else {
@@ -138,13 +143,31 @@ static void layout(zb_ptable *pt, const zb_plan *plan, int pp_rank) {
                 }
             }
         }
+        /* DUAL: chunk 1 is another rank's chunk 0 (the other copy of
+         * the same stage): the norm counts each stage once */
+        for (int j = first; dual && c == 1 && pt->t && j < pt->n; j++)
+            pt->t[j].norm = false;
+        ck.copy_off = off0;
+        ck.copy_floats = b.off - off0;
         if (pt->chunk) pt->chunk[c] = ck;
     }
+    if (wte_later >= 0 && pt->chunk) pt->chunk[wte_later].head = wte;
     /* The embedding's rank syncs wte with the head's copy when they differ. */
     bool has_head = false;
     for (int c = 0; c < plan->v; c++)
         if (plan->stages[zb_vstage(&plan->sched, pp_rank, c)].head) has_head = true;
     if (a->tied_embeddings && has_embed && !has_head) pt->tied = wte;
+    /* DUAL: ranks 0 and p-1 each hold one table for an embedding and the
+     * other copy's head; the two tables are summed as the tied pair */
+    if (a->tied_embeddings && dual) pt->tied = wte;
+    /* the tied table leads its chunk (embedding first): the copies' sum
+     * leaves it to the tied pair's */
+    for (int c = 0; pt->chunk && pt->t && pt->tied >= 0 && c < plan->v; c++)
+        if (pt->chunk[c].wte == pt->tied) {
+            size_t k = (size_t)pt->t[wte].rows * pt->t[wte].cols;
+            pt->chunk[c].copy_off += k;
+            pt->chunk[c].copy_floats -= k;
+        }
     pt->floats = b.off;
 }
 

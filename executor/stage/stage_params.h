@@ -86,6 +86,9 @@ typedef struct {
     int layer0;             /* first tensor of the chunk's first block */
     int n_layers;
     int lnfw, lnfb, head;   /* head: head may point at the shared wte */
+    size_t copy_off, copy_floats; /* the chunk's floats but the tied table
+                                     (pt->tied): what a DUAL plan's two
+                                     copies of the stage sum */
 } zb_pchunk;
 
 typedef struct {

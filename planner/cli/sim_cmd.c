@@ -238,7 +238,9 @@ static zb_status run_one(const sim_args *a, const char *name, sim_out *o,
     o->v = a->import_path ? a->v : zb_schedule_chunks(name, a->v > 0 ? a->v : 2);
     snprintf(o->rep.solver, sizeof o->rep.solver, "%s",
              a->import_path ? "import" : "generator");
-    double v = o->v;
+    /* what one chunk's pass costs: a stage's share (dualpipe's chunks are
+     * whole stages of its two model copies) */
+    double v = o->v / (double)(a->import_path ? 1 : zb_schedule_copies(name));
     zb_costs c;
     if (a->costs_path) {
         zb_err e2;

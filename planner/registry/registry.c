@@ -31,14 +31,15 @@
 
 enum { S_GPIPE, S_1F1B, S_INTERLEAVED, S_ZBH1, S_ZBH2, S_ZBV,
        S_AUTO, S_1P, S_2P, S_AUTO_V, S_DUALPIPEV, S_COUNT,
-       S_VHALF = S_COUNT, S_VMIN, S_ALL };
+       S_VHALF = S_COUNT, S_VMIN, S_DUALPIPE, S_ALL };
 
 /* names[S_COUNT] ends the planner's list; the V building-block schedules
- * follow it (zb_schedule_block_names). */
+ * and dualpipe follow it (zb_schedule_block_names): the plan search does
+ * not try them unless asked by name. */
 static const char *const names[S_ALL + 2] = {
     "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v",
     "zb-auto", "zb-1p", "zb-2p", "zb-auto-v", "dualpipev", NULL, "v-half",
-    "v-min", NULL};
+    "v-min", "dualpipe", NULL};
 
 /* The automatic schedules: heuristic, then maybe the ILP. */
 static bool is_auto(int k) { return k >= S_AUTO && k <= S_AUTO_V; }
@@ -49,11 +50,17 @@ const char *const *zb_schedule_block_names(void) { return names + S_COUNT + 1; }
 static const char *name_of(int k) { return names[k < S_COUNT ? k : k + 1]; }
 
 /* Names users bring from PyTorch (get_schedule_class) that are not ours
- * in another case (GPipe, 1F1B, DualPipeV are), matched in any case, with
- * the registry's name they mean. PyTorch's InterleavedZeroBubble (LOOP
- * chunks with split B/W) has no zb twin, so it is no alias. */
+ * in another case (GPipe, 1F1B, DualPipeV, DualPipe are), matched in any
+ * case, with the registry's name they mean. PyTorch's
+ * InterleavedZeroBubble (its docstring: the Zero Bubble paper's ZB-1P on
+ * two LOOP chunks per rank, split B/W) has no LOOP twin here; it means
+ * zb-v, the zb schedule of the same purpose (two chunks per rank, split
+ * B/W, peak p*M_B), which is never longer than PyTorch's order nor holds
+ * more (uniform costs, p 2 m 4 and 6: 12 and 18 against 12.5 and 18.5;
+ * p 4 m 8: 24 against 25.5, peaks equal; tests/e2e/pytorch_csv.sh). */
 static const char *const aliases[][2] = {
-    {"Interleaved1F1B", "interleaved"}, {"ZBVZeroBubble", "zb-v"}};
+    {"Interleaved1F1B", "interleaved"}, {"ZBVZeroBubble", "zb-v"},
+    {"InterleavedZeroBubble", "zb-v"}};
 
 static int find(const char *name) {
     for (int k = 0; name && k < S_ALL; k++)
@@ -91,10 +98,15 @@ int zb_schedule_chunks(const char *name, int v) {
 
 zb_placement zb_schedule_placement(const char *name) {
     int k = find(name);
+    if (k == S_DUALPIPE) return ZB_PLACE_DUAL;
     return k == S_ZBV || k >= S_AUTO_V ? ZB_PLACE_V : ZB_PLACE_LOOP;
 }
 
 bool zb_schedule_splits_bw(const char *name) { return find(name) >= S_ZBH1; }
+
+int zb_schedule_copies(const char *name) {
+    return find(name) == S_DUALPIPE ? 2 : 1;
+}
 
 static zb_status unknown(const char *name, zb_err *err) {
     char list[256] = "";
@@ -145,6 +157,7 @@ static zb_status make_handmade(int k, const zb_sched_params *prm,
     case S_VHALF: return zb_sched_vhalf(prm->p, prm->m, out, err);
     case S_VMIN: return zb_sched_vmin(prm->p, prm->m, out, err);
     case S_DUALPIPEV: return zb_sched_dualpipev(prm->p, prm->m, out, err);
+    case S_DUALPIPE: return zb_sched_dualpipe(prm->p, prm->m, out, err);
     default: return make_zbv(prm, out, err);
     }
 }

@@ -2,7 +2,7 @@
  * named. zb_schedule_make builds schedule `name` for p ranks, m
  * microbatches by calling its generator: the hand-made ones
  * (schedules/handmade.h: gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v,
- * dualpipev, v-half, v-min) and the automatic ones (auto/auto_loop.h, auto/auto_v.h,
+ * dualpipev, v-half, v-min, dualpipe) and the automatic ones (auto/auto_loop.h, auto/auto_v.h,
  * ilp/ilp_loop.h, ilp/ilp_v.h: zb-auto, zb-1p, zb-2p, zb-auto-v). An unmet
  * condition is ZB_EINPUT with a message naming it, never a wrong schedule.
  * The parameter and report types are schedules/generator.h's.
@@ -33,8 +33,9 @@ zb_status zb_schedule_refine(const char *name, const zb_sched_params *prm,
 /* NULL-terminated list of the planner's schedule names, in display order. */
 const char *const *zb_schedule_names(void);
 /* NULL-terminated list of the V building-block schedules, "v-half" and
- * "v-min" (schedules/vblock.h): zb_schedule_make and `zbplan sim` take them,
- * the plan search does not list them (zb-auto-v tries their orders). */
+ * "v-min" (schedules/vblock.h), and "dualpipe" (bidirectional, two model
+ * copies): zb_schedule_make and `zbplan sim` take them, the plan search
+ * does not list them (zb-auto-v tries the blocks' orders). */
 const char *const *zb_schedule_block_names(void);
 /* Chunks per rank the named schedule needs given prm->v (1, v or 2). */
 int zb_schedule_chunks(const char *name, int v);
@@ -48,8 +49,13 @@ const char *zb_schedule_resolve(const char *name);
  * help texts. */
 void zb_schedule_list_text(char *buf, size_t cap);
 /* Placement of the named schedule: ZB_PLACE_V for zb-v, zb-auto-v,
- * dualpipev, v-half, v-min; ZB_PLACE_LOOP otherwise (also unknown names). */
+ * dualpipev, v-half, v-min; ZB_PLACE_DUAL for dualpipe; ZB_PLACE_LOOP
+ * otherwise (also unknown names). */
 zb_placement zb_schedule_placement(const char *name);
+/* Copies of the model the named schedule holds: 2 for dualpipe (its two
+ * chunks per rank are whole stages of two copies: a chunk's pass costs a
+ * stage's, the model is split into p stages, not p*v), else 1. */
+int zb_schedule_copies(const char *name);
 /* True if the schedule splits B and W. */
 bool zb_schedule_splits_bw(const char *name);
 

@@ -26,6 +26,9 @@ zb_status zb_sched_zbv_layout(int p, int m, int n, zb_schedule *out,
 /* DualPipeV (DeepSeek-V3 2024, schedules/dualpipev.c): V placement, v = 2,
  * overlapped F&B steps in the steady state; needs m >= 2p. */
 zb_status zb_sched_dualpipev(int p, int m, zb_schedule *out, zb_err *err);
+/* DualPipe (DeepSeek-V3 2024, schedules/dualpipe.c): bidirectional, DUAL
+ * placement (two model copies), v = 2; needs p even, m even, m >= 2p. */
+zb_status zb_sched_dualpipe(int p, int m, zb_schedule *out, zb_err *err);
 /* V-Half and V-Min (Qi et al. 2024, building blocks, schedules/vblock.h): V
  * placement, split B/W, about 1/2 and 1/3 of 1F1B's activation memory. */
 zb_status zb_sched_vhalf(int p, int m, zb_schedule *out, zb_err *err);

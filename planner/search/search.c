@@ -109,6 +109,21 @@ static double allreduce_s(const zb_model *m, double params, int dp, int tp,
                           inter ? c->inter_lat_s : c->intra_lat_s);
 }
 
+/* DUAL (dualpipe): pipeline ranks r and pp-1-r sum the gradients of
+ * their two copies of the same stages, a 2-rank all-reduce of all of
+ * rank r's gradients after its last pass (executor/run/rank.c), before the
+ * data-parallel one: not hidden under any pass. */
+static double copy_sum_s(const zb_model *m, double params, int dp, int tp,
+                         int pp, int r) {
+    const zb_cluster *c = &m->cluster;
+    int dpn = c->devices_per_node > 0 ? c->devices_per_node : 1;
+    long na = (long)r * dp * tp / dpn, nb = (long)(pp - 1 - r) * dp * tp / dpn;
+    bool inter = na != nb;
+    return zb_allreduce_s(params * zb_search_grad_bytes(m), 2,
+                          inter ? c->inter_bw_Bps : c->intra_bw_Bps,
+                          inter ? c->inter_lat_s : c->intra_lat_s);
+}
+
 /* ---- splits ---- */
 
 /* m with the device as one rank of a dp x tp x pp layout sees it. */
@@ -134,6 +149,9 @@ typedef struct {
 
 typedef struct { const char *name; int v; } job;
 
+/* Placements: LOOP, V, DUAL (zb_placement). */
+#define NPL 3
+
 typedef struct {
     const zb_model *mdl;
     const zb_search_opts *o;
@@ -142,13 +160,13 @@ typedef struct {
     zb_sim_ws *ws;
     int max_n, max_p;
     zb_stage_span *spans;          /* [max_n] the current partition */
-    zb_costs cost[2];              /* [max_n] by placement */
-    double *static_r[2];           /* [max_p] static bytes per rank */
-    double *ar_r[2];               /* [max_p] DP all-reduce time per rank */
+    zb_costs cost[NPL];            /* [max_n] by placement */
+    double *static_r[NPL];         /* [max_p] static bytes per rank */
+    double *ar_r[NPL];             /* [max_p] DP all-reduce time per rank */
     /* the current group (split, v) */
     int g_v;
-    bool g_ready[2];
-    double g_lb[2], g_opt[2], g_max_static[2];
+    bool g_ready[NPL];
+    double g_lb[NPL], g_opt[NPL], g_max_static[NPL];
     long key_base;
     int cores;                     /* cpu: the machine's cores; 0 else */
     int skipped_splits;            /* the cost model rejected them */
@@ -502,6 +520,8 @@ static void prepare_placement(ctx *x, const split *s, zb_placement pl) {
         x->ar_r[pl][r] = s->measured_post ? 0
             : zb_dp_exposed_s(x->mdl, allreduce_s(x->mdl, prm, s->dp, s->tp, pp),
                               bwd, fwd, buckets);
+        if (pl == ZB_PLACE_DUAL && !s->measured_post)
+            x->ar_r[pl][r] += copy_sum_s(x->mdl, prm, s->dp, s->tp, pp, r);
         /* rank r's first pass waits for the forwards of vstages 0..r-1;
          * its all-reduce follows its last pass */
         double lb_r = head + s->m * busy + x->ar_r[pl][r];
@@ -522,13 +542,18 @@ static void prepare_placement(ctx *x, const split *s, zb_placement pl) {
  * memory without ZeRO-1 sharding (an upper bound), so when nothing passes
  * it we partition for time alone and let the exact check per candidate
  * decide. */
-static zb_status prepare_group(ctx *x, const split *s, int v, zb_err *err) {
+static zb_status prepare_group(ctx *x, const split *s, int v, int copies,
+                               zb_err *err) {
     x->g_v = v;
-    x->g_ready[0] = x->g_ready[1] = false;
-    zb_status st = zb_partition(x->mdl, &s->ct, s->pp * v,
+    for (int k = 0; k < NPL; k++) x->g_ready[k] = false;
+    int parts = s->pp * v / copies;
+    zb_status st = zb_partition(x->mdl, &s->ct, parts,
                                 x->dev_mem - x->ws_bytes, x->spans, err);
     if (st == ZB_EINFEASIBLE)
-        st = zb_partition(x->mdl, &s->ct, s->pp * v, 0, x->spans, err);
+        st = zb_partition(x->mdl, &s->ct, parts, 0, x->spans, err);
+    /* dualpipe: the up copy is split as the down copy (zb_schedule.h) */
+    for (int k = parts; st == ZB_OK && k < s->pp * v; k++)
+        x->spans[k] = x->spans[k - parts];
     return st;
 }
 
@@ -689,8 +714,9 @@ static zb_status run_split(ctx *x, split *s, const job *jobs, int njobs,
     for (int i = 0; i < njobs; i++) {
         if (done[i]) continue;
         int v = jobs[i].v, count = 0;
+        int copies = zb_schedule_copies(jobs[i].name);
         for (int k = i; k < njobs; k++) count += jobs[k].v == v;
-        if (s->pp * v > x->mdl->arch.layers) {
+        if (s->pp * v / copies > x->mdl->arch.layers) {
             not_applicable(x->res, count, "%s with %d chunks per rank on pp "
                            "%d needs pp x chunks = %d virtual stages, but the "
                            "model has %d layers (one layer per virtual stage "
@@ -701,7 +727,7 @@ static zb_status run_split(ctx *x, split *s, const job *jobs, int njobs,
             continue;
         }
         zb_err e2;
-        zb_status st = prepare_group(x, s, v, &e2);
+        zb_status st = prepare_group(x, s, v, copies, &e2);
         if (st == ZB_EINFEASIBLE) x->res->over_memory += count;
         else if (st != ZB_OK) return zb_fail(err, st, "%s", e2.msg);
         for (int k = i; k < njobs; k++) {
@@ -904,26 +930,24 @@ static zb_status ctx_init(ctx *x, const zb_model *mdl,
     x->max_p = mdl->arch.layers + 1;
     x->ws = zb_sim_ws_new();
     x->spans = zb_calloc((size_t)x->max_n, sizeof *x->spans, err);
-    x->static_r[0] = zb_calloc((size_t)x->max_p, sizeof(double), err);
-    x->static_r[1] = zb_calloc((size_t)x->max_p, sizeof(double), err);
-    x->ar_r[0] = zb_calloc((size_t)x->max_p, sizeof(double), err);
-    x->ar_r[1] = zb_calloc((size_t)x->max_p, sizeof(double), err);
-    if (!x->ws || !x->spans || !x->static_r[0] || !x->static_r[1] ||
-        !x->ar_r[0] || !x->ar_r[1])
-        return zb_fail(err, ZB_ENOMEM, "out of memory");
-    ZB_TRY(zb_costs_init(&x->cost[0], x->max_n, err));
-    return zb_costs_init(&x->cost[1], x->max_n, err);
+    if (!x->ws || !x->spans) return zb_fail(err, ZB_ENOMEM, "out of memory");
+    for (int k = 0; k < NPL; k++) {
+        x->static_r[k] = zb_calloc((size_t)x->max_p, sizeof(double), err);
+        x->ar_r[k] = zb_calloc((size_t)x->max_p, sizeof(double), err);
+        if (!x->static_r[k] || !x->ar_r[k]) return ZB_ENOMEM;
+        ZB_TRY(zb_costs_init(&x->cost[k], x->max_n, err));
+    }
+    return ZB_OK;
 }
 
 static void ctx_free(ctx *x) {
     zb_sim_ws_free(x->ws);
     free(x->spans);
-    free(x->static_r[0]);
-    free(x->static_r[1]);
-    free(x->ar_r[0]);
-    free(x->ar_r[1]);
-    zb_costs_free(&x->cost[0]);
-    zb_costs_free(&x->cost[1]);
+    for (int k = 0; k < NPL; k++) {
+        free(x->static_r[k]);
+        free(x->ar_r[k]);
+        zb_costs_free(&x->cost[k]);
+    }
 }
 
 /* Nothing kept. When every candidate failed a condition and the user forced

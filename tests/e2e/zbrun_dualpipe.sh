@@ -101,7 +101,7 @@ z=$("$BIN/zbplan" sim --schedule dualpipev --stages 3 --microbatches 7 --format 
 "$BIN/zbplan" sim --schedule ZBVZeroBubble --stages 2 --microbatches 4 | grep -q '^schedule zb-v ' ||
     bad "ZBVZeroBubble is not zb-v"
 for cmd in "" sim; do
-    "$BIN/zbplan" $cmd --help | grep -q '^Schedules: .* dualpipev v-half v-min$' ||
+    "$BIN/zbplan" $cmd --help | grep -q '^Schedules: .* dualpipev v-half v-min dualpipe$' ||
         bad "zbplan $cmd --help does not list every schedule"
 done
 

@@ -11,7 +11,7 @@
  * and the tags hold the message kind where zb_p2p_channel reads it.
  *
  * Every generator (incl. interleaved with 2 and 3 chunks, zb-v, zb-auto,
- * zb-1p/zb-2p by the heuristic, zb-auto-v) at pp 2, 4, 8 and several
+ * zb-1p/zb-2p by the heuristic, zb-auto-v; dualpipe) at pp 2, 4, 8 and several
  * microbatch counts, with uneven per-stage costs so that the automatic
  * schedules reorder. Pipeline ranks stand for global ranks: with fixed dp
  * and tp ranks, zb_plan_rank maps pipeline ranks to global ranks in the
@@ -162,6 +162,9 @@ START_TEST(posting_orders_match) {
                 if (!strcmp(*nm, "interleaved")) check_one(*nm, p, ms[j], 3, &t);
             }
         }
+    /* dualpipe (bidirectional, a block name: the search does not try it) */
+    for (int p = 2; p <= 8; p *= 2)
+        for (int m = 2 * p; m <= 4 * p + 2; m += 2) check_one("dualpipe", p, m, 2, &t);
     ck_assert_int_gt(t.total, 150);
     ck_assert_msg(t.bad == 0, "%d of %d schedules post messages in different "
                   "orders on the two ends of a channel; first: %s", t.bad,

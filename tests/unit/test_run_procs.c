@@ -189,10 +189,10 @@ START_TEST(test_run_groups) {
     load_plan(&p);
     p.dp = 2;   /* the groups need only the layout and the schedule */
     p.tp = 2;
-    int world = zb_plan_world(&p), ids[3 * 64], n_ids = 0;
+    int world = zb_plan_world(&p), ids[ZB_RUN_GROUPS * 64], n_ids = 0;
     ck_assert_int_eq(world, 16);
     for (int r = 0; r < world; r++) {
-        zb_group g[3];
+        zb_group g[ZB_RUN_GROUPS];
         int pr, dr, tr;
         zb_run_groups(&p, r, g);
         zb_plan_coords(&p, r, &pr, &dr, &tr);
@@ -204,8 +204,9 @@ START_TEST(test_run_groups) {
             ck_assert_int_eq(zb_group_rank(&g[2], 0), zb_plan_rank(&p, 0, dr, tr));
             ck_assert_int_eq(zb_group_rank(&g[2], 1), zb_plan_rank(&p, p.pp - 1, dr, tr));
         }
+        ck_assert_int_eq(g[3].n, 0); /* no copy pair but under DUAL */
         /* a group id names one member set: equal ids, equal groups */
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < ZB_RUN_GROUPS; k++) {
             if (g[k].n == 0) continue;
             bool seen = false;
             for (int i = 0; i < n_ids; i++) seen |= ids[i] == g[k].id;
@@ -214,6 +215,38 @@ START_TEST(test_run_groups) {
     }
     /* 8 TP groups, 8 DP groups, 4 embedding pairs */
     ck_assert_int_eq(n_ids, 8 + 8 + 4);
+    zb_plan_free(&p);
+}
+END_TEST
+
+/* A DUAL plan (dualpipe): pipeline ranks r and pp-1-r form a copy pair per
+ * (dp, tp) rank, with one id per pair; the embedding pair is ranks 0 and
+ * pp-1 (the down copy's first and last stages). */
+START_TEST(test_run_groups_dual) {
+    zb_plan p;
+    load_plan(&p);
+    p.dp = 2;
+    p.tp = 2;
+    ck_assert_int_eq(p.pp % 2, 0);
+    p.sched.placement = ZB_PLACE_DUAL; /* the groups read only pp and it */
+    int world = zb_plan_world(&p), ids[64], n_ids = 0;
+    for (int r = 0; r < world; r++) {
+        zb_group g[ZB_RUN_GROUPS];
+        int pr, dr, tr;
+        zb_run_groups(&p, r, g);
+        zb_plan_coords(&p, r, &pr, &dr, &tr);
+        bool ends = pr == 0 || pr == p.pp - 1;
+        ck_assert_int_eq(g[2].n, ends ? 2 : 0);
+        ck_assert_int_eq(g[3].n, 2);
+        int lo = pr < p.pp - 1 - pr ? pr : p.pp - 1 - pr;
+        ck_assert_int_eq(zb_group_rank(&g[3], 0), zb_plan_rank(&p, lo, dr, tr));
+        ck_assert_int_eq(zb_group_rank(&g[3], 1), zb_plan_rank(&p, p.pp - 1 - lo, dr, tr));
+        bool seen = false;
+        for (int i = 0; i < n_ids; i++) seen |= ids[i] == g[3].id;
+        for (int k = 0; k < 3; k++) ck_assert_int_ne(g[k].id, g[3].id);
+        if (!seen) ids[n_ids++] = g[3].id;
+    }
+    ck_assert_int_eq(n_ids, p.pp / 2 * p.dp * p.tp);
     zb_plan_free(&p);
 }
 END_TEST
@@ -247,6 +280,7 @@ static Suite *procs_suite(void) {
     tcase_add_test(tc, test_procs_equal_threads);
     tcase_add_test(tc, test_wrong_world);
     tcase_add_test(tc, test_run_groups);
+    tcase_add_test(tc, test_run_groups_dual);
     tcase_add_test(tc, test_cuda_device);
     tcase_set_timeout(tc, 600);
     suite_add_tcase(s, tc);

@@ -77,8 +77,9 @@ static zb_status build_plan(zb_plan *p, const char *sched, int dp, int tp,
     p->micro_batch = mb;
     p->m = GB / (dp * mb);
     snprintf(p->solver, sizeof p->solver, "generator");
-    int n = pp * v;
-    zb_partition_even(p->model.arch.layers, n, p->stages);
+    int n = pp * v, copies = zb_schedule_copies(sched);
+    zb_partition_even(p->model.arch.layers, n / copies, p->stages);
+    for (int s = n / copies; s < n; s++) p->stages[s] = p->stages[s - n / copies];
     for (int s = 0; s < n; s++) {
         p->costs.t_f[s] = 1;
         p->costs.t_b[s] = 1;
@@ -179,6 +180,61 @@ START_TEST(test_schedules_pp2) { check_all_schedules(2); }
 END_TEST
 
 START_TEST(test_schedules_pp4) { check_all_schedules(4); }
+END_TEST
+
+/* dualpipe (two model copies, DUAL placement) equals the single-rank run,
+ * and the two copies of every stage end bitwise equal: rank r's chunk 0
+ * and rank pp-1-r's chunk 1, the shared tied table on ranks 0 and pp-1. */
+static void check_dualpipe(int dp, int tp, int pp) {
+    char what[64];
+    snprintf(what, sizeof what, "dualpipe dp=%d tp=%d pp=%d", dp, tp, pp);
+    zb_plan p;
+    zb_err err;
+    ck_assert_msg(build_plan(&p, "dualpipe", dp, tp, pp, 2, 1, &err) == ZB_OK, "%s", err.msg);
+    ck_assert_int_eq(p.sched.placement, ZB_PLACE_DUAL);
+    zb_run_opts o = quiet_opts();
+    zb_run_result res;
+    ck_assert_msg(zb_run(&p, &o, &res, &err) == ZB_OK, "%s: %s", what, err.msg);
+    for (int k = 0; k < STEPS; k++)
+        ck_assert_msg(rel(res.loss[k], ref_res.loss[k]) <= 1e-5, "%s: step %d "
+                      "loss %.9g, single rank %.9g", what, k + 1, res.loss[k],
+                      ref_res.loss[k]);
+    compare_params(&p, &res, what);
+    for (int g = 0; g < dp * tp * pp; g++) {
+        int pr, dr, tr;
+        zb_plan_coords(&p, g, &pr, &dr, &tr);
+        int twin = zb_plan_rank(&p, pp - 1 - pr, dr, tr);
+        zb_ptable a, b;
+        ck_assert_int_eq(zb_ptable_build(&a, &p, pr, tr, &err), ZB_OK);
+        ck_assert_int_eq(zb_ptable_build(&b, &p, pp - 1 - pr, tr, &err), ZB_OK);
+        for (int c = 0; c < 2; c++) {
+            const zb_pchunk *x = &a.chunk[c], *y = &b.chunk[1 - c];
+            ck_assert_uint_eq(x->copy_floats, y->copy_floats);
+            ck_assert_msg(!memcmp(res.params[g] + x->copy_off,
+                                  res.params[twin] + y->copy_off,
+                                  x->copy_floats * sizeof(float)),
+                          "%s: rank %d chunk %d differs from rank %d chunk %d",
+                          what, g, c, twin, 1 - c);
+        }
+        if (a.tied >= 0) {
+            ck_assert_int_ge(b.tied, 0);
+            size_t k = (size_t)a.t[a.tied].rows * a.t[a.tied].cols;
+            ck_assert(!memcmp(res.params[g] + a.t[a.tied].off,
+                              res.params[twin] + b.t[b.tied].off, k * sizeof(float)));
+        }
+        zb_ptable_free(&a);
+        zb_ptable_free(&b);
+    }
+    zb_run_result_free(&res);
+    zb_plan_free(&p);
+}
+
+START_TEST(test_dualpipe) {
+    check_dualpipe(1, 1, 2);
+    check_dualpipe(1, 1, 4);
+    check_dualpipe(2, 1, 2);   /* the copy pairs per DP rank ... */
+    check_dualpipe(1, 2, 2);   /* ... and per TP shard */
+}
 END_TEST
 
 START_TEST(test_tp2) { ck_assert(check_layout("1f1b", 1, 2, 1, 1, 2)); }
@@ -424,6 +480,7 @@ static Suite *runtime_suite(void) {
     tcase_add_test(lay, test_reference_learns);
     tcase_add_test(lay, test_schedules_pp2);
     tcase_add_test(lay, test_schedules_pp4);
+    tcase_add_test(lay, test_dualpipe);
     tcase_add_test(lay, test_tp2);
     tcase_add_test(lay, test_dp2);
     tcase_add_test(lay, test_mixed);

@@ -225,9 +225,9 @@ static void expect_error(const char *text, const char *want) {
 }
 
 /* PyTorch's ScheduleDualPipeV orders as its _dump_csv writes them (one row
- * per rank, overlapped cells "(0F3;3B1)OVERLAP_F_B"), written by hand from
- * its rank-order algorithm (PyTorch is not installed here; the same rows
- * are tests/pytorch/dualpipev_p*_m*.csv): read, they are zb's dualpipev
+ * per rank, overlapped cells "(0F3;3B1)OVERLAP_F_B"), the rows of
+ * tests/pytorch/dualpipev_p*_m*.csv (torch 2.15.0's own output,
+ * tests/pytorch/gen_csv.py): read, they are zb's dualpipev
  * action for action, overlap flags included, and written back byte for
  * byte. */
 static const char dpv_p2_m4[] =
@@ -286,8 +286,8 @@ START_TEST(pytorch_dualpipev_rows) {
 }
 END_TEST
 
-/* PyTorch's ScheduleZBVZeroBubble at p 2, m 3 (by hand from its
- * algorithm, tests/pytorch/zbv_p2_m3.csv; rank 1's row starts with the
+/* PyTorch's ScheduleZBVZeroBubble at p 2, m 3 (torch 2.15.0's output,
+ * tests/pytorch/zbv_p2_m3.csv; rank 1's row starts with the
  * idle cell PyTorch writes for its late start): the lists laid out for
  * 2p-1 microbatches, which zb-v picks here when it has costs (span 9 at
  * T_F = T_B = T_W = 1 per rank); written back without the idle cell. */

@@ -434,7 +434,7 @@ START_TEST(registry_names) {
     zb_schedule_list_text(text, sizeof text);
     ck_assert_ptr_nonnull(strstr(text, "Schedules: gpipe 1f1b interleaved zb-h1 zb-h2 "
                                        "zb-v zb-auto zb-1p zb-2p zb-auto-v dualpipev "
-                                       "v-half v-min\n"));
+                                       "v-half v-min dualpipe\n"));
     ck_assert_ptr_nonnull(strstr(text, "ZBVZeroBubble = zb-v"));
     char tiny[12];
     zb_schedule_list_text(tiny, sizeof tiny); /* cut, terminated */
@@ -449,7 +449,8 @@ START_TEST(make_errors) {
     ck_assert_int_eq(zb_schedule_make("zb-h3", &prm, &s, NULL, &err), ZB_EINPUT);
     ck_assert_str_eq(err.msg, "unknown schedule 'zb-h3'; known: gpipe, 1f1b, "
                               "interleaved, zb-h1, zb-h2, zb-v, zb-auto, zb-1p, "
-                              "zb-2p, zb-auto-v, dualpipev, v-half, v-min");
+                              "zb-2p, zb-auto-v, dualpipev, v-half, v-min, "
+                              "dualpipe");
     prm.m = 6;
     ck_assert_int_eq(zb_schedule_make("interleaved", &prm, &s, NULL, &err), ZB_EINPUT);
     ck_assert_str_eq(err.msg, "interleaved needs microbatches (m=6) divisible by "
