@@ -8,6 +8,7 @@
 #include "planner/cost/cost.h"
 #include "planner/cost/partition.h"
 #include "planner/cost/profile.h"
+#include "planner/cost/vocab.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -45,7 +46,7 @@ static double rank_params(const zb_model *m, const zb_candidate *c,
         head |= s->head;
     }
     if (embed && head && m->arch.tied_embeddings) p -= ct->vocab_params;
-    return p;
+    return p + ct->vocab_rank_params; /* vocabulary shards (cost/vocab.h) */
 }
 
 /* Static memory split as zb_static_mem_bytes counts it. */
@@ -93,10 +94,14 @@ zb_status zb_explain_candidate(const zb_model *model, const zb_candidate *c,
         for (int i = 0; i < 3; i++)
             parts[i]->f_tp_s = parts[i]->b_tp_s = parts[i]->w_tp_s = 0;
     }
+    zb_vocab_cost vc;
+    ZB_TRY(zb_vocab_eval(&m, c->dp, c->tp, c->pp, c->micro_batch, c->vocab, &ct,
+                         &vc, err));
     zb_costs costs;
     ZB_TRY(zb_costs_init(&costs, c->pp * c->v, err));
     zb_stage_costs(&ct, c->spans, c->pp, c->v, c->sched.placement, c->dp, c->tp,
                    m.cluster.devices_per_node, &costs);
+    zb_vocab_apply(&vc, &costs);
     zb_status st = simulate_parts(c, &costs, e, err);
     zb_costs_free(&costs);
     ZB_TRY(st);

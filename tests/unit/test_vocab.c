@@ -12,7 +12,10 @@
 #include "common/zb_plan.h"
 #include "common/zb_schedule_vocab.h"
 #include "common/zb_sim.h"
+#include "planner/cost/cost.h"
+#include "planner/cost/vocab.h"
 #include "planner/registry/registry.h"
+#include "planner/search/search.h"
 
 /* A schedule from one string per rank: "F0 S0 T0 B0 W0" (optional ".c"). */
 static void build(zb_schedule *s, int p, int m, int vocab,
@@ -368,6 +371,111 @@ START_TEST(plan_round_trip) {
 }
 END_TEST
 
+
+/* The paper's kind of model (zb-6.2b resized: 32 layers, hidden 4096,
+ * seq 2048, micro-batch 1, 64 sequences) with vocabulary V. */
+static void big_model(zb_model *m, int vocab) {
+    zb_err err;
+    ck_assert_msg(zb_model_load("models/zb-6.2b.yaml", m, &err) == ZB_OK, "%s", err.msg);
+    m->arch.layers = 32;
+    m->arch.vocab = vocab;
+    m->arch.seq_len = 2048;
+    m->train.global_batch = 64;
+    m->train.micro_batch = 1;
+}
+
+START_TEST(vocab_cost_table) {
+    zb_model m;
+    zb_err err;
+    big_model(&m, 262144);
+    zb_cost_table base, ct1, ct2;
+    ck_assert_int_eq(zb_cost_eval(&m, 1, 1, &base, &err), ZB_OK);
+    ct1 = ct2 = base;
+    zb_vocab_cost v0, v1, v2;
+    ck_assert_int_eq(zb_vocab_eval(&m, 1, 1, 8, 1, 0, &ct1, &v0, &err), ZB_OK);
+    ck_assert(memcmp(&ct1, &base, sizeof base) == 0);  /* none: untouched */
+    ck_assert_double_eq(v0.t_s + v0.t_t + v0.m_s, 0);
+    ck_assert_int_eq(zb_vocab_eval(&m, 1, 1, 8, 1, 1, &ct1, &v1, &err), ZB_OK);
+    ck_assert_int_eq(zb_vocab_eval(&m, 1, 1, 8, 1, 2, &ct2, &v2, &err), ZB_OK);
+    double h = 4096, rows = 262144 / 8;
+    ck_assert_double_eq(v1.shard_rows, rows);
+    ck_assert_double_eq(ct1.vocab_rank_params, rows * h * (m.arch.tied_embeddings ? 1 : 2));
+    ck_assert_double_eq(ct1.vocab_params, 0);
+    /* the last stage keeps the norm only; the first no table */
+    ck_assert_double_lt(ct1.head.f_s, base.head.f_s / 50);
+    ck_assert_double_eq(ct1.head.params, base.head_norm.params);
+    ck_assert_double_eq(ct1.embed.params, base.embed.params - base.vocab_params);
+    ck_assert_double_gt(ct1.embed.f_s, base.embed.f_s); /* + the pp reduce */
+    /* the same work, split differently: v2 moves the dX GEMM into S */
+    ck_assert_double_eq_tol(v1.t_s + v1.t_t, v2.t_s + v2.t_t, 1e-12 * (v1.t_s + v1.t_t));
+    ck_assert_double_gt(v2.t_s, v1.t_s);
+    /* one shard's work is about an eighth of the unsharded head's */
+    double head = base.head.f_s + base.head.b_s + base.head.w_s;
+    ck_assert_double_gt(8 * (v1.t_s + v1.t_t), 0.8 * head);
+    ck_assert_double_lt(8 * (v1.t_s + v1.t_t), 1.5 * head);
+    /* one barrier: no C2, a larger C1 */
+    ck_assert_double_eq(v2.t_c2, 0);
+    ck_assert_double_gt(v1.t_c2, 0);
+    ck_assert_double_gt(v2.t_c1, v1.t_c1);
+    ck_assert_double_gt(v1.m_s, 4 * 2048 * rows); /* fp32 logits at least */
+    ck_assert_int_eq(zb_vocab_eval(&m, 1, 1, 1, 1, 1, &ct1, &v1, &err), ZB_EINPUT);
+    ck_assert_msg(strstr(err.msg, "needs pp >= 2"), "%s", err.msg);
+}
+END_TEST
+
+/* Forced variants reach the plan; auto searches all three and puts a
+ * variant first only where it is strictly faster. */
+START_TEST(vocab_search) {
+    zb_model m;
+    zb_err err;
+    ck_assert_msg(zb_model_load("models/tiny.yaml", &m, &err) == ZB_OK, "%s", err.msg);
+    for (int variant = 1; variant <= 2; variant++) {
+        zb_search_opts o;
+        zb_search_opts_default(&o);
+        o.pp = 4;
+        o.cores = 4;
+        snprintf(o.schedule, sizeof o.schedule, "1f1b");
+        o.vocab = variant;
+        zb_search_result r;
+        ck_assert_msg(zb_search(&m, &o, &r, &err) == ZB_OK, "%s", err.msg);
+        ck_assert_int_ge(r.n, 1);
+        ck_assert_int_eq(r.cand[0].vocab, variant);
+        ck_assert_int_eq(r.cand[0].sched.vocab, variant);
+        zb_plan plan;
+        ck_assert_msg(zb_search_make_plan(&m, &r.cand[0], &plan, &err) == ZB_OK, "%s", err.msg);
+        ck_assert_int_eq(plan.vocab_parallel, variant);
+        ck_assert_double_gt(plan.costs.t_s, 0);
+        ck_assert_double_gt(plan.costs.t_t, 0);
+        ck_assert_int_eq(zb_schedule_check_vocab(&plan.sched, &err), ZB_OK);
+        zb_plan_free(&plan);
+        zb_search_result_free(&r);
+    }
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.pp = 1;
+    o.vocab = 1;
+    zb_search_result r;
+    ck_assert_int_eq(zb_search(&m, &o, &r, &err), ZB_EINPUT);
+    ck_assert_msg(strstr(err.msg, "--vocab-parallel 1 needs --pp >= 2"), "%s", err.msg);
+    o.pp = 4;
+    o.cores = 4;
+    o.vocab = ZB_SEARCH_VOCAB_AUTO;
+    o.top_k = 100;
+    ck_assert_msg(zb_search(&m, &o, &r, &err) == ZB_OK, "%s", err.msg);
+    /* a variant comes first only when strictly faster than every none */
+    double best_none = INFINITY;
+    int seen[3] = {0, 0, 0};
+    for (int i = 0; i < r.n; i++) {
+        seen[r.cand[i].vocab]++;
+        if (!r.cand[i].vocab && r.cand[i].step_s < best_none) best_none = r.cand[i].step_s;
+    }
+    ck_assert(seen[0] && seen[1] && seen[2]);
+    ck_assert_double_le(r.cand[0].step_s, best_none);
+    if (r.cand[0].vocab) ck_assert_double_lt(r.cand[0].step_s, best_none);
+    zb_search_result_free(&r);
+}
+END_TEST
+
 Suite *vocab_suite(void) {
     Suite *s = suite_create("vocab");
     TCase *tc = tcase_create("core");
@@ -379,6 +487,8 @@ Suite *vocab_suite(void) {
     tcase_add_test(tc, placement_every_schedule);
     tcase_add_test(tc, placement_1f1b_rule);
     tcase_add_test(tc, plan_round_trip);
+    tcase_add_test(tc, vocab_cost_table);
+    tcase_add_test(tc, vocab_search);
     suite_add_tcase(s, tc);
     return s;
 }
