@@ -298,13 +298,17 @@ static zb_status run_one(const sim_args *a, const char *name, sim_out *o,
     zb_sched_params prm = {.p = a->p, .m = a->m, .v = o->v, .costs = &c,
                            .mem_limit = a->mem_limit,
                            .solver = (zb_solver)a->solver,
-                           .time_limit_s = a->time_limit_s, .mip_gap = 1e-4};
+                           .time_limit_s = a->time_limit_s, .mip_gap = 1e-4,
+                           .vocab = a->vocab};
     zb_schedule s;
     memset(&s, 0, sizeof s);
     zb_err e2;
     zb_status st = a->import_path ? zb_schedule_copy(&s, &a->imported, &e2)
                                   : zb_schedule_make(name, &prm, &s, &o->rep, &e2);
-    if (st == ZB_OK && a->vocab) st = zb_schedule_place_vocab(&s, a->vocab, &e2);
+    /* the registry places S and T into what it builds; an imported
+     * order gets the simple placement */
+    if (st == ZB_OK && a->vocab && a->import_path)
+        st = zb_schedule_place_vocab(&s, a->vocab, &e2);
     if (st == ZB_OK && a->import_path) {
         st = zb_simulate(&s, &c, &o->sim, &e2);
         if (st == ZB_OK && a->mem_limit > 0)

@@ -476,6 +476,101 @@ START_TEST(vocab_search) {
 }
 END_TEST
 
+
+/* The paper's 1F1B numbers (Yeung et al. 2024, Table/README: the same
+ * bubble as 1F1B, activation memory p + 2 microbatches for variant 1 and
+ * p + 1 for variant 2): uniform F = B = W = 1, M_B = 1, M_S = 0. */
+START_TEST(paper_1f1b_numbers) {
+    int p = 4, m = 16;
+    zb_costs c;
+    zb_err err;
+    ck_assert_int_eq(zb_costs_uniform(&c, p, 1, 1, 1, 0, 1, 0.5, &err), ZB_OK);
+    c.t_s = 0.5, c.t_t = 1;
+    for (int variant = 0; variant <= 2; variant++) {
+        zb_sched_params prm = {.p = p, .m = m, .v = 1, .costs = &c, .vocab = variant};
+        zb_schedule s;
+        zb_sim_result r;
+        ck_assert_msg(zb_schedule_make("1f1b", &prm, &s, NULL, &err) == ZB_OK, "%s", err.msg);
+        ck_assert_int_eq(s.vocab, variant);
+        ck_assert_msg(zb_simulate(&s, &c, &r, &err) == ZB_OK, "%s", err.msg);
+        /* bubble (p-1)(F+B+W) on the first rank, as 1F1B's */
+        ck_assert_double_eq_tol(r.max_span - r.busy[0], (p - 1) * 3.0, 1e-9);
+        ck_assert_double_eq_tol(r.busy[0], m * (3.0 + (variant ? 1.5 : 0)), 1e-9);
+        ck_assert_double_eq_tol(r.peak_mem[0], variant ? p + 3 - variant : p, 1e-9);
+        zb_sim_result_free(&r);
+        zb_schedule_free(&s);
+    }
+    zb_costs_free(&c);
+}
+END_TEST
+
+/* Every registered schedule built with vocab set places S and T validly
+ * under non-uniform costs (the first and last stages heavier). */
+START_TEST(registry_places_every_schedule) {
+    int p = 4, m = 8, placed = 0;
+    zb_err err;
+    for (int l = 0; l < 2; l++) {
+        const char *const *names = l ? zb_schedule_block_names() : zb_schedule_names();
+        for (int i = 0; names[i]; i++) {
+            int v = zb_schedule_chunks(names[i], 2);
+            zb_costs c;
+            ck_assert_int_eq(zb_costs_uniform(&c, p * v, 1.0 / v, 1.5 / v, 0.7 / v,
+                                              0.05, 1, 0.5, &err), ZB_OK);
+            c.t_f[0] *= 1.5, c.t_b[p * v - 1] *= 2;
+            c.t_s = 0.2, c.t_t = 0.4, c.t_bcast = c.t_c1 = c.t_c2 = 0.03, c.m_s = 0.3;
+            for (int variant = 1; variant <= 2; variant++) {
+                zb_sched_params prm = {.p = p, .m = m, .v = v, .costs = &c,
+                                       .mem_limit = 3 * p, .time_limit_s = 2,
+                                       .mip_gap = 1e-4, .vocab = variant};
+                zb_schedule s;
+                if (zb_schedule_make(names[i], &prm, &s, NULL, &err) != ZB_OK) continue;
+                ck_assert_int_eq(zb_schedule_check_vocab(&s, &err), ZB_OK);
+                ck_assert_msg(zb_simulate_fast(&s, &c, NULL, NULL, NULL, &err) == ZB_OK,
+                              "%s variant %d: %s", names[i], variant, err.msg);
+                placed++;
+                zb_schedule_free(&s);
+            }
+            zb_costs_free(&c);
+        }
+    }
+    ck_assert_int_ge(placed, 16);
+}
+END_TEST
+
+/* The issue's done-when: 256k vocabulary on 8 stages under V-Half predicts
+ * a step at least as short as the best plan without vocabulary
+ * parallelism (any schedule), with every rank's peak memory within 10% of
+ * every other's. */
+START_TEST(vhalf_256k_done_when) {
+    zb_model m;
+    zb_err err;
+    big_model(&m, 262144);
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.dp = 1, o.tp = 1, o.pp = 8;
+    zb_search_result none, vp;
+    ck_assert_msg(zb_search(&m, &o, &none, &err) == ZB_OK, "%s", err.msg);
+    ck_assert_int_eq(none.cand[0].vocab, 0);
+    snprintf(o.schedule, sizeof o.schedule, "v-half");
+    o.vocab = ZB_SEARCH_VOCAB_AUTO;
+    ck_assert_msg(zb_search(&m, &o, &vp, &err) == ZB_OK, "%s", err.msg);
+    ck_assert_int_ne(vp.cand[0].vocab, 0);
+    ck_assert_double_le(vp.cand[0].step_s, none.cand[0].step_s);
+    zb_plan plan;
+    ck_assert_msg(zb_search_make_plan(&m, &vp.cand[0], &plan, &err) == ZB_OK, "%s", err.msg);
+    double lo = INFINITY, hi = 0;
+    for (int r = 0; r < 8; r++) {
+        if (plan.pred.peak_mem_bytes[r] < lo) lo = plan.pred.peak_mem_bytes[r];
+        if (plan.pred.peak_mem_bytes[r] > hi) hi = plan.pred.peak_mem_bytes[r];
+    }
+    ck_assert_msg(hi <= 1.10 * lo, "peak memory %g .. %g", lo, hi);
+    ck_assert_double_le(plan.pred.step_s, none.cand[0].step_s);
+    zb_plan_free(&plan);
+    zb_search_result_free(&none);
+    zb_search_result_free(&vp);
+}
+END_TEST
+
 Suite *vocab_suite(void) {
     Suite *s = suite_create("vocab");
     TCase *tc = tcase_create("core");
@@ -489,6 +584,9 @@ Suite *vocab_suite(void) {
     tcase_add_test(tc, plan_round_trip);
     tcase_add_test(tc, vocab_cost_table);
     tcase_add_test(tc, vocab_search);
+    tcase_add_test(tc, paper_1f1b_numbers);
+    tcase_add_test(tc, registry_places_every_schedule);
+    tcase_add_test(tc, vhalf_256k_done_when);
     suite_add_tcase(s, tc);
     return s;
 }
