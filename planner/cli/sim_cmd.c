@@ -249,8 +249,12 @@ static zb_status parse_args(int argc, char **argv, sim_args *a, bool *help,
     if (a->fb_overlap > 1)
         return zb_fail(err, ZB_EINPUT, "--fb-overlap must be in 0..1 (a share "
                        "of the shorter pass hidden), got %g", a->fb_overlap);
-    if (a->costs_path) return zb_sim_costs_read(a->costs_path, &a->costs, err);
-    return check_range(a, err);
+    if (!a->costs_path) return check_range(a, err);
+    ZB_TRY(zb_sim_costs_read(a->costs_path, &a->costs, err));
+    if (a->costs.ncols == 8 && !a->vocab)
+        return zb_fail(err, ZB_EINPUT, "sim: %s has S,T columns; they need "
+                       "--vocab-parallel 1 or 2", a->costs_path);
+    return ZB_OK;
 }
 
 /* Placement of schedule `name` (the file's for --import). */

@@ -117,6 +117,7 @@ expect_sim_error() { # expected-substring args...
 }
 expect_sim_error "needs at least 2 pipeline ranks" --schedule 1f1b --stages 1 --microbatches 2 --vocab-parallel 1
 expect_sim_error "need --vocab-parallel 1 or 2" --schedule 1f1b --stages 2 --microbatches 2 --cost-t 1
+expect_sim_error "vc.csv has S,T columns; they need --vocab-parallel 1 or 2" --schedule 1f1b --stages 2 --microbatches 2 --costs "$tmp/vc.csv"
 expect_sim_error "--vocab-parallel must be one of none, 1, 2" --schedule 1f1b --stages 2 --microbatches 2 --vocab-parallel 3
 expect_sim_error "has no vocabulary passes (S, T)" --schedule 1f1b --stages 2 --microbatches 2 --vocab-parallel 2 --export "$tmp/v.csv"
 expect_costs_error '1,2,3,0,1,1\n' "badc.csv: 1 stages, but the schedule has 2"
