@@ -22,7 +22,9 @@
  * "FILE:LINE:COL: what" (zb_fail_at). Writing is atomic (zb_afile.h) and
  * reading what was written gives the same schedule back, so writing it
  * again gives the same bytes. A DUAL schedule (dualpipe: two model copies)
- * has no CSV form and is refused (ZB_EINPUT).
+ * has no CSV form and is refused (ZB_EINPUT). PyTorch has no vocabulary
+ * passes: writing a schedule with vocab != 0 (zb_schedule.h, S and T) is
+ * ZB_EINPUT "PATH: the CSV schedule format has no vocabulary passes ...".
  */
 #ifndef ZB_SCHEDULE_CSV_H
 #define ZB_SCHEDULE_CSV_H

@@ -8,6 +8,7 @@
 #include "planner/cost/cost.h"
 #include "planner/cost/partition.h"
 #include "planner/cost/profile.h"
+#include "planner/cost/vocab.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -45,7 +46,7 @@ static double rank_params(const zb_model *m, const zb_candidate *c,
         head |= s->head;
     }
     if (embed && head && m->arch.tied_embeddings) p -= ct->vocab_params;
-    return p;
+    return p + ct->vocab_rank_params; /* vocabulary shards (cost/vocab.h) */
 }
 
 /* Static memory split as zb_static_mem_bytes counts it. */
@@ -93,17 +94,22 @@ zb_status zb_explain_candidate(const zb_model *model, const zb_candidate *c,
         for (int i = 0; i < 3; i++)
             parts[i]->f_tp_s = parts[i]->b_tp_s = parts[i]->w_tp_s = 0;
     }
+    zb_vocab_cost vc;
+    ZB_TRY(zb_vocab_eval(&m, c->dp, c->tp, c->pp, c->micro_batch, c->vocab, &ct,
+                         &vc, err));
     zb_costs costs;
     ZB_TRY(zb_costs_init(&costs, c->pp * c->v, err));
     zb_stage_costs(&ct, c->spans, c->pp, c->v, c->sched.placement, c->dp, c->tp,
                    m.cluster.devices_per_node, &costs);
+    zb_vocab_apply(&vc, &costs);
     zb_status st = simulate_parts(c, &costs, e, err);
     zb_costs_free(&costs);
     ZB_TRY(st);
     rank_passes(c, &ct, e->rank, e);
     e->dp_s = c->allreduce_s;
     e->opt_s = c->optimizer_s;
-    e->other_s = c->step_s - (e->f_s + e->b_s + e->w_s + e->tp_s + e->bubble_s +
+    e->vocab_s = c->m * (vc.t_s + vc.t_t);
+    e->other_s = c->step_s - (e->f_s + e->b_s + e->w_s + e->vocab_s + e->tp_s + e->bubble_s +
                               e->p2p_s + e->dp_s + e->opt_s);
     e->pp = c->pp;
     e->ws = zb_workspace_bytes(&m);
@@ -118,13 +124,17 @@ static double pct(double part, double whole) {
 
 void zb_explain_print(FILE *out, const zb_candidate *c, const zb_explain *e) {
     double t = c->step_s;
+    char st[64] = ""; /* the vocabulary passes, only with them */
+    if (e->vocab_s > 0)
+        snprintf(st, sizeof st, ", S and T %.4f s (%.1f%%)", e->vocab_s,
+                 pct(e->vocab_s, t));
     fprintf(out, "step %.4f s on pp rank %d (the busiest): compute F %.4f s "
-            "(%.1f%%), B %.4f s (%.1f%%), W %.4f s (%.1f%%); bubble %.4f s "
+            "(%.1f%%), B %.4f s (%.1f%%), W %.4f s (%.1f%%)%s; bubble %.4f s "
             "(%.1f%%); pipeline p2p %.4f s (%.1f%%); TP collectives exposed "
             "%.4f s (%.1f%%); DP all-reduce exposed %.4f s (%.1f%%); optimizer "
             "%.4f s (%.1f%%); other %.4f s (%.1f%%)\n", t, e->rank,
             e->f_s, pct(e->f_s, t), e->b_s, pct(e->b_s, t), e->w_s, pct(e->w_s, t),
-            e->bubble_s, pct(e->bubble_s, t), e->p2p_s, pct(e->p2p_s, t),
+            st, e->bubble_s, pct(e->bubble_s, t), e->p2p_s, pct(e->p2p_s, t),
             e->tp_s, pct(e->tp_s, t), e->dp_s, pct(e->dp_s, t), e->opt_s,
             pct(e->opt_s, t), e->other_s, pct(e->other_s, t));
     fprintf(out, "memory GiB per device  %7s %9s %9s %11s %10s %9s %9s\n",
@@ -157,7 +167,8 @@ void zb_explain_why(FILE *out, const zb_candidate *a, const zb_explain *ea,
                     "comes first\n");
         return;
     }
-    part p[] = {{"compute", ea->f_s + ea->b_s + ea->w_s, eb->f_s + eb->b_s + eb->w_s},
+    part p[] = {{"compute", ea->f_s + ea->b_s + ea->w_s + ea->vocab_s,
+                 eb->f_s + eb->b_s + eb->w_s + eb->vocab_s},
                 {"idle of the busiest rank", ea->bubble_s, eb->bubble_s},
                 {"pipeline p2p", ea->p2p_s, eb->p2p_s},
                 {"TP collectives", ea->tp_s, eb->tp_s},

@@ -6,6 +6,8 @@
  * (the most pass time per step):
  *   f_s, b_s, w_s   compute of r*'s F, B and W passes over the step (m
  *                   microbatches, every chunk), TP collectives taken out
+ *   vocab_s         vocabulary parallelism: r*'s S and T passes, m (t_s +
+ *                   t_t) (cost/vocab.h); 0 without it
  *   tp_s            the TP collectives inside those passes that are on the
  *                   critical path (cost/cost.h f_tp_s ...)
  *   bubble_s        pipeline idle of r* with free pipeline transfers:
@@ -32,6 +34,7 @@
 typedef struct {
     int rank;                 /* r*, the busiest pipeline rank */
     double f_s, b_s, w_s, tp_s, bubble_s, p2p_s, dp_s, opt_s, other_s;
+    double vocab_s;
     int pp;
     double weights[ZB_EXPLAIN_MAX_PP], grads[ZB_EXPLAIN_MAX_PP],
            optim[ZB_EXPLAIN_MAX_PP], act[ZB_EXPLAIN_MAX_PP];

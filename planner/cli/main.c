@@ -44,7 +44,8 @@ static const char usage[] =
     "              [--max-micro-batch N] [--solver heuristic|ilp|auto]\n"
     "              [--time-limit S] [--top K] [--compare] [--profile FILE]\n"
     "              [--mem-margin PCT] [--cores N] [--explain K]\n"
-    "              [--levers] [--set KEY=VALUE]... [-q]\n"
+    "              [--levers] [--vocab-parallel none|1|2|auto]\n"
+    "              [--set KEY=VALUE]... [-q]\n"
     "       zbplan CONFIG.json [options]   (a Hugging Face config, imported)\n"
     "       zbplan import --help\n"
     "       zbplan sim --help\n"
@@ -77,6 +78,10 @@ static const char usage[] =
     "  --levers             also search recompute (none, selective, full),\n"
     "                       sequence parallelism and ZeRO-1 (default: the\n"
     "                       model file's)\n"
+    "  --vocab-parallel V   shard the embedding and output layer over the\n"
+    "                       pipeline ranks (docs/plan-format.md): none, 1 or 2\n"
+    "                       (the variant), auto: tried with everything else,\n"
+    "                       chosen only when faster (default: none)\n"
     "  --explain K          also take candidate K of the table apart (the\n"
     "                       chosen plan, #1, always is)\n"
     "  --set KEY=VALUE      change a key of MODEL.yaml before it is checked, e.g.\n"
@@ -110,9 +115,10 @@ static const char *const option_names[] = {
     "--dp", "--tp", "--pp", "--chunks", "--schedule", "--micro-batch",
     "--max-micro-batch", "--solver", "--time-limit", "--top", "--compare",
     "--profile", "--set", "--quiet", "--help", "--version", "--cores",
-    "--mem-margin", "--levers", "--explain", NULL};
+    "--mem-margin", "--levers", "--explain", "--vocab-parallel", NULL};
 
 static const char *const solver_names[] = {"heuristic", "ilp", "auto", NULL};
+static const char *const vocab_names[] = {"none", "1", "2", "auto", NULL};
 
 /* One option; false if argv[*i] is not one. *st reports a bad value. */
 static bool parse_one(int argc, char **argv, int *i, args *a, zb_status *st,
@@ -146,6 +152,10 @@ static bool parse_one(int argc, char **argv, int *i, args *a, zb_status *st,
             *st = zb_fail(err, ZB_EINPUT, "unknown schedule '%.40s...'", val);
         else if (val)
             snprintf(o->schedule, sizeof o->schedule, "%s", val);
+    } else if (zb_cli_opt(argc, argv, i, "--vocab-parallel", &val, st, err)) {
+        if (val && (*st = zb_cli_enum("--vocab-parallel", val, vocab_names, &k,
+                                      err)) == ZB_OK)
+            o->vocab = k == 3 ? ZB_SEARCH_VOCAB_AUTO : k;
     } else if (zb_cli_opt(argc, argv, i, "--solver", &val, st, err)) {
         if (val && (*st = zb_cli_enum("--solver", val, solver_names, &k, err)) == ZB_OK)
             o->solver = (zb_solver)k;
@@ -259,6 +269,10 @@ static void print_table(const zb_search_result *r, bool compare, bool costs,
            "#", "dp", "tp", "pp", "v", "mb", "m", "schedule", "solver",
            "step (s)", "tokens/s", "MFU", "bubble", "mem GiB", "headroom",
            levers ? "  levers" : "", costs ? "  costs" : "");
+    /* vocabulary parallelism: a column only when it was asked for, so the
+     * table stays as it was without it */
+    bool vocab = false;
+    for (int i = 0; i < r->n; i++) vocab |= r->cand[i].vocab != 0;
     for (int i = 0; i < r->n; i++) {
         const zb_candidate *c = &r->cand[i];
         printf("%3d %5d %3d %4d %2d %4d %5d %-12s %-9s %10.4f %12.0f %5.1f%% "
@@ -270,7 +284,9 @@ static void print_table(const zb_search_result *r, bool compare, bool costs,
                compare && !c->fits ? "  (over memory)" : "");
         char lw[32];
         if (levers) printf("  %s", levers_word(c, lw, sizeof lw));
-        printf("%s%s\n", costs ? "  " : "", costs ? costs_word(c) : "");
+        printf("%s%s", costs ? "  " : "", costs ? costs_word(c) : "");
+        if (vocab) printf("  vocab %s", c->vocab ? (c->vocab == 1 ? "1" : "2") : "none");
+        printf("\n");
     }
     if (costs)
         printf("costs: measured = pass, p2p and after-pipeline times from the "
@@ -373,10 +389,12 @@ static zb_status write_plan(const zb_model *m, const args *a,
     zb_plan_free(&plan);
     if (st == ZB_OK && !a->quiet)
         printf("wrote %s: dp %d tp %d pp %d v %d micro-batch %d m %d %s, "
-               "step %.4f s%s%s\n", a->out_path, best->dp, best->tp, best->pp,
+               "step %.4f s%s%s%s\n", a->out_path, best->dp, best->tp, best->pp,
                best->v, best->micro_batch, best->m, best->schedule,
                best->step_s, a->so.profile ? ", costs " : "",
-               a->so.profile ? costs_word(best) : "");
+               a->so.profile ? costs_word(best) : "",
+               best->vocab == 1 ? ", vocab-parallel 1"
+               : best->vocab == 2 ? ", vocab-parallel 2" : "");
     return st;
 }
 

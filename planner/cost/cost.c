@@ -363,6 +363,22 @@ static void head_cost(const shape *x, zb_pass_cost *c) {
     c->params = Vl * h + (x->rms ? 1 : 2) * h;   /* final norm */
 }
 
+/* The head's final norm alone (vocabulary parallelism, cost/vocab.h: the
+ * output layer's shards run as separate passes): F reads and writes b*s*h
+ * (2e per element), B 4e, W 2e, as in head_cost; keeps its input and
+ * output, W its input. */
+static void norm_cost(const shape *x, zb_pass_cost *c) {
+    double bsh = x->b * x->s * x->h;
+    *c = (zb_pass_cost){0};
+    c->f_s = elem_s(x, 2 * x->e * bsh);
+    c->b_s = elem_s(x, 4 * x->e * bsh);
+    c->w_s = elem_s(x, 2 * x->e * bsh);
+    c->m_b_bytes = 2 * x->e * bsh;
+    c->m_w_bytes = x->e * bsh;
+    if (x->cpu) c->m_b_bytes = c->m_w_bytes = 4 * (2 * bsh + 2 * x->b * x->s);
+    c->params = (x->rms ? 1 : 2) * x->h;
+}
+
 /* ---- cpu: threads per rank -------------------------------------------- */
 
 /* r scaled by each_s, added to c's pass times. */
@@ -528,6 +544,7 @@ zb_status zb_cost_eval(const zb_model *m, int tp, int micro_batch,
     out->layer.params = block_params(&x);
     embed_cost(&x, &out->embed);
     head_cost(&x, &out->head);
+    norm_cost(&x, &out->head_norm);
     if (x.cpu) add_cpu_threads(&x, &C->device, out);
     out->vocab_params = x.Vl * x.h;
     out->p2p_bytes = x.b * x.s * x.h * x.e / (x.sp ? x.t : 1);

@@ -33,6 +33,9 @@ typedef struct {
     zb_pass_cost layer;   /* one transformer block */
     zb_pass_cost embed;   /* token + position embedding (first stage) */
     zb_pass_cost head;    /* final LayerNorm + LM head + cross-entropy */
+    zb_pass_cost head_norm; /* the final norm alone: the last stage's part
+                             of the head under vocabulary parallelism
+                             (cost/vocab.h) */
     double vocab_params;  /* ceil(V/tp)*h: one rank's token table shard,
                              held once where embedding and head share it */
     double chunk_act_bytes; /* per microbatch and virtual stage, beyond its
@@ -43,6 +46,9 @@ typedef struct {
     double p2p_intra_s;   /* its time over an intra-node link */
     double p2p_inter_s;   /* ... over an inter-node link */
     double peak_flops;    /* device peak used (precision dependent) */
+    double vocab_rank_params; /* vocabulary parallelism (cost/vocab.h): the
+                             table shards EVERY pipeline rank holds; 0
+                             without it */
 } zb_cost_table;
 
 /* Evaluate the cost model for the model's precision/recompute/SP settings. */

@@ -9,6 +9,7 @@
 #include "common/zb_sim.h"
 #include "planner/cost/cost.h"
 #include "planner/cost/partition.h"
+#include "planner/cost/vocab.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -26,7 +27,7 @@ static double rank_params(const zb_plan *p, const zb_cost_table *ct, int r) {
         head |= s->head;
     }
     if (embed && head && p->model.arch.tied_embeddings) params -= ct->vocab_params;
-    return params;
+    return params + ct->vocab_rank_params; /* vocabulary shards (cost/vocab.h) */
 }
 
 double zb_plan_workspace_bytes(const zb_plan *plan) {
@@ -48,11 +49,15 @@ zb_status zb_plan_mem_need(const zb_plan *plan, const char *device,
     }
     zb_cost_table ct;
     ZB_TRY(zb_cost_eval(&m, plan->tp, plan->micro_batch, &ct, err));
+    zb_vocab_cost vc;
+    ZB_TRY(zb_vocab_eval(&m, plan->dp, plan->tp, plan->pp, plan->micro_batch,
+                         plan->vocab_parallel, &ct, &vc, err));
     int n = plan->pp * plan->v;
     zb_costs costs;
     ZB_TRY(zb_costs_init(&costs, n, err));
     zb_stage_costs(&ct, plan->stages, plan->pp, plan->v, plan->sched.placement,
                    plan->dp, plan->tp, m.cluster.devices_per_node, &costs);
+    zb_vocab_apply(&vc, &costs);
     zb_sim_result sim;
     zb_status st = zb_simulate(&plan->sched, &costs, &sim, err);
     zb_costs_free(&costs);

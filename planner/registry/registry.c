@@ -24,6 +24,7 @@
 
 #include "planner/auto/auto_loop.h"
 #include "planner/auto/auto_v.h"
+#include "planner/auto/vocab_place.h"
 #include "planner/ilp/ilp_loop.h"
 #include "planner/ilp/ilp_v.h"
 #include "planner/schedules/build.h"
@@ -249,6 +250,10 @@ zb_status zb_schedule_make(const char *name, const zb_sched_params *prm,
         return st;
     }
     snprintf(out->name, sizeof out->name, "%s", name_of(k));
+    if (prm->vocab && (st = zb_vocab_place(name_of(k), prm, out, err)) != ZB_OK) {
+        zb_schedule_free(out);
+        return st;
+    }
     if (!rep || used_ilp) {
         if (rep) rep->solve_s = now_s() - t0; /* heuristic + ILP */
         return ZB_OK;

@@ -25,6 +25,9 @@ typedef struct {
     zb_solver solver;
     double time_limit_s;     /* ILP */
     double mip_gap;          /* ILP relative gap, e.g. 1e-4 */
+    int vocab;               /* vocabulary parallelism 0 none, 1 or 2: the
+                                registry then adds the S and T passes
+                                (auto/vocab_place.h), costs->t_s.. priced */
 } zb_sched_params;
 
 /* Optional solver report, filled by the automatic schedules. */

@@ -31,6 +31,7 @@
 #include "planner/cost/dp.h"
 #include "planner/cost/partition.h"
 #include "planner/cost/profile.h"
+#include "planner/cost/vocab.h"
 #include "planner/registry/registry.h"
 
 #define MAX_JOBS 64
@@ -145,6 +146,9 @@ typedef struct {
     bool static_over;    /* even an even share of the weights does not fit */
     zb_device dev;       /* the device as one rank sees it (cpu: its share
                             of the cores, zb_cost_cpu_rank_share) */
+    int vocab;           /* vocabulary parallelism 0, 1, 2: ct is then
+                            rewritten by zb_vocab_eval, vc its passes */
+    zb_vocab_cost vc;
 } split;
 
 typedef struct { const char *name; int v; } job;
@@ -200,6 +204,10 @@ static zb_status check_forced(const zb_model *mdl, const zb_search_opts *o,
     if (o->pp > a->layers)
         return bad_opt(err, "--pp %d must be at most the number of layers "
                        "(%d)", o->pp, a->layers);
+    if ((o->vocab == 1 || o->vocab == 2) && o->pp == 1)
+        return bad_opt(err, "--vocab-parallel %d needs --pp >= 2 (the "
+                       "vocabulary is sharded over the pipeline ranks), got "
+                       "--pp %d", o->vocab, o->pp);
     if (o->dp > 0 && mdl->train.global_batch % o->dp)
         return bad_opt(err, "--dp %d must divide global_batch (%d)", o->dp,
                        mdl->train.global_batch);
@@ -246,11 +254,13 @@ static double lower_bound_split(const zb_model *mdl, const split *s,
     const zb_cost_table *ct = &s->ct;
     double work = mdl->arch.layers * (ct->layer.f_s + ct->layer.b_s + ct->layer.w_s) +
                   ct->embed.f_s + ct->embed.b_s + ct->embed.w_s +
-                  ct->head.f_s + ct->head.b_s + ct->head.w_s;
+                  ct->head.f_s + ct->head.b_s + ct->head.w_s +
+                  s->pp * (s->vc.t_s + s->vc.t_t);  /* vocabulary passes */
     /* a rank holding both ends keeps one tied table shard (rank_params) */
     double params = mdl->arch.layers * ct->layer.params + ct->embed.params +
                     ct->head.params -
-                    (mdl->arch.tied_embeddings ? ct->vocab_params : 0);
+                    (mdl->arch.tied_embeddings ? ct->vocab_params : 0) +
+                    s->pp * ct->vocab_rank_params;
     *params_share = params / s->pp;
     /* the busiest rank ends after the mean work; the rank with the most
      * parameters reduces at least a mean share (after its own last pass,
@@ -265,7 +275,7 @@ static double lower_bound_split(const zb_model *mdl, const split *s,
 }
 
 static zb_status add_split(ctx *x, split **arr, int *n, int *cap, int dp,
-                           int tp, int pp, int mb, zb_err *err) {
+                           int tp, int pp, int mb, int vocab, zb_err *err) {
     if (*n == *cap) {
         int nc = *cap ? *cap * 2 : 64;
         split *na = realloc(*arr, (size_t)nc * sizeof *na);
@@ -288,6 +298,10 @@ static zb_status add_split(ctx *x, split **arr, int *n, int *cap, int dp,
     s->measured = zb_profile_apply(prof, &rm, tp, mb, &s->ct);
     s->measured_post = s->measured && zb_profile_covers_layout(prof, dp, tp, pp);
     s->post_s = s->measured_post ? prof->overhead_s : 0;
+    s->vocab = vocab;
+    st = zb_vocab_eval(&rm, dp, tp, pp, mb, vocab, &s->ct, &s->vc, &x->skip_err);
+    if (st == ZB_EINFEASIBLE) { x->skipped_splits++; return ZB_OK; }
+    if (st != ZB_OK) return zb_fail(err, st, "%s", x->skip_err.msg);
     double share;
     s->lb = lower_bound_split(&rm, s, &share);
     s->static_over = zb_static_mem_bytes(x->mdl, share, dp) + x->ws_bytes >
@@ -296,7 +310,16 @@ static zb_status add_split(ctx *x, split **arr, int *n, int *cap, int dp,
     return ZB_OK;
 }
 
-/* Every (dp, tp, pp, micro-batch) the rules allow. */
+/* Whether the search tries vocabulary parallelism vp (0 none) on pp
+ * pipeline ranks: auto tries all three where pp >= 2 (none first, so it
+ * wins ties), a forced variant only itself. */
+static bool vocab_tried(const zb_search_opts *o, int pp, int vp) {
+    if (o->vocab == ZB_SEARCH_VOCAB_AUTO) return vp == 0 || pp >= 2;
+    return vp == o->vocab;
+}
+
+/* Every (dp, tp, pp, micro-batch) the rules allow, and with
+ * --vocab-parallel each variant tried. */
 static zb_status list_splits(ctx *x, split **out, int *count, zb_err *err) {
     const zb_model *mdl = x->mdl;
     const zb_search_opts *o = x->o;
@@ -325,10 +348,13 @@ static zb_status list_splits(ctx *x, split **out, int *count, zb_err *err) {
                 }
                 if (mdl->train.global_batch % d) continue;
                 int nmb = list_mb(mdl, o, mdl->train.global_batch / d, mbs);
-                for (int k = 0; k < nmb; k++) {
-                    zb_status st = add_split(x, out, &n, &cap, d, tp, pp, mbs[k], err);
-                    if (st != ZB_OK) { free(*out); *out = NULL; return st; }
-                }
+                for (int k = 0; k < nmb; k++)
+                    for (int vp = 0; vp <= 2; vp++) {
+                        if (!vocab_tried(o, pp, vp)) continue;
+                        zb_status st = add_split(x, out, &n, &cap, d, tp, pp,
+                                                 mbs[k], vp, err);
+                        if (st != ZB_OK) { free(*out); *out = NULL; return st; }
+                    }
             }
         }
     }
@@ -490,7 +516,7 @@ static double rank_params(const zb_model *mdl, const zb_cost_table *ct,
     /* tied embeddings: a rank holding both keeps one table shard, as in
      * zb_partition (pp = 1, or the V placement's rank 0) */
     if (embed && head && tied) params -= vocab_h;
-    return params;
+    return params + ct->vocab_rank_params; /* vocabulary shards: every rank */
 }
 
 /* Costs, static memory and bounds of the current partition for one
@@ -501,6 +527,7 @@ static void prepare_placement(ctx *x, const split *s, zb_placement pl) {
     c->n = n;
     zb_stage_costs(&s->ct, x->spans, pp, v, pl, s->dp, s->tp,
                    x->mdl->cluster.devices_per_node, c);
+    zb_vocab_apply(&s->vc, c);
     double max_params = 0, max_static = 0, lb = 0, head = 0;
     for (int r = 0; r < pp; r++) {
         double prm = rank_params(x->mdl, &s->ct, x->spans, pp, v, pl, r);
@@ -609,7 +636,7 @@ static zb_status build_job(ctx *x, const split *s, const job *jb,
         .solver = x->o->solver == ZB_SOLVER_ILP ? ZB_SOLVER_HEURISTIC
                                                 : x->o->solver,
         .time_limit_s = x->o->time_limit_s,
-        .mip_gap = x->o->mip_gap};
+        .mip_gap = x->o->mip_gap, .vocab = s->vocab};
     zb_err e2;
     snprintf(c->rep.solver, sizeof c->rep.solver, "generator");
     zb_status st = zb_schedule_make(jb->name, &prm, &c->sched, &c->rep, &e2);
@@ -685,6 +712,7 @@ static zb_status run_job(ctx *x, split *s, const job *jb, long key,
     c.zero1 = x->mdl->train.zero1;
     c.profile = s->measured ? x->o->profile : NULL;
     c.measured_overhead = s->measured_post;
+    c.vocab = s->vocab;
     snprintf(c.schedule, sizeof c.schedule, "%s", jb->name);
     bool skip;
     zb_status st = build_job(x, s, jb, pl, &c, &skip, err);
@@ -777,9 +805,13 @@ static zb_status detail_eval(const zb_model *model, const zb_candidate *c,
     const zb_model *mdl = &rm;
     ZB_TRY(zb_cost_eval(mdl, c->tp, c->micro_batch, &d->ct, err));
     zb_profile_apply(c->profile, mdl, c->tp, c->micro_batch, &d->ct);
+    zb_vocab_cost vc;
+    ZB_TRY(zb_vocab_eval(mdl, c->dp, c->tp, c->pp, c->micro_batch, c->vocab,
+                         &d->ct, &vc, err));
     ZB_TRY(zb_costs_init(&d->costs, n, err));
     zb_stage_costs(&d->ct, c->spans, c->pp, c->v, c->sched.placement, c->dp,
                    c->tp, mdl->cluster.devices_per_node, &d->costs);
+    zb_vocab_apply(&vc, &d->costs);
     d->static_r = zb_calloc((size_t)c->pp, sizeof(double), err);
     if (!d->static_r) return ZB_ENOMEM;
     for (int r = 0; r < c->pp; r++)
@@ -854,8 +886,9 @@ static zb_status refine_one(const zb_model *model, zb_candidate *c,
 /* The schedules built under the search's memory limit (build_job); zb-1p
  * and zb-2p are defined by their own memory budgets and stay as built. */
 static bool refinable(const zb_candidate *c) {
-    return strcmp(c->schedule, "zb-auto") == 0 ||
-           strcmp(c->schedule, "zb-auto-v") == 0;
+    /* the ILP places no vocabulary passes */
+    return !c->vocab && (strcmp(c->schedule, "zb-auto") == 0 ||
+                         strcmp(c->schedule, "zb-auto-v") == 0);
 }
 
 zb_status zb_search_refine_ilp(const zb_model *mdl, zb_search_result *r,
@@ -1056,6 +1089,8 @@ static void copy_costs(zb_costs *dst, const zb_costs *src) {
     memcpy(dst->t_comm, src->t_comm, b);
     memcpy(dst->m_b, src->m_b, b);
     memcpy(dst->m_w, src->m_w, b);
+    dst->t_s = src->t_s, dst->t_t = src->t_t, dst->t_bcast = src->t_bcast;
+    dst->t_c1 = src->t_c1, dst->t_c2 = src->t_c2, dst->m_s = src->m_s;
 }
 
 zb_model zb_candidate_model(const zb_model *m, const zb_candidate *c) {
@@ -1078,6 +1113,7 @@ zb_status zb_search_make_plan(const zb_model *model, const zb_candidate *c,
     plan->dp = c->dp; plan->tp = c->tp; plan->pp = c->pp; plan->v = c->v;
     plan->micro_batch = c->micro_batch;
     plan->m = c->m;
+    plan->vocab_parallel = c->vocab;
     snprintf(plan->solver, sizeof plan->solver, "%s", c->rep.solver);
     memcpy(plan->stages, c->spans, (size_t)c->pp * c->v * sizeof *c->spans);
     detail d;

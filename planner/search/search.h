@@ -83,7 +83,14 @@ typedef struct {
                                 split, keep candidates over memory */
     const struct zb_profile *profile; /* measured costs where it covers a
                                 candidate (cost/profile.h); NULL: none */
+    int vocab;               /* vocabulary parallelism (cost/vocab.h): 0
+                                none (the default), 1 or 2 forces it,
+                                ZB_SEARCH_VOCAB_AUTO tries none, 1 and 2
+                                on every split with pp >= 2 (none wins
+                                ties) */
 } zb_search_opts;
+
+#define ZB_SEARCH_VOCAB_AUTO (-1)
 
 typedef struct {
     int dp, tp, pp, v, micro_batch, m;
@@ -105,6 +112,7 @@ typedef struct {
                                 profile's measured ones; NULL: analytic */
     bool measured_overhead;  /* allreduce_s + optimizer_s is the profile's
                                 measured time after the pipeline */
+    int vocab;               /* vocabulary parallelism: 0 none, 1 or 2 */
 } zb_candidate;
 
 typedef struct {
