@@ -57,10 +57,11 @@ void zb_plan_coords(const zb_plan *plan, int rank, int *pp_rank, int *dp_rank,
 
 #define ZB_PLAN_LAYOUT "pp-dp-tp"
 
-/* "F3", "B3.1"; into tok[cap]. */
+/* "F3", "B3.1", "S3" (S and T are chunk 0 and never carry one); into
+ * tok[cap]. */
 static void action_text(const zb_schedule *s, const zb_action *a, char *tok,
                         size_t cap) {
-    if (s->v > 1)
+    if (s->v > 1 && a->pass != ZB_S && a->pass != ZB_T)
         snprintf(tok, cap, "%s%d.%d", zb_pass_name((zb_pass)a->pass),
                  (int)a->mb, (int)a->chunk);
     else
@@ -128,6 +129,20 @@ static void write_stages(zb_yw *w, const zb_plan *plan) {
     zb_yw_seq_end(w);
 }
 
+static void write_vocab_costs(zb_yw *w, const zb_plan *plan) {
+    const zb_costs *c = &plan->costs;
+    if (!plan->vocab_parallel) return;
+    zb_yw_str(w, "vocab");
+    zb_yw_map_begin(w, false);
+    zb_yw_kdouble(w, "t_s", c->t_s);
+    zb_yw_kdouble(w, "t_t", c->t_t);
+    zb_yw_kdouble(w, "t_bcast", c->t_bcast);
+    zb_yw_kdouble(w, "t_c1", c->t_c1);
+    zb_yw_kdouble(w, "t_c2", c->t_c2);
+    zb_yw_kdouble(w, "m_s", c->m_s);
+    zb_yw_map_end(w);
+}
+
 static void write_prediction(zb_yw *w, const zb_plan *plan) {
     const zb_prediction *p = &plan->pred;
     zb_yw_str(w, "prediction");
@@ -166,9 +181,12 @@ zb_status zb_plan_write(const char *path, const zb_plan *plan, zb_err *err) {
     zb_yw_kint(w, "micro_batch", plan->micro_batch);
     zb_yw_kint(w, "microbatches", plan->m);
     zb_yw_kstr(w, "layout", ZB_PLAN_LAYOUT);
+    if (plan->vocab_parallel) /* absent: none, so older plans stay as they are */
+        zb_yw_kint(w, "vocab_parallel", plan->vocab_parallel);
     zb_yw_map_end(w);
     write_schedule(w, plan);
     write_stages(w, plan);
+    write_vocab_costs(w, plan);
     write_prediction(w, plan);
     char fp[32];
     snprintf(fp, sizeof fp, "%016llx", (unsigned long long)zb_plan_fingerprint(plan));

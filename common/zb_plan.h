@@ -55,6 +55,10 @@ typedef struct {
     int dp, tp, pp, v;
     int micro_batch;         /* sequences per microbatch (= model.train.micro_batch) */
     int m;                   /* microbatches per step per DP rank */
+    int vocab_parallel;      /* 0 none, 1 or 2: the embedding and the output
+                                layer sharded by vocabulary rows over the
+                                pipeline ranks (docs/plan-format.md); equals
+                                sched.vocab; costs.t_s.. hold its costs */
     char solver[16];         /* how the schedule was made: "generator",
                                 "heuristic", "ilp" */
     zb_stage_span *stages;   /* [pp*v] by virtual stage */

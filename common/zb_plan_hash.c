@@ -63,6 +63,11 @@ uint64_t zb_plan_fingerprint(const zb_plan *p) {
         put(&f, "%.12g %.12g %.12g %.12g %.12g %.12g", c->t_f[s], c->t_b[s],
             c->t_w[s], c->t_comm[s], c->m_b[s], c->m_w[s]);
     }
+    if (p->vocab_parallel) { /* absent from older plans' fingerprints */
+        const zb_costs *c = &p->costs;
+        put(&f, "vocab %d %.12g %.12g %.12g %.12g %.12g %.12g", p->vocab_parallel,
+            c->t_s, c->t_t, c->t_bcast, c->t_c1, c->t_c2, c->m_s);
+    }
     const zb_prediction *r = &p->pred;
     put(&f, "pred %.12g %.12g %.12g %.12g %.12g", r->step_s, r->pipeline_s,
         r->tokens_per_s, r->mfu, r->bubble_rate);

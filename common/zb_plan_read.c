@@ -73,9 +73,25 @@ static zb_status check_products(rd *r, const zb_ynode *par, const zb_plan *plan)
     return ZB_OK;
 }
 
+/* parallel.vocab_parallel: none (also when absent), 1 or 2; needs pp >= 2
+ * (the vocabulary is sharded over the pipeline ranks). */
+static zb_status read_vocab_key(rd *r, const zb_ynode *par, zb_plan *plan) {
+    static const char *const kinds[] = {"none", "1", "2", NULL};
+    int k = 0;
+    ZB_TRY(zb_yget_enum(r->doc, par, "vocab_parallel", false, kinds, &k, r->err));
+    plan->vocab_parallel = k;
+    const zb_ynode *n = zb_ymap_get(par, "vocab_parallel");
+    if (k && plan->pp < 2)
+        return zb_fail_at(r->err, r->doc->file, n->line, n->col,
+                          "vocab_parallel %d needs pp >= 2 (the vocabulary is "
+                          "sharded over the pipeline ranks), pp is %d", k, plan->pp);
+    return ZB_OK;
+}
+
 static zb_status read_parallel(rd *r, const zb_ynode *root, zb_plan *plan) {
     static const char *const keys[] = {"dp", "tp", "pp", "chunks", "micro_batch",
-                                       "microbatches", "layout", NULL};
+                                       "microbatches", "layout", "vocab_parallel",
+                                       NULL};
     const zb_ynode *par;
     ZB_TRY(section(r, root, "parallel", ZB_Y_MAP, &par));
     ZB_TRY(zb_ymap_check_keys(r->doc, par, "parallel", keys, r->err));
@@ -109,6 +125,7 @@ static zb_status read_parallel(rd *r, const zb_ynode *root, zb_plan *plan) {
                           "tp (%d) must divide heads (%d) and ffn_hidden (%d)",
                           plan->tp, a->heads, a->ffn_hidden);
     ZB_TRY(check_products(r, par, plan));
+    ZB_TRY(read_vocab_key(r, par, plan));
     if (plan->pp * plan->v > a->layers + 2)
         return zb_fail_at(r->err, r->doc->file, line, col,
                           "pp x chunks (%d) exceeds the layers (%d) + embedding + head",
@@ -129,12 +146,13 @@ static long strict_digits(const char **s) {
     return n == 0 || n > 9 ? -1 : v;
 }
 
-/* The action text s of token tok: "F3", "BW12", "W0.1". Strict: the pass
- * in capitals, then digits only; ".chunk" only when v > 1. */
+/* The action text s of token tok: "F3", "BW12", "W0.1", "S3". Strict: the
+ * pass in capitals, then digits only; ".chunk" only when v > 1 and never
+ * on S or T (chunk 0 by definition). */
 static zb_status parse_one(rd *r, const zb_ynode *tok, const char *s, int m,
                            int v, zb_action *a) {
     int plen = strncmp(s, "BW", 2) == 0 ? 2 : 1, pass = -1;
-    for (int k = 0; k < 4 && s[0]; k++)
+    for (int k = 0; k < ZB_NPASS && s[0]; k++)
         if (strlen(zb_pass_name((zb_pass)k)) == (size_t)plen &&
             strncmp(s, zb_pass_name((zb_pass)k), (size_t)plen) == 0)
             pass = k;
@@ -146,10 +164,12 @@ static zb_status parse_one(rd *r, const zb_ynode *tok, const char *s, int m,
         end++;
         chunk = strict_digits(&end);
     }
-    if (pass < 0 || mb < 0 || chunk < 0 || *end || (dot && v == 1))
+    bool vocab = pass == ZB_S || pass == ZB_T;
+    if (pass < 0 || mb < 0 || chunk < 0 || *end || (dot && (v == 1 || vocab)))
         return zb_fail_at(r->err, r->doc->file, tok->line, tok->col,
-                          "bad action '%s' (expected F, B, W or BW, a microbatch "
-                          "and for chunks > 1 '.chunk', e.g. F3 or B3.1)", tok->str);
+                          "bad action '%s' (expected F, B, W, BW, S or T, a "
+                          "microbatch and for chunks > 1 '.chunk' except on S "
+                          "and T, e.g. F3, B3.1 or S3)", tok->str);
     if (mb >= m || chunk < 0 || chunk >= v)
         return zb_fail_at(r->err, r->doc->file, tok->line, tok->col,
                           "action '%s' out of range (microbatches %d, chunks %d)",
@@ -207,6 +227,7 @@ static zb_status read_schedule(rd *r, const zb_ynode *root, zb_plan *plan,
                           "placement v needs chunks: 2, got %d", plan->v);
     ZB_TRY(zb_schedule_init(&plan->sched, name, plan->pp, plan->m, plan->v,
                             (zb_placement)place, 0, r->err));
+    plan->sched.vocab = plan->vocab_parallel;
     for (int k = 0; k < ranks->n; k++) {
         const zb_ynode *list = ranks->items[k];
         ZB_TRY(zb_ynode_expect(r->doc, list, ZB_Y_SEQ, "a rank's action list", r->err));
@@ -277,6 +298,29 @@ static zb_status read_stages(rd *r, const zb_ynode *root, zb_plan *plan) {
     return ZB_OK;
 }
 
+/* 'vocab' (zb_sim.h's vocabulary costs): required with vocab_parallel,
+ * refused without it. */
+static zb_status read_vocab_costs(rd *r, const zb_ynode *root, zb_plan *plan) {
+    static const char *const keys[] = {"t_s", "t_t", "t_bcast", "t_c1", "t_c2",
+                                       "m_s", NULL};
+    const zb_ynode *vn = zb_ymap_get(root, "vocab");
+    zb_costs *c = &plan->costs;
+    if (!plan->vocab_parallel) {
+        if (vn)
+            return zb_fail_at(r->err, r->doc->file, vn->line, vn->col,
+                              "'vocab' costs without parallel.vocab_parallel");
+        return ZB_OK;
+    }
+    ZB_TRY(section(r, root, "vocab", ZB_Y_MAP, &vn));
+    ZB_TRY(zb_ymap_check_keys(r->doc, vn, "vocab", keys, r->err));
+    ZB_TRY(get_double(r, vn, "t_s", &c->t_s));
+    ZB_TRY(get_double(r, vn, "t_t", &c->t_t));
+    ZB_TRY(get_double(r, vn, "t_bcast", &c->t_bcast));
+    ZB_TRY(get_double(r, vn, "t_c1", &c->t_c1));
+    ZB_TRY(get_double(r, vn, "t_c2", &c->t_c2));
+    return get_double(r, vn, "m_s", &c->m_s);
+}
+
 static zb_status read_prediction(rd *r, const zb_ynode *root, zb_plan *plan) {
     static const char *const keys[] = {"step_s", "pipeline_s", "tokens_per_s", "mfu",
                                        "bubble_rate", "ranks", NULL};
@@ -329,6 +373,7 @@ static zb_status read_body(rd *r, const zb_ynode *root, zb_plan *plan) {
     ZB_TRY(zb_plan_alloc(plan, plan->pp, plan->v, r->err));
     ZB_TRY(read_schedule(r, root, plan, &ranks));
     ZB_TRY(read_stages(r, root, plan));
+    ZB_TRY(read_vocab_costs(r, root, plan));
     ZB_TRY(read_prediction(r, root, plan));
     zb_err serr;
     if (zb_simulate_fast(&plan->sched, &plan->costs, NULL, NULL, NULL, &serr))
@@ -354,7 +399,7 @@ static zb_status check_fingerprint(rd *r, const zb_ynode *root, const zb_plan *p
 
 zb_status zb_plan_read_doc(const zb_ydoc *doc, zb_plan *plan, zb_err *err) {
     static const char *const extra[] = {"version", "parallel", "schedule", "stages",
-                                        "prediction", "fingerprint", NULL};
+                                        "vocab", "prediction", "fingerprint", NULL};
     memset(plan, 0, sizeof *plan);
     rd r = {doc, err};
     zb_status st = ZB_OK;

@@ -1,6 +1,7 @@
 /* zb_schedule.c - see zb_schedule.h. */
 #include "common/zb_schedule.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ zb_status zb_schedule_init(zb_schedule *s, const char *name, int p, int m,
     s->m = m;
     s->v = v;
     s->placement = pl;
+    s->vocab = 0;
     if (cap_per_rank <= 0) cap_per_rank = 3 * m * v;
     s->len = zb_calloc((size_t)p, sizeof *s->len, err);
     s->cap = zb_calloc((size_t)p, sizeof *s->cap, err);
@@ -84,6 +86,7 @@ zb_status zb_schedule_copy(zb_schedule *dst, const zb_schedule *src,
         if (src->len[r] > maxlen) maxlen = src->len[r];
     ZB_TRY(zb_schedule_init(dst, src->name, src->p, src->m, src->v,
                             src->placement, maxlen, err));
+    dst->vocab = src->vocab;
     for (int r = 0; r < src->p; r++) {
         memcpy(dst->acts[r], src->acts[r], (size_t)src->len[r] * sizeof(zb_action));
         dst->len[r] = src->len[r];
@@ -111,14 +114,99 @@ void zb_vstage_owner(const zb_schedule *s, int vstage, int *rank, int *chunk) {
     }
 }
 
-static const char *const pass_names[] = {"F", "B", "W", "BW"};
+static const char *const pass_names[ZB_NPASS] = {"F", "B", "W", "BW", "S", "T"};
 
 const char *zb_pass_name(zb_pass k) {
-    return (unsigned)k < 4 ? pass_names[k] : "?";
+    return (unsigned)k < ZB_NPASS ? pass_names[k] : "?";
 }
 
 int zb_pass_parse(const char *s) {
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < ZB_NPASS; k++)
         if (strcasecmp(s, pass_names[k]) == 0) return k;
     return -1;
+}
+
+/* ------------------------------------------------ vocabulary passes */
+
+static bool is_vocab_pass(const zb_action *a) {
+    return a->pass == ZB_S || a->pass == ZB_T;
+}
+
+static zb_status vocab_fault(zb_err *err, int r, int i, const zb_action *a,
+                             const char *what) {
+    return zb_fail(err, ZB_EINFEASIBLE, "rank %d: action %d (%s mb %d chunk "
+                   "%d): %s", r, i, zb_pass_name((zb_pass)a->pass), (int)a->mb,
+                   (int)a->chunk, what);
+}
+
+/* Rank r's S/T actions on their own: chunk 0, S of mb 0, 1, ... in order,
+ * T likewise, each T after its S, all m of each. */
+static zb_status check_vocab_rank(const zb_schedule *s, int r, zb_err *err) {
+    int ns = 0, nt = 0;
+    for (int i = 0; i < s->len[r]; i++) {
+        const zb_action *a = &s->acts[r][i];
+        if (!is_vocab_pass(a)) continue;
+        int *next = a->pass == ZB_S ? &ns : &nt;
+        const char *bad = a->chunk != 0 ? "S and T belong to chunk 0"
+                          : a->mb != *next ? (a->mb < *next ? "repeated pass"
+                                              : "out of microbatch order")
+                          : a->pass == ZB_T && nt >= ns ? "T before its S"
+                          : NULL;
+        if (bad) return vocab_fault(err, r, i, a, bad);
+        (*next)++;
+    }
+    if (ns < s->m || nt < s->m)
+        return zb_fail(err, ZB_EINFEASIBLE, "rank %d: missing %s of mb %d "
+                       "(vocabulary parallelism: one S and one T per "
+                       "microbatch on every rank)", r, ns < s->m ? "S" : "T",
+                       ns < s->m ? ns : nt);
+    return ZB_OK;
+}
+
+/* Rank r's S/T order against rank 0's: the collectives must line up. */
+static zb_status check_vocab_order(const zb_schedule *s, int r, zb_err *err) {
+    int j = 0;
+    for (int i = 0; i < s->len[r]; i++) {
+        const zb_action *a = &s->acts[r][i];
+        if (!is_vocab_pass(a)) continue;
+        while (!is_vocab_pass(&s->acts[0][j])) j++; /* both hold 2m */
+        const zb_action *b = &s->acts[0][j++];
+        if (a->pass != b->pass || a->mb != b->mb) {
+            char what[96];
+            snprintf(what, sizeof what, "S/T order differs from rank 0's, "
+                     "which runs %s mb %d here", zb_pass_name((zb_pass)b->pass),
+                     (int)b->mb);
+            return vocab_fault(err, r, i, a, what);
+        }
+    }
+    return ZB_OK;
+}
+
+zb_status zb_schedule_check_vocab(const zb_schedule *s, zb_err *err) {
+    if (s->vocab == 0) {
+        for (int r = 0; r < s->p; r++)
+            for (int i = 0; i < s->len[r]; i++)
+                if (is_vocab_pass(&s->acts[r][i]))
+                    return vocab_fault(err, r, i, &s->acts[r][i], "S and T "
+                                       "need vocabulary parallelism");
+        return ZB_OK;
+    }
+    if (s->vocab != 1 && s->vocab != 2)
+        return zb_fail(err, ZB_EINPUT, "vocabulary parallelism %d: expected "
+                       "none, 1 or 2", s->vocab);
+    if (s->p < 2)
+        return zb_fail(err, ZB_EINPUT, "vocabulary parallelism needs at least "
+                       "2 pipeline ranks, the schedule has %d", s->p);
+    for (int r = 0; r < s->p; r++) ZB_TRY(check_vocab_rank(s, r, err));
+    for (int r = 1; r < s->p; r++) ZB_TRY(check_vocab_order(s, r, err));
+    return ZB_OK;
+}
+
+void zb_schedule_strip_vocab(zb_schedule *s) {
+    for (int r = 0; r < s->p; r++) {
+        int k = 0;
+        for (int i = 0; i < s->len[r]; i++)
+            if (!is_vocab_pass(&s->acts[r][i])) s->acts[r][k++] = s->acts[r][i];
+        s->len[r] = k;
+    }
 }

@@ -27,7 +27,11 @@
 
 #include "common/zb_error.h"
 
-typedef enum { ZB_F = 0, ZB_B = 1, ZB_W = 2, ZB_BW = 3 } zb_pass;
+typedef enum {
+    ZB_F = 0, ZB_B = 1, ZB_W = 2, ZB_BW = 3,
+    ZB_S = 4, ZB_T = 5 /* vocabulary passes, one rank's shard (see above) */
+} zb_pass;
+#define ZB_NPASS 6
 typedef enum { ZB_PLACE_LOOP = 0, ZB_PLACE_V = 1 } zb_placement;
 
 typedef struct {
@@ -45,6 +49,7 @@ typedef struct {
     char name[32];           /* generator name, e.g. "1f1b", "zb-h1" */
     int p, m, v;
     zb_placement placement;
+    int vocab;               /* vocabulary parallelism: 0 none, 1 or 2 */
     int *len;                /* [p] actions on each rank */
     int *cap;                /* [p] allocated capacity */
     zb_action **acts;        /* [p][len[r]] */
@@ -82,8 +87,18 @@ int zb_vstage(const zb_schedule *s, int rank, int chunk);
 void zb_vstage_owner(const zb_schedule *s, int vstage, int *rank, int *chunk);
 int zb_placement_vstage(zb_placement pl, int p, int rank, int chunk);
 
-/* "F", "B", "W", "BW"; and parsing back (-1 if unknown). */
+/* "F", "B", "W", "BW", "S", "T"; and parsing back (-1 if unknown). */
 const char *zb_pass_name(zb_pass k);
 int zb_pass_parse(const char *s);
+
+/* The vocabulary contract of s (above): with s->vocab == 0 no S or T
+ * action; with 1 or 2, p >= 2 and every rank's list holds S and T of each
+ * microbatch once, chunk 0, in the same S/T order as rank 0's, S(mb)
+ * before T(mb) and mb increasing within each kind. ZB_EINFEASIBLE naming
+ * the rank and the action ("rank 2: action 7 (T mb 3): ..."). */
+zb_status zb_schedule_check_vocab(const zb_schedule *s, zb_err *err);
+
+/* Drop every S and T action (s->vocab is left as it is). */
+void zb_schedule_strip_vocab(zb_schedule *s);
 
 #endif

@@ -214,12 +214,22 @@ zb_status zb_sched_csv_read(const char *path, zb_schedule *out, zb_err *err) {
     return st;
 }
 
+static bool has_vocab(const zb_schedule *s) {
+    for (int r = 0; r < s->p && !s->vocab; r++)
+        for (int i = 0; i < s->len[r]; i++)
+            if (s->acts[r][i].pass == ZB_S || s->acts[r][i].pass == ZB_T) return true;
+    return s->vocab != 0;
+}
+
 static char type_letter(zb_pass k) {
     return k == ZB_F ? 'F' : k == ZB_B ? 'I' : k == ZB_W ? 'W' : 'B';
 }
 
 zb_status zb_sched_csv_write(const zb_schedule *s, const char *path,
                              zb_err *err) {
+    if (has_vocab(s))
+        return zb_fail(err, ZB_EINPUT, "%s: the CSV schedule format has no "
+                       "vocabulary passes (S, T); write the plan instead", path);
     zb_afile a;
     ZB_TRY(zb_afile_open(&a, path, err));
     int ok = 1;

@@ -21,7 +21,9 @@
  * reports missing, repeated or deadlocked passes. Errors are ZB_EINPUT as
  * "FILE:LINE:COL: what" (zb_fail_at). Writing is atomic (zb_afile.h) and
  * reading what was written gives the same schedule back, so writing it
- * again gives the same bytes.
+ * again gives the same bytes. PyTorch has no vocabulary passes: writing
+ * a schedule with vocab != 0 (zb_schedule.h, S and T) is ZB_EINPUT
+ * "PATH: the CSV schedule format has no vocabulary passes ...".
  */
 #ifndef ZB_SCHEDULE_CSV_H
 #define ZB_SCHEDULE_CSV_H

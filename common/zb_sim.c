@@ -73,6 +73,13 @@ struct zb_sim_ws {
     int *todo;            /* [p] ranks to advance */
     uint8_t *on_stack;    /* [p] */
     double last_end;      /* of the last zb_simulate_fast */
+    /* vocabulary passes (zb_schedule.h), per microbatch: how many ranks
+     * ran S (T) and the latest end among them */
+    size_t vcells;
+    int *s_done, *t_done; /* [m] */
+    double *s_end, *t_end; /* [m] */
+    int vocab, p;         /* of the schedule being simulated */
+    double t_bcast, t_c1, t_c2;
 };
 
 zb_sim_ws *zb_sim_ws_new(void) { return calloc(1, sizeof(zb_sim_ws)); }
@@ -95,6 +102,13 @@ static void free_ranks(zb_sim_ws *ws) {
     free(ws->on_stack);
 }
 
+static void free_vocab(zb_sim_ws *ws) {
+    free(ws->s_done);
+    free(ws->t_done);
+    free(ws->s_end);
+    free(ws->t_end);
+}
+
 static void free_stages(zb_sim_ws *ws) {
     free(ws->vs_of);
     free(ws->owner);
@@ -107,13 +121,15 @@ void zb_sim_ws_free(zb_sim_ws *ws) {
     free_cells(ws);
     free_ranks(ws);
     free_stages(ws);
+    free_vocab(ws);
     free(ws);
 }
 
-/* Room for cells (vstage, mb) pairs, ranks ranks and stages virtual
- * stages (also the (rank, chunk) pairs: as many). */
+/* Room for cells (vstage, mb) pairs, ranks ranks, stages virtual
+ * stages (also the (rank, chunk) pairs: as many) and vcells microbatches'
+ * vocabulary counters. */
 static zb_status ws_reserve(zb_sim_ws *ws, size_t cells, size_t ranks,
-                            size_t stages, zb_err *err) {
+                            size_t stages, size_t vcells, zb_err *err) {
     if (cells > ws->cells) {
         free_cells(ws);
         ws->end_f = malloc(cells * sizeof(double));
@@ -146,9 +162,18 @@ static zb_status ws_reserve(zb_sim_ws *ws, size_t cells, size_t ranks,
         ws->stages = stages;
         if (!ws->vs_of || !ws->owner || !ws->in_f || !ws->in_b) goto oom;
     }
+    if (vcells > ws->vcells) {
+        free_vocab(ws);
+        ws->s_done = malloc(vcells * sizeof(int));
+        ws->t_done = malloc(vcells * sizeof(int));
+        ws->s_end = malloc(vcells * sizeof(double));
+        ws->t_end = malloc(vcells * sizeof(double));
+        ws->vcells = vcells;
+        if (!ws->s_done || !ws->t_done || !ws->s_end || !ws->t_end) goto oom;
+    }
     return ZB_OK;
 oom:
-    ws->cells = ws->ranks = ws->stages = 0; /* a fresh allocation next time */
+    ws->cells = ws->ranks = ws->stages = ws->vcells = 0; /* a fresh allocation next time */
     return zb_fail(err, ZB_ENOMEM, "out of memory in the simulator");
 }
 
@@ -223,6 +248,8 @@ static zb_status check_passes(const zb_schedule *s, zb_sim_ws *ws, zb_err *err) 
         const int *vs_of = ws->vs_of + (size_t)r * v;
         for (int i = 0; i < s->len[r]; i++) {
             const zb_action *a = &s->acts[r][i];
+            if (a->pass == ZB_S || a->pass == ZB_T)
+                continue; /* zb_schedule_check_vocab's */
             if (a->pass > ZB_BW || a->chunk >= v || (unsigned)a->mb >= (unsigned)m)
                 return bad_action(err, r, i, a, action_fault(s, a, 0));
             if (a->flags && overlap_fault(s, r, i))
@@ -314,6 +341,17 @@ static inline double run_action(const zb_costs *c, zb_sim_ws *ws,
         ws->end_w[cell] = t0 + d;
         st->mem -= c->m_w[vs];
         break;
+    case ZB_S:
+    case ZB_T: {
+        bool is_s = a->pass == ZB_S;
+        d = is_s ? c->t_s : c->t_t;
+        int *done = is_s ? ws->s_done : ws->t_done;
+        double *last = is_s ? ws->s_end : ws->t_end;
+        done[a->mb]++;
+        if (t0 + d > last[a->mb]) last[a->mb] = t0 + d;
+        st->mem += is_s ? c->m_s : -c->m_s;
+        break;
+    }
     default: /* BW: its B part holds m_w - m_b more until its W part */
         d = c->t_b[vs] + c->t_w[vs];
         ws->end_b[cell] = ws->end_w[cell] = t0 + d;
@@ -330,13 +368,67 @@ static inline double run_action(const zb_costs *c, zb_sim_ws *ws,
     return t0 + d;
 }
 
+/* When the vocabulary collective that a of virtual stage vs waits for is
+ * complete (zb_costs: S waits for X(mb), T for C1, the last stage's B for
+ * C2 or C1), or -1 while it is not. */
+static double vocab_ready(const zb_sim_ws *ws, int n, int m, int vs,
+                          const zb_action *a) {
+    size_t j = (size_t)a->mb;
+    if (a->pass == ZB_S) {
+        double x = ws->end_f[(size_t)(n - 1) * m + j];
+        if (x < 0) return -1;
+        return x + (ws->owner[vs] == ws->owner[n - 1] ? 0.0 : ws->t_bcast);
+    }
+    bool c2 = a->pass != ZB_T && ws->vocab == 1;
+    if (c2) return ws->t_done[j] < ws->p ? -1 : ws->t_end[j] + ws->t_c2;
+    return ws->s_done[j] < ws->p ? -1 : ws->s_end[j] + ws->t_c1;
+}
+
+/* What a blocked vocabulary dependency of a (virtual stage vs) waits
+ * for, into what[cap]; false when a waits for no vocabulary collective. */
+static bool vocab_wait(const zb_schedule *s, const zb_sim_ws *ws, int vs,
+                       const zb_action *a, char *what, size_t cap) {
+    int n = s->p * s->v, m = s->m;
+    bool last_b = (a->pass == ZB_B || a->pass == ZB_BW) && vs == n - 1;
+    if (!s->vocab || (a->pass != ZB_S && a->pass != ZB_T && !last_b)) return false;
+    if (a->pass != ZB_S && a->pass != ZB_T && ws->end_f[(size_t)vs * m + a->mb] < 0)
+        return false; /* its own F first: the ordinary message */
+    if (vocab_ready(ws, n, m, vs, a) >= 0) return false;
+    const char *dep = a->pass == ZB_S ? "F of the last virtual stage"
+                      : a->pass == ZB_T || s->vocab == 2 ? "S on every rank (C1)"
+                      : "T on every rank (C2)";
+    snprintf(what, cap, "deadlock: waits for %s of mb %d, which never runs "
+             "first", dep, (int)a->mb);
+    return true;
+}
+
+/* The first rank whose next pass waits for a vocabulary collective that
+ * never completes (the likelier root cause than a rank waiting on it). */
+static bool vocab_deadlock(const zb_schedule *s, const zb_sim_ws *ws,
+                           zb_err *err) {
+    for (int r = 0; r < s->p; r++) {
+        if (ws->idx[r] >= s->len[r]) continue;
+        int i = ws->idx[r];
+        const zb_action *a = &s->acts[r][i];
+        char what[160];
+        if (zb_action_overlaps(a)) a = &s->acts[r][++i]; /* its B may wait */
+        if (vocab_wait(s, ws, zb_vstage(s, r, a->chunk), a, what, sizeof what)) {
+            bad_action(err, r, i, a, what);
+            return true;
+        }
+    }
+    return false;
+}
+
 static zb_status deadlock(const zb_schedule *s, const zb_costs *c,
                           const zb_sim_ws *ws, zb_err *err) {
+    if (vocab_deadlock(s, ws, err)) return ZB_EINFEASIBLE;
     for (int r = 0; r < s->p; r++) {
         if (ws->idx[r] >= s->len[r]) continue;
         int i = ws->idx[r];
         const zb_action *a = &s->acts[r][i];
         int vs = zb_vstage(s, r, a->chunk), dp = 0, dv = 0;
+        char what[160];
         /* an overlapped step whose F could start waits for its B's input */
         if (ready_time(s, c, ws, vs, a, &dp, &dv) >= 0 && zb_action_overlaps(a)) {
             a = &s->acts[r][++i];
@@ -345,7 +437,6 @@ static zb_status deadlock(const zb_schedule *s, const zb_costs *c,
         }
         int dr, dc;
         zb_vstage_owner(s, dv, &dr, &dc);
-        char what[160];
         snprintf(what, sizeof what, "deadlock: waits for %s of mb %d on "
                  "virtual stage %d (rank %d), which never runs first",
                  zb_pass_name((zb_pass)dp), (int)a->mb, dv, dr);
@@ -363,8 +454,15 @@ static inline double ready_at(const zb_sim_ws *ws, int n, int m, int vs,
         if (vs == 0) return 0.0;
         if (ws->end_f[(size_t)(vs - 1) * m + j] < 0) return -1;
         return ws->end_f[(size_t)(vs - 1) * m + j] + ws->in_f[vs];
+    case ZB_S:
+    case ZB_T:
+        return vocab_ready(ws, n, m, vs, a);
     case ZB_B:
     case ZB_BW:
+        if (vs == n - 1 && ws->vocab) {
+            double v = vocab_ready(ws, n, m, vs, a), f = ws->end_f[(size_t)vs * m + j];
+            return v < 0 || f < 0 ? -1 : v > f ? v : f;
+        }
         if (vs == n - 1) return ws->end_f[(size_t)vs * m + j];
         if (ws->end_b[(size_t)(vs + 1) * m + j] < 0) return -1;
         return ws->end_b[(size_t)(vs + 1) * m + j] + ws->in_b[vs];
@@ -376,8 +474,28 @@ static inline double ready_at(const zb_sim_ws *ws, int n, int m, int vs,
 /* After a pass of virtual stage vs ended on rank r: the rank whose next
  * pass may have waited for it (the next stage's F, the previous stage's
  * B) goes back on the stack if it was blocked. */
+static void push_rank(zb_sim_ws *ws, const zb_schedule *s, int q, int *top) {
+    if (!ws->on_stack[q] && ws->idx[q] < s->len[q]) {
+        ws->on_stack[q] = 1;
+        ws->todo[(*top)++] = q;
+    }
+}
+
+/* After a pass that completes a vocabulary dependency (F(mb) of the last
+ * stage, or the last rank's S(mb) or T(mb)): every rank may wait for it. */
+static void wake_vocab(zb_sim_ws *ws, const zb_schedule *s, int n, int vs,
+                       const zb_action *a, int *top) {
+    int j = a->mb;
+    bool all = (a->pass == ZB_F && vs == n - 1) ||
+               (a->pass == ZB_S && ws->s_done[j] == ws->p) ||
+               (a->pass == ZB_T && ws->t_done[j] == ws->p);
+    if (all)
+        for (int q = 0; q < s->p; q++) push_rank(ws, s, q, top);
+}
+
 static inline void wake(zb_sim_ws *ws, const zb_schedule *s, int n, int r,
                         int vs, int pass, int *top) {
+    if (pass == ZB_S || pass == ZB_T) return; /* wake_vocab's */
     int to = pass == ZB_F ? vs + 1 : pass == ZB_W ? -1 : vs - 1;
     if (to < 0 || to >= n) return;
     int q = ws->owner[to];
@@ -419,6 +537,7 @@ static bool run_overlap(const zb_schedule *s, const zb_costs *c,
     }
     wake(ws, s, n, r, vs_f, ZB_F, top);
     wake(ws, s, n, r, vs_b, b->pass, top);
+    if (ws->vocab) wake_vocab(ws, s, n, vs_f, a, top);
     return true;
 }
 
@@ -452,6 +571,7 @@ static int advance(const zb_schedule *s, const zb_costs *c, zb_sim_ws *ws,
             end[off[r] + i] = t1;
         }
         wake(ws, s, n, r, vs, a->pass, top);
+        if (ws->vocab) wake_vocab(ws, s, n, vs, a, top);
     }
     ws->idx[r] = i;
     ws->free_at[r] = st.free_at, ws->mem[r] = st.mem, ws->first[r] = st.first;
@@ -470,8 +590,15 @@ static zb_status sim_core(const zb_schedule *s, const zb_costs *c,
         return zb_fail(err, ZB_EINPUT, "costs cover %d virtual stages, the "
                        "schedule has %d", c->n, n);
     size_t cells = (size_t)n * (size_t)m;
-    ZB_TRY(ws_reserve(ws, cells, (size_t)p, (size_t)n, err));
+    ZB_TRY(ws_reserve(ws, cells, (size_t)p, (size_t)n, (size_t)m, err));
     fill_tables(s, c, ws);
+    ZB_TRY(zb_schedule_check_vocab(s, err));
+    ws->vocab = s->vocab, ws->p = p;
+    ws->t_bcast = c->t_bcast, ws->t_c1 = c->t_c1, ws->t_c2 = c->t_c2;
+    for (int j = 0; j < m; j++) {
+        ws->s_done[j] = ws->t_done[j] = 0;
+        ws->s_end[j] = ws->t_end[j] = 0;
+    }
     ZB_TRY(check_passes(s, ws, err));
     for (size_t i = 0; i < cells; i++) ws->end_f[i] = ws->end_b[i] = ws->end_w[i] = -1;
     for (int r = p - 1; r >= 0; r--) {

@@ -17,6 +17,8 @@
  * (so F's activations count before B releases its own); the step adds its
  * time, not the two passes', to busy. Fault: an overlap flag on anything
  * but an F followed by a B or BW on the same rank.
+ * Vocabulary passes S and T (zb_schedule.h): dependencies and memory as
+ * zb_costs says; they count in busy like any pass.
  * Bubble: per rank, span = last end - first start, busy = sum of its pass
  * (and overlapped step) times, bubble[r] = (span - busy) / span. Overall bubble_rate is taken over
  * the longest span: (max_span - mean busy) / max_span, which is the Zero
@@ -41,6 +43,17 @@ typedef struct {
                             overlapped F&B step hidden under the longer:
                             0 (the default, what a backend that runs the
                             two passes one after the other does) to 1 */
+    /* Vocabulary passes (zb_schedule.h; used only when the schedule's
+     * vocab is 1 or 2), the same on every rank. S(mb) on rank r starts
+     * after F(mb) of the last virtual stage ends, plus t_bcast unless r
+     * owns that stage; T(mb) after every rank's S(mb) ended, plus t_c1;
+     * B/BW(mb) of the last virtual stage also after every rank's T(mb),
+     * plus t_c2 (variant 1), or S(mb), plus t_c1 (variant 2). S adds m_s
+     * to its rank's memory, T releases it. */
+    double t_s, t_t;     /* seconds per S / T pass (one rank's shard) */
+    double t_bcast;      /* X(mb) [b*s, h] to every pipeline rank */
+    double t_c1, t_c2;   /* the all-reduces C1 (after S), C2 (after T) */
+    double m_s;          /* bytes held from S to T on each rank */
 } zb_costs;
 
 /* Time of an overlapped F&B step: F of virtual stage vs_f and b_pass (ZB_B

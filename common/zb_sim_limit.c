@@ -1,6 +1,6 @@
 /* zb_sim_limit.c - zb_sim_check_limit (zb_sim.h): where a rank's memory
  * first goes over a limit. A rank's memory depends only on its own order
- * (F +m_b, B -(m_b - m_w), W -m_w, BW -m_b), so a walk per rank finds the
+ * (F +m_b, B -(m_b - m_w), W -m_w, BW -m_b, S +m_s, T -m_s), so a walk per rank finds the
  * exact action. */
 #include <math.h>
 
@@ -13,6 +13,8 @@ static double delta(const zb_schedule *s, const zb_costs *c, int r,
     case ZB_F: return c->m_b[v];
     case ZB_B: return c->m_w[v] - c->m_b[v];
     case ZB_W: return -c->m_w[v];
+    case ZB_S: return c->m_s;
+    case ZB_T: return -c->m_s;
     default: return -c->m_b[v];
     }
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/zb_schedule_csv.h"
+#include "common/zb_schedule_vocab.h"
 #include "common/zb_sim.h"
 #include "common/zb_suggest.h"
 #include "planner/cli/cli.h"
@@ -36,6 +37,10 @@ typedef struct {
     zb_schedule imported;    /* read from import_path */
     const char *costs_path;  /* --costs: per-stage costs (cli/sim_costs.h) */
     zb_sim_costs_file costs;
+    int vocab;               /* --vocab-parallel: 0 none, 1, 2 */
+    double cost_s, cost_t, mem_s; /* per rank: S, T, what S holds until T */
+    bool cost_s_set, cost_t_set;
+    bool timeline;           /* --timeline: every action's start and end */
 } sim_args;
 
 typedef struct {
@@ -45,6 +50,7 @@ typedef struct {
     char reason[sizeof(zb_err) + 32]; /* why not */
     zb_sched_report rep;
     zb_sim_result sim;
+    zb_schedule sched;       /* what was simulated (kept for --timeline) */
 } sim_out;
 
 static const char usage[] =
@@ -54,6 +60,8 @@ static const char usage[] =
     "                  [--solver heuristic|ilp|auto] [--time-limit S]\n"
     "                  [--format table|json] [--export FILE.csv]\n"
     "                  [--costs FILE] [--fb-overlap O]\n"
+    "                  [--vocab-parallel none|1|2] [--cost-s S] [--cost-t T]\n"
+    "                  [--mem-s Z] [--timeline]\n"
     "       zbplan sim --import FILE.csv [cost, memory and format options]\n"
     "Simulates a schedule with uniform costs per pipeline rank (a schedule\n"
     "with v chunks gets F/v, B/v, W/v, X/v, Y/v per chunk) and prints the\n"
@@ -71,7 +79,12 @@ static const char usage[] =
     "chunks) or per virtual stage, F,B,W,comm,mem_f,mem_w. --fb-overlap\n"
     "prices the overlapped F&B steps of dualpipev: the share (0..1, default\n"
     "0: one pass after the other) of the shorter pass hidden under the\n"
-    "longer.\n"
+    "longer. --vocab-parallel places the output layer's vocabulary passes S\n"
+    "and T on every rank (docs/schedules.md, \"Vocabulary passes\"): each S\n"
+    "costs S (default F/2), each T costs T (default F), S holds Z until T\n"
+    "(default 0), and the broadcast of X and the all-reduces C1, C2 cost C\n"
+    "each; a --costs line may end in S,T. --timeline also prints every\n"
+    "action's start and end per rank.\n"
     "  -h, --help  this text;  --version  zbplan's version\n";
 
 /* every option, for "did you mean" */
@@ -79,12 +92,14 @@ static const char *const option_names[] = {
     "--schedule", "--stages", "--microbatches", "--chunks", "--cost-f",
     "--cost-b", "--cost-w", "--cost-comm", "--mem-f", "--mem-w", "--mem-limit",
     "--time-limit", "--solver", "--format", "--import", "--export", "--costs",
-    "--fb-overlap", "--help", "--version", NULL};
+    "--fb-overlap", "--vocab-parallel", "--cost-s", "--cost-t", "--mem-s",
+    "--timeline", "--help", "--version", NULL};
 
 const char *zb_sim_cmd_usage(void) { return usage; }
 
 static const char *const solver_names[] = {"heuristic", "ilp", "auto", NULL};
 static const char *const format_names[] = {"table", "json", NULL};
+static const char *const vocab_names[] = {"none", "1", "2", NULL};
 
 /* One option; *st is set on a bad value. Returns false if argv[*i] is not
  * one of ours. */
@@ -98,6 +113,8 @@ static bool parse_one(int argc, char **argv, int *i, sim_args *a,
         {"--mem-f", &a->mem_f, false}, {"--mem-w", &a->mem_w, false},
         {"--mem-limit", &a->mem_limit, false},
         {"--fb-overlap", &a->fb_overlap, false},
+        {"--cost-s", &a->cost_s, false}, {"--cost-t", &a->cost_t, false},
+        {"--mem-s", &a->mem_s, false},
         {"--time-limit", &a->time_limit_s, true}};
     const char *val;
     int k;
@@ -112,6 +129,8 @@ static bool parse_one(int argc, char **argv, int *i, sim_args *a,
                 *st = zb_cli_double(dbls[n].name, val, dbls[n].positive,
                                     dbls[n].dst, err);
             a->mem_w_set |= dbls[n].dst == &a->mem_w;
+            a->cost_s_set |= dbls[n].dst == &a->cost_s;
+            a->cost_t_set |= dbls[n].dst == &a->cost_t;
             return true;
         }
     if (zb_cli_opt(argc, argv, i, "--schedule", &val, st, err)) {
@@ -124,6 +143,11 @@ static bool parse_one(int argc, char **argv, int *i, sim_args *a,
         if (val) a->costs_path = val;
     } else if (zb_cli_opt(argc, argv, i, "--solver", &val, st, err)) {
         if (val) *st = zb_cli_enum("--solver", val, solver_names, &a->solver, err);
+    } else if (zb_cli_opt(argc, argv, i, "--vocab-parallel", &val, st, err)) {
+        if (val) *st = zb_cli_enum("--vocab-parallel", val, vocab_names, &a->vocab, err);
+    } else if (strcmp(argv[*i], "--timeline") == 0) {
+        a->timeline = true;
+        (*i)++;
     } else if (zb_cli_opt(argc, argv, i, "--format", &val, st, err)) {
         if (val && (*st = zb_cli_enum("--format", val, format_names, &k, err)) == ZB_OK)
             a->json = k == 1;
@@ -217,6 +241,11 @@ static zb_status parse_args(int argc, char **argv, sim_args *a, bool *help,
     else if (a->export_path)
         return zb_fail(err, ZB_EINPUT, "sim: --export needs one --schedule, not all");
     if (!a->mem_w_set) a->mem_w = a->mem_f / 2;
+    if (!a->cost_s_set) a->cost_s = a->f / 2;
+    if (!a->cost_t_set) a->cost_t = a->f;
+    if (!a->vocab && (a->cost_s_set || a->cost_t_set || a->mem_s > 0))
+        return zb_fail(err, ZB_EINPUT, "sim: --cost-s, --cost-t and --mem-s "
+                       "need --vocab-parallel 1 or 2");
     if (a->fb_overlap > 1)
         return zb_fail(err, ZB_EINPUT, "--fb-overlap must be in 0..1 (a share "
                        "of the shorter pass hidden), got %g", a->fb_overlap);
@@ -228,6 +257,17 @@ static zb_status parse_args(int argc, char **argv, sim_args *a, bool *help,
 static zb_placement placement_of(const sim_args *a, const char *name) {
     if (a->import_path) return a->imported.placement;
     return zb_schedule_placement(name);
+}
+
+/* The vocabulary passes' costs (zb_costs): per rank, not divided over
+ * chunks (every rank holds one shard); a --costs file's S,T columns win. */
+static void set_vocab_costs(const sim_args *a, zb_costs *c) {
+    if (!a->vocab) return;
+    bool file = a->costs_path && a->costs.ncols == 8;
+    c->t_s = file ? a->costs.v[6] : a->cost_s;
+    c->t_t = file ? a->costs.v[7] : a->cost_t;
+    c->t_bcast = c->t_c1 = c->t_c2 = a->costs_path ? a->costs.v[3] : a->comm;
+    c->m_s = a->mem_s;
 }
 
 /* Build and simulate one schedule. Unmet conditions: o->ok = false. */
@@ -254,6 +294,7 @@ static zb_status run_one(const sim_args *a, const char *name, sim_out *o,
                                 a->comm, a->mem_f / v, a->mem_w / v, err));
     }
     c.fb_overlap = a->fb_overlap;
+    set_vocab_costs(a, &c);
     zb_sched_params prm = {.p = a->p, .m = a->m, .v = o->v, .costs = &c,
                            .mem_limit = a->mem_limit,
                            .solver = (zb_solver)a->solver,
@@ -263,6 +304,7 @@ static zb_status run_one(const sim_args *a, const char *name, sim_out *o,
     zb_err e2;
     zb_status st = a->import_path ? zb_schedule_copy(&s, &a->imported, &e2)
                                   : zb_schedule_make(name, &prm, &s, &o->rep, &e2);
+    if (st == ZB_OK && a->vocab) st = zb_schedule_place_vocab(&s, a->vocab, &e2);
     if (st == ZB_OK && a->import_path) {
         st = zb_simulate(&s, &c, &o->sim, &e2);
         if (st == ZB_OK && a->mem_limit > 0)
@@ -288,7 +330,8 @@ static zb_status run_one(const sim_args *a, const char *name, sim_out *o,
     }
     if (st == ZB_OK && o->ok && a->export_path)
         st = zb_sched_csv_write(&s, a->export_path, err);
-    zb_schedule_free(&s);
+    if (st == ZB_OK && o->ok && a->timeline) o->sched = s;
+    else zb_schedule_free(&s);
     zb_costs_free(&c);
     return st;
 }
@@ -314,6 +357,7 @@ static void json_result(const sim_args *a, const sim_out *o) {
            "\"last_end\": %.15g, \"bubble_rate\": %.15g, \"solver\": ",
            a->p, a->m, o->v, r->max_span, r->last_end, r->bubble_rate);
     json_str(o->rep.solver);
+    if (a->vocab) printf(", \"vocab_parallel\": %d", a->vocab);
     if (strcmp(o->rep.solver, "generator") != 0 && strcmp(o->rep.solver, "import") != 0)
         printf(", \"solve\": {\"max_span\": %.15g, \"bound\": %.15g, "
                "\"gap\": %.15g, \"optimal\": %s, \"timed_out\": %s, "
@@ -328,10 +372,31 @@ static void json_result(const sim_args *a, const sim_out *o) {
     printf("]}");
 }
 
+/* --timeline: per rank, every action as PASS MB[.CHUNK] START-END in list
+ * order (S and T carry no chunk). */
+static void print_timeline(const sim_out *o) {
+    const zb_schedule *s = &o->sched;
+    const zb_sim_result *r = &o->sim;
+    printf("timeline (per rank: action start-end)\n");
+    for (int k = 0; k < s->p; k++) {
+        printf("%6d", k);
+        for (int i = 0; i < s->len[k]; i++) {
+            const zb_action *x = &s->acts[k][i];
+            bool chunk = s->v > 1 && x->pass != ZB_S && x->pass != ZB_T;
+            printf(" %s%d", zb_pass_name((zb_pass)x->pass), (int)x->mb);
+            if (chunk) printf(".%d", (int)x->chunk);
+            printf(" %g-%g", r->start[r->off[k] + i], r->end[r->off[k] + i]);
+        }
+        printf("\n");
+    }
+}
+
 static void table_one(const sim_args *a, const sim_out *o) {
     const zb_sim_result *r = &o->sim;
-    printf("schedule %s  p %d  m %d  v %d  solver %s\n", o->name, a->p, a->m,
+    printf("schedule %s  p %d  m %d  v %d  solver %s", o->name, a->p, a->m,
            o->v, o->rep.solver);
+    if (a->vocab) printf("  vocab-parallel %d", a->vocab);
+    printf("\n");
     if (strcmp(o->rep.solver, "generator") != 0 && strcmp(o->rep.solver, "import") != 0)
         printf("solve: bound %g  gap %.4f  optimal %s  timed out %s  %.3f s\n",
                o->rep.bound, o->rep.gap, o->rep.optimal ? "yes" : "no",
@@ -343,6 +408,7 @@ static void table_one(const sim_args *a, const sim_out *o) {
     for (int k = 0; k < r->p; k++)
         printf("%6d %12g %12g %8.4f %12g\n", k, r->span[k], r->busy[k],
                r->bubble[k], r->peak_mem[k]);
+    if (a->timeline) print_timeline(o);
 }
 
 static void table_row(const sim_out *o) {
@@ -382,6 +448,10 @@ static void print_all(const sim_args *a, const sim_out *outs, int n) {
     if (a->costs_path) printf("p %d  m %d  costs %s\n", a->p, a->m, a->costs_path);
     else printf("p %d  m %d  F %g  B %g  W %g  comm %g  (per rank)\n", a->p, a->m,
            a->f, a->b, a->w, a->comm);
+    if (a->vocab) printf("vocab-parallel %d  S %g  T %g  mem-s %g  (per rank)\n",
+                         a->vocab, a->costs_path && a->costs.ncols == 8 ? a->costs.v[6] : a->cost_s,
+                         a->costs_path && a->costs.ncols == 8 ? a->costs.v[7] : a->cost_t,
+                         a->mem_s);
     printf("%-12s %2s  %-10s %12s %8s  %s\n", "schedule", "v", "solver",
            "max_span", "bubble", "peak_mem per rank");
     for (int i = 0; i < n; i++) table_row(&outs[i]);
@@ -399,7 +469,10 @@ static zb_status run_all(const sim_args *a, zb_err *err) {
             st = run_one(a, names[i], &outs[n], err);
     }
     if (st == ZB_OK) print_all(a, outs, n);
-    for (int i = 0; i < n; i++) zb_sim_result_free(&outs[i].sim);
+    for (int i = 0; i < n; i++) {
+        zb_sim_result_free(&outs[i].sim);
+        zb_schedule_free(&outs[i].sched);
+    }
     return st;
 }
 
@@ -416,6 +489,7 @@ static zb_status run_single(const sim_args *a, zb_err *err) {
         table_one(a, &o);
     }
     zb_sim_result_free(&o.sim);
+    zb_schedule_free(&o.sched);
     return st;
 }
 

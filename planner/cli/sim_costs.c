@@ -12,12 +12,15 @@
 #define MAX_ROWS 65536
 #define MAX_VALUE 1e30
 
-static const char *const field[6] = {"F", "B", "W", "comm", "mem_f", "mem_w"};
+static const char *const field[8] = {"F", "B", "W", "comm", "mem_f", "mem_w",
+                                     "S", "T"};
 
-/* One data line into vals[6]. */
+/* One data line into vals[8]: 6 numbers, or 8 with S and T; *ncols says
+ * which. */
 static zb_status parse_line(char *s, const char *path, int line, double *vals,
-                            zb_err *err) {
-    for (int k = 0; k < 6; k++) {
+                            int *ncols, zb_err *err) {
+    int n = 6;
+    for (int k = 0; k < n; k++) {
         char *end;
         errno = 0;
         double x = strtod(s, &end);
@@ -29,14 +32,34 @@ static zb_status parse_line(char *s, const char *path, int line, double *vals,
                               ">= 0 and <= %g", field[k], x, MAX_VALUE);
         vals[k] = x;
         while (*end == ' ' || *end == '\t' || *end == '\r') end++;
-        if (k < 5 && *end != ',')
-            return zb_fail_at(err, path, line, 0, "expected 6 comma-separated "
-                              "numbers (F, B, W, comm, mem_f, mem_w), got %d", k + 1);
-        if (k == 5 && *end != '\0' && *end != '\n')
-            return zb_fail_at(err, path, line, 0, "more than 6 numbers "
-                              "(F, B, W, comm, mem_f, mem_w)");
+        if (k == 5 && *end == ',') n = 8; /* the vocabulary passes' S, T */
+        if (k < n - 1 && *end != ',')
+            return zb_fail_at(err, path, line, 0, "expected %d comma-separated "
+                              "numbers (F, B, W, comm, mem_f, mem_w%s), got %d",
+                              n, n == 8 ? ", S, T" : "", k + 1);
+        if (k == n - 1 && *end != '\0' && *end != '\n')
+            return zb_fail_at(err, path, line, 0, "more than 8 numbers "
+                              "(F, B, W, comm, mem_f, mem_w, S, T)");
         s = end + 1;
     }
+    for (int k = n; k < 8; k++) vals[k] = 0;
+    *ncols = n;
+    return ZB_OK;
+}
+
+/* Every line has as many numbers as the first, and the S, T columns are
+ * the same on every line (each rank holds an equal vocabulary shard). */
+static zb_status same_columns(zb_sim_costs_file *f, const double *row,
+                              int ncols, const char *path, int line,
+                              zb_err *err) {
+    if (f->n == 0) f->ncols = ncols;
+    if (ncols != f->ncols)
+        return zb_fail_at(err, path, line, 0, "%d numbers, the first line has "
+                          "%d (S, T on every line or on none)", ncols, f->ncols);
+    if (ncols == 8 && f->n > 0 && (row[6] != f->v[6] || row[7] != f->v[7]))
+        return zb_fail_at(err, path, line, 0, "S, T = %g, %g differ from the "
+                          "first line's %g, %g (every rank holds an equal "
+                          "vocabulary shard)", row[6], row[7], f->v[6], f->v[7]);
     return ZB_OK;
 }
 
@@ -67,14 +90,17 @@ zb_status zb_sim_costs_read(const char *path, zb_sim_costs_file *f, zb_err *err)
         }
         if (f->n == cap) {
             cap = cap ? 2 * cap : 16;
-            double *q = realloc(f->v, (size_t)cap * 6 * sizeof(double));
+            double *q = realloc(f->v, (size_t)cap * 8 * sizeof(double));
             if (!q) {
                 st = zb_fail(err, ZB_ENOMEM, "%s: out of memory", path);
                 break;
             }
             f->v = q;
         }
-        st = parse_line(s, path, line, f->v + (size_t)f->n * 6, err);
+        int ncols = 6;
+        double *row = f->v + (size_t)f->n * 8;
+        st = parse_line(s, path, line, row, &ncols, err);
+        if (st == ZB_OK) st = same_columns(f, row, ncols, path, line, err);
         if (st == ZB_OK) f->n++;
     }
     if (st == ZB_OK && ferror(in)) st = zb_fail(err, ZB_EINPUT, "%s: read error", path);
@@ -105,7 +131,7 @@ zb_status zb_sim_costs_apply(const zb_sim_costs_file *f, const char *path,
     for (int r = 0; r < p; r++)
         for (int k = 0; k < v; k++) {
             int s = zb_placement_vstage(pl, p, r, k);
-            const double *x = f->v + (size_t)(f->n == n ? s : r) * 6;
+            const double *x = f->v + (size_t)(f->n == n ? s : r) * 8;
             double d = f->n == n ? 1 : v;
             c->t_f[s] = x[0] / d, c->t_b[s] = x[1] / d, c->t_w[s] = x[2] / d;
             c->t_comm[s] = x[3];

@@ -5,7 +5,9 @@
  * mem_f, mem_w (the meaning and units of --cost-f, --cost-b, --cost-w,
  * --cost-comm, --mem-f, --mem-w). Blank lines and lines starting with '#'
  * are skipped; every number must be finite, >= 0 and <= 1e30. Bad input is
- * ZB_EINPUT "FILE:LINE: what".
+ * ZB_EINPUT "FILE:LINE: what". Two more numbers, S and T (the vocabulary
+ * passes' --cost-s, --cost-t), may end every line; they must then be on
+ * every line and the same on each (every rank holds an equal shard).
  *
  * zb_sim_costs_apply: with p rows, row r is pipeline rank r and each of its
  * v chunks gets F/v, B/v, W/v, mem_f/v, mem_w/v (as the uniform options);
@@ -20,7 +22,9 @@
 
 typedef struct {
     int n;          /* rows */
-    double *v;      /* [n * 6]: F, B, W, comm, mem_f, mem_w */
+    int ncols;      /* 6, or 8 with S, T */
+    double *v;      /* [n * 8]: F, B, W, comm, mem_f, mem_w, S, T (0 when
+                       ncols is 6) */
 } zb_sim_costs_file;
 
 zb_status zb_sim_costs_read(const char *path, zb_sim_costs_file *f, zb_err *err);

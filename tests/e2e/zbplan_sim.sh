@@ -86,7 +86,39 @@ expect_costs_error() { # content expected-substring
 }
 expect_costs_error '1,2,3\n1,2,3,0,1,1\n' "badc.csv:1: expected 6 comma-separated numbers"
 expect_costs_error '1,2,3,0,1,1\n1,2,3,0,1,nan\n' "badc.csv:2: mem_w = nan: must be finite"
-expect_costs_error '1,2,3,0,1,1,7\n1,2,3,0,1,1\n' "badc.csv:1: more than 6 numbers"
+expect_costs_error '1,2,3,0,1,1,7\n1,2,3,0,1,1\n' "badc.csv:1: expected 8 comma-separated numbers (F, B, W, comm, mem_f, mem_w, S, T), got 7"
+expect_costs_error '1,2,3,0,1,1,7,8,9\n' "badc.csv:1: more than 8 numbers"
+expect_costs_error '1,2,3,0,1,1,7,8\n1,2,3,0,1,1\n' "badc.csv:2: 6 numbers, the first line has 8"
+expect_costs_error '1,2,3,0,1,1,7,8\n1,2,3,0,1,1,7,9\n' "badc.csv:2: S, T = 7, 9 differ from the first line's 7, 8"
+
+# Vocabulary passes (docs/schedules.md, "Vocabulary passes"): p = 2, m = 1,
+# F = B = W = 1, S 0.5, T 1, comm 0.25, 1F1B (fused BW): r0 F0 [0,1]; r1 F0
+# [1.25,2.25] S0 [2.25,2.75]; r0 S0 after X's broadcast [2.5,3]; C1 at
+# 3.25: both T0 [3.25,4.25]; variant 1: r1 BW0 after C2 4.5 -> [4.5,6.5];
+# r0 BW0 [6.75,8.75]; variant 2: r1 BW0 waits for C1 only but follows T0
+# on its list: the same.
+out=$("$Z" sim --schedule 1f1b --stages 2 --microbatches 1 --cost-comm 0.25 \
+      --vocab-parallel 1 --cost-s 0.5 --cost-t 1 --mem-s 3 --timeline 2>&1); rc=$?
+if [ "$rc" = 0 ] && grep -qx '     0 F0 0-1 S0 2.5-3 T0 3.25-4.25 BW0 6.75-8.75' <<<"$out" &&
+   grep -qx '     1 F0 1.25-2.25 S0 2.25-2.75 T0 3.25-4.25 BW0 4.5-6.5' <<<"$out" &&
+   grep -q 'vocab-parallel 1' <<<"$out" &&
+   grep -qE '^ +0 +8.75 +4.5 +0.4857 +4$' <<<"$out"; then ok
+else bad "vocab timeline: exit $rc: $out"; fi
+printf '1,1,1,0.25,1,0.5,0.5,1\n1,1,1,0.25,1,0.5,0.5,1\n' >"$tmp/vc.csv"
+out=$("$Z" sim --schedule 1f1b --stages 2 --microbatches 1 --costs "$tmp/vc.csv" \
+      --vocab-parallel 1 --format json 2>&1); rc=$?
+if [ "$rc" = 0 ] && grep -q '"max_span": 8.75' <<<"$out" && grep -q '"vocab_parallel": 1' <<<"$out"; then ok
+else bad "vocab costs file: exit $rc: $out"; fi
+expect_sim_error() { # expected-substring args...
+    local want=$1 out rc; shift
+    out=$("$Z" sim "$@" 2>&1 >/dev/null); rc=$?
+    if [ "$rc" = 2 ] && [ "$(grep -c '' <<<"$out")" = 1 ] && grep -qF -- "$want" <<<"$out"; then ok
+    else bad "sim $*: exit $rc, '$out', expected '$want'"; fi
+}
+expect_sim_error "needs at least 2 pipeline ranks" --schedule 1f1b --stages 1 --microbatches 2 --vocab-parallel 1
+expect_sim_error "need --vocab-parallel 1 or 2" --schedule 1f1b --stages 2 --microbatches 2 --cost-t 1
+expect_sim_error "--vocab-parallel must be one of none, 1, 2" --schedule 1f1b --stages 2 --microbatches 2 --vocab-parallel 3
+expect_sim_error "has no vocabulary passes (S, T)" --schedule 1f1b --stages 2 --microbatches 2 --vocab-parallel 2 --export "$tmp/v.csv"
 expect_costs_error '1,2,3,0,1,1\n' "badc.csv: 1 stages, but the schedule has 2"
 expect_costs_error '# nothing\n' "badc.csv:1: no stages"
 
