@@ -68,10 +68,10 @@ struct side {
     float *dW, *dx;
 };
 
+/* docs/plan-format.md's split: rows [k V / P, (k + 1) V / P) */
 static void shard_rows(int k, int *v0, int *Vl) {
-    int q = V / P, r = V % P;
-    *v0 = k * q + (k < r ? k : r);
-    *Vl = q + (k < r);
+    *v0 = k * V / P;
+    *Vl = (k + 1) * V / P - *v0;
 }
 
 /* shard k of (X, W, targets) on the cpu (host buffers) or the gpu */

@@ -117,12 +117,11 @@ static void problem_free(problem *pb, bool tied) {
     }
 }
 
-/* rows [v0, v0 + Vl) of shard k of p: V split as evenly as possible, the
- * first V % p shards one row longer */
+/* rows [v0, v0 + Vl) of shard k of p: docs/plan-format.md's split, rows
+ * [k V / p, (k + 1) V / p) in integer division */
 static void split(int k, int p, int *v0, int *Vl) {
-    int q = V / p, r = V % p;
-    *v0 = k * q + (k < r ? k : r);
-    *Vl = q + (k < r);
+    *v0 = k * V / p;
+    *Vl = (k + 1) * V / p - *v0;
 }
 
 typedef struct {
