@@ -39,14 +39,15 @@ static int lower_edge(const zb_schedule *s, int r, int i, bool before,
     int peer = before ? from : to;
     if (peer < 0 || owner(s, peer) == r) return 0;
     *out = (zb_op){before ? ZB_OP_RECV : ZB_OP_SEND, i, owner(s, peer), msg,
-                   before ? vs : to, a->mb};
+                   before ? vs : to, a->mb, ZB_V_NONE};
     return 1;
 }
 
 static zb_op compute_op(const zb_schedule *s, int r, int i) {
     const zb_action *a = &s->acts[r][i];
     zb_msg_kind msg = a->pass == ZB_F ? ZB_MSG_ACT : ZB_MSG_GRAD;
-    return (zb_op){ZB_OP_COMPUTE, i, r, msg, zb_vstage(s, r, a->chunk), a->mb};
+    return (zb_op){ZB_OP_COMPUTE, i, r, msg, zb_vstage(s, r, a->chunk), a->mb,
+                   ZB_V_NONE};
 }
 
 /* Ops of one step, actions i .. i+k-1 (k = 2 for an overlapped F&B step):

@@ -11,7 +11,9 @@
 # schedule: deterministic (no solver heuristics involved), splits B and W
 # (so the executor runs every pass kind), and quick; planned for 4 cores
 # (--cores 4: one thread per rank), so the plan does not depend on the
-# machine that makes it.
+# machine that makes it. tiny-vocab (32k vocabulary) is pinned to the
+# same 4 ranks with 1F1B, the naive placement vocabulary parallelism is
+# measured against (issue 32).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ZBPLAN="${BIN:-bin}/zbplan"
@@ -20,6 +22,7 @@ ZBPLAN="${BIN:-bin}/zbplan"
 args_for() {
     case "$1" in
         tiny|tiny-llama) echo "--dp 1 --tp 1 --pp 4 --schedule zb-h1 --cores 4" ;;
+        tiny-vocab) echo "--dp 1 --tp 1 --pp 4 --schedule 1f1b --cores 4" ;;
         *) echo "" ;;
     esac
 }

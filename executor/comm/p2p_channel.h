@@ -20,7 +20,14 @@
 #ifndef ZB_P2P_CHANNEL_H
 #define ZB_P2P_CHANNEL_H
 
-#define ZB_P2P_CHANNELS 8
+#include "common/zb_lower.h"
+
+/* 8 lanes of pipeline messages, then one per vocabulary message kind
+ * (common/zb_lower.h, zb_tag_vocab_lane: the embedding partials, X, the
+ * dX parts, the embedding's gradient), each posted in microbatch order at
+ * both ends; vocabulary messages go between any two pipeline ranks. */
+#define ZB_P2P_PIPE_CHANNELS 8
+#define ZB_P2P_CHANNELS (ZB_P2P_PIPE_CHANNELS + ZB_VOCAB_LANES)
 
 /* The message kind of a pipeline tag: its lowest bit (zb_lower_tag puts
  * ZB_MSG_ACT = 0 or ZB_MSG_GRAD = 1 there). */
@@ -35,6 +42,8 @@ static inline int zb_p2p_tag_kind(int tag) { return tag & 1; }
  * never holds back, in one lane's posting order, a receive from r-1
  * (tests/unit/test_lower_drain.c). */
 static inline int zb_p2p_channel(int sender, int receiver, int tag) {
+    if (zb_tag_vocab_lane(tag) >= 0)
+        return ZB_P2P_PIPE_CHANNELS + zb_tag_vocab_lane(tag);
     int lo = sender < receiver ? sender : receiver;
     int d = sender < receiver ? receiver - sender : sender - receiver;
     int odd = d > 0 ? (lo / d) & 1 : 0;

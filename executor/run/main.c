@@ -505,7 +505,8 @@ static zb_status load_plan(const args *a, zb_plan *plan, zb_err *err) {
                     a->plan_path, a->plan_path);
         return ZB_EINPUT;
     }
-    if (zb_run_check_model(a->plan_path, plan, err) != ZB_OK) {   /* GPT-2 blocks only */
+    if (zb_run_check_model(a->plan_path, plan, err) != ZB_OK ||   /* GPT-2 blocks only */
+        zb_run_check_vocab(a->plan_path, plan, err) != ZB_OK) {
         zb_plan_free(plan);
         return ZB_EINPUT;
     }

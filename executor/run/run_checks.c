@@ -80,6 +80,15 @@ zb_status zb_run_check_model(const char *plan_path, const zb_plan *plan, zb_err 
                    a->init);
 }
 
+zb_status zb_run_check_vocab(const char *plan_path, const zb_plan *plan,
+                             zb_err *err) {
+    if (!plan->vocab_parallel) return ZB_OK;
+    return zb_fail(err, ZB_EINPUT, "%s: parallel.vocab_parallel %d: this zbrun "
+                   "does not train with vocabulary parallelism yet (its S and "
+                   "T passes are simulated by zbplan sim only); plan without "
+                   "it to train", plan_path, plan->vocab_parallel);
+}
+
 bool zb_loss_warn(double loss, double *first, bool *warned) {
     if (*first == 0) *first = loss;
     if (*warned || !(*first > 0) || loss <= ZB_LOSS_WARN_RATIO * *first) return false;

@@ -45,6 +45,13 @@ zb_status zb_run_preflight(const zb_ckpt_use *ck, int world, int threads,
  * (--export of a Llama-shaped model is refused by zb_llmc_export.) */
 zb_status zb_run_check_model(const char *plan_path, const zb_plan *plan, zb_err *err);
 
+/* A plan with vocabulary parallelism (parallel.vocab_parallel 1 or 2, S
+ * and T actions) is refused, ZB_EINPUT, one line naming the plan: the
+ * stage program has the shard's passes (executor/stage/vocab_head.h) but
+ * the rank loop does not run them yet. */
+zb_status zb_run_check_vocab(const char *plan_path, const zb_plan *plan,
+                             zb_err *err);
+
 /* The files zbrun writes at the end (NULL: not asked for). */
 typedef struct {
     const char *report, *trace, *svg, *export_path, *profile, *metrics;

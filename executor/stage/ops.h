@@ -253,6 +253,22 @@ typedef struct {
                          const zb_act *dout, const zb_act *qkv,
                          const zb_act *out, const void *saved, int B, int T,
                          int C, int NH, int KVH, zb_err *err);
+
+    /* ---- vocabulary parallelism over the pipeline (kernels/vocab_out.h;
+     * the stage program's S and T passes, vocab_head.h): p shards' local
+     * statistics tab [p, 3, N] (m, s, zt each, shard order) -> out [3, N]
+     * = (M, S, Zt) (=), every rank the same bits ---- */
+    zb_status (*vocab_combine)(void *ctx, double *out, const double *tab,
+                               int p, int N, zb_err *err);
+    /* P[n, :Vl] = exp(zl - (float)m[n]) (=; P and zl of row stride ld) */
+    zb_status (*vocab_exp)(void *ctx, zb_act *P, const zb_act *zl,
+                           const double *m, int N, int Vl, int ld,
+                           zb_err *err);
+    /* dx [N, C] = scale (exp(m - M) / S  A - G) (=; A, G, dx fp32;
+     * m [N]; MS [3, N] the combined statistics) */
+    zb_status (*vocab_dx)(void *ctx, float *dx, const float *A,
+                          const float *G, const double *m, const double *MS,
+                          float scale, int N, int C, zb_err *err);
 } zb_ops;
 
 /* Tensor parallelism of a Llama block over tp ranks (Megatron-style: one

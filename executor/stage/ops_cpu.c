@@ -23,6 +23,7 @@
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
+#include "kernels/vocab_out.h"
 
 #define ZB_ARENA_ALIGN 256
 
@@ -269,6 +270,8 @@ static int logits_align(void) {
 
 static void cpu_llama_ops(zb_ops *o);
 static void bf16_llama_ops(zb_ops *o);
+static void cpu_vocab_ops(zb_ops *o);
+static void bf16_vocab_ops(zb_ops *o);
 
 void zb_ops_cpu(zb_ops *o) {
     *o = (zb_ops){
@@ -296,6 +299,7 @@ void zb_ops_cpu(zb_ops *o) {
         .destroy = c_destroy,
     };
     cpu_llama_ops(o);
+    cpu_vocab_ops(o);
 }
 
 /* ---- bf16 activations: the CPU ops with bf16 activation storage, a
@@ -631,6 +635,7 @@ zb_status zb_ops_cpu_bf16(zb_ops *o, zb_err *err) {
     o->ce_fused = b_ce_fused;
     o->destroy = b_destroy;
     bf16_llama_ops(o);
+    bf16_vocab_ops(o);
     return ZB_OK;
 }
 
@@ -885,3 +890,47 @@ zb_status zb_llama_tp_split(int heads, int kv_heads, int ffn, int tp,
     out->ffn0 = rank * out->ffn;
     return ZB_OK;
 }
+
+/* ---- vocabulary parallelism over the pipeline (ops.h, appended): fp32,
+ * then the bf16 test hook's wrapper of the one entry that reads and
+ * writes activations ---- */
+
+static zb_status c_vocab_combine(void *ctx, double *out, const double *tab,
+                                 int p, int N, zb_err *err) {
+    zb_vocab_stats_combine(out, tab, p, N);
+    return ZB_OK;
+}
+static zb_status c_vocab_exp(void *ctx, zb_act *P, const zb_act *zl,
+                             const double *m, int N, int Vl, int ld,
+                             zb_err *err) {
+    zb_vocab_exp(F(P), CF(zl), m, N, Vl, ld);
+    return ZB_OK;
+}
+static zb_status c_vocab_dx(void *ctx, float *dx, const float *A,
+                            const float *G, const double *m, const double *MS,
+                            float scale, int N, int C, zb_err *err) {
+    zb_vocab_dx(dx, A, G, m, MS, scale, N, C);
+    return ZB_OK;
+}
+
+static void cpu_vocab_ops(zb_ops *o) {
+    o->vocab_combine = c_vocab_combine;
+    o->vocab_exp = c_vocab_exp;
+    o->vocab_dx = c_vocab_dx;
+}
+
+static zb_status b_vocab_exp(void *ctx, zb_act *P, const zb_act *zl,
+                             const double *m, int N, int Vl, int ld,
+                             zb_err *err) {
+    bx *x = BX(ctx);
+    size_t n = extent(N, Vl, ld, 1, 0);
+    float *e, *z;
+    W(0, P, n, e);
+    W(1, zl, n, z);
+    ZB_TRY(x->f32.vocab_exp(NULL, (zb_act *)e, (zb_act *)z, m, N, Vl, ld,
+                            err));
+    narrow(P, e, n);
+    return ZB_OK;
+}
+
+static void bf16_vocab_ops(zb_ops *o) { o->vocab_exp = b_vocab_exp; }

@@ -40,6 +40,7 @@ extern "C" {
 #include "executor/host/cuda_util.h"
 #include "executor/stage/gqa_gemm.h"
 #include "kernels/cuda/llama_cuda.h"
+#include "kernels/cuda/vocab_cuda.h"
 
 #include <cublasLt.h>
 #include <stdint.h>
@@ -1013,6 +1014,7 @@ static zb_status device_init(cu_ops *o, zb_err *err) {
 }
 
 static void llama_ops(zb_ops *t);
+static void vocab_ops(zb_ops *t);
 
 extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
                                  zb_err *err) {
@@ -1042,6 +1044,7 @@ extern "C" zb_status zb_ops_cuda(const zb_ops_cuda_cfg *cfg, zb_ops *ops,
     }
     zb_ops t = {};
     llama_ops(&t);
+    vocab_ops(&t);
     t.name = "cuda";
     t.ctx = o;
     t.stream = (void *)o->stream;
@@ -1274,4 +1277,35 @@ static void llama_ops(zb_ops *t) {
     t->gqa_saved_bytes = o_gqa_saved;
     t->gqa_fwd = o_gqa_fwd;
     t->gqa_bwd = o_gqa_bwd;
+}
+
+/* ---- vocabulary parallelism over the pipeline (ops.h, appended): the
+ * kernels of kernels/cuda/vocab_cuda.h ---- */
+
+static zb_status o_vocab_combine(void *ctx, double *out, const double *tab,
+                                 int p, int N, zb_err *err) {
+    ZB_KERNEL(zb_cuda_vocab_combine(out, tab, p, N, X(ctx)->stream));
+    return ZB_OK;
+}
+static zb_status o_vocab_exp(void *ctx, zb_act *P, const zb_act *zl,
+                             const double *m, int N, int Vl, int ld,
+                             zb_err *err) {
+    cu_ops *o = X(ctx);
+    if (o->act_bf16)
+        ZB_KERNEL(zb_cuda_vocab_exp_bf16(P, zl, m, N, Vl, ld, o->stream));
+    else
+        ZB_KERNEL(zb_cuda_vocab_exp(F(P), CF(zl), m, N, Vl, ld, o->stream));
+    return ZB_OK;
+}
+static zb_status o_vocab_dx(void *ctx, float *dx, const float *A,
+                            const float *G, const double *m, const double *MS,
+                            float scale, int N, int C, zb_err *err) {
+    ZB_KERNEL(zb_cuda_vocab_dx(dx, A, G, m, MS, scale, N, C, X(ctx)->stream));
+    return ZB_OK;
+}
+
+static void vocab_ops(zb_ops *t) {
+    t->vocab_combine = o_vocab_combine;
+    t->vocab_exp = o_vocab_exp;
+    t->vocab_dx = o_vocab_dx;
 }

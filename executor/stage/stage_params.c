@@ -97,6 +97,22 @@ static int add_block(builder *b, const zb_arch *a, int layer, int tp) {
     return first;
 }
 
+/* Vocabulary parallelism: this rank's shard of the token table and, untied,
+ * of the LM head, before the chunks' tensors. */
+static void layout_vocab(zb_ptable *pt, builder *b, const zb_plan *plan,
+                         int pp_rank) {
+    const zb_arch *a = &plan->model.arch;
+    int rows;
+    zb_vocab_split(a->vocab, pp_rank * pt->tp + pt->tp_rank,
+                   plan->pp * pt->tp, &pt->vocab_row0, &rows);
+    pt->vocab_wte = pt->vocab_head =
+        add(b, "wte", -1, ZB_T_WTE, rows, a->hidden, a->vocab, a->hidden,
+            ZB_SHARD_VOCAB, 0.02f, 0);
+    if (!a->tied_embeddings)
+        pt->vocab_head = add(b, "lm_head", -1, ZB_T_LMHEAD, rows, a->hidden,
+                             a->vocab, a->hidden, ZB_SHARD_VOCAB, 0.02f, 0);
+}
+
 /* Fill pt->chunk and (when pt->t is set) pt->t; counts tensors and floats. */
 static void layout(zb_ptable *pt, const zb_plan *plan, int pp_rank) {
     const zb_arch *a = &plan->model.arch;
@@ -109,6 +125,9 @@ static void layout(zb_ptable *pt, const zb_plan *plan, int pp_rank) {
     builder b = {pt, 0};
     pt->n = 0;
     pt->tied = -1;
+    pt->vocab_wte = pt->vocab_head = -1;
+    bool vp = plan->vocab_parallel != 0; /* never with DUAL (refused) */
+    if (vp) layout_vocab(pt, &b, plan, pp_rank);
     int wte = -1, wte_later = -1;
     bool dual = plan->sched.placement == ZB_PLACE_DUAL;
     for (int c = 0; c < plan->v; c++) {
@@ -116,7 +135,10 @@ static void layout(zb_ptable *pt, const zb_plan *plan, int pp_rank) {
         zb_pchunk ck = {-1, -1, -1, sp->n_layers, -1, -1, -1, 0, 0};
         int first = pt->n;
         size_t off0 = b.off;
-        if (sp->embed) {
+        if (sp->embed && vp) {
+            if (a->position == ZB_POS_LEARNED)
+                ck.wpe = add(&b, "wpe", -1, ZB_T_WPE, T, C, T, C, ZB_SHARD_NONE, 0.02f, 0);
+        } else if (sp->embed) {
             ck.wte = wte = add(&b, "wte", -1, ZB_T_WTE, Vl, C, V, C, ZB_SHARD_ROWS, 0.02f, 0);
             if (a->position == ZB_POS_LEARNED)
                 ck.wpe = add(&b, "wpe", -1, ZB_T_WPE, T, C, T, C, ZB_SHARD_NONE, 0.02f, 0);
@@ -129,7 +151,9 @@ static void layout(zb_ptable *pt, const zb_plan *plan, int pp_rank) {
             ck.lnfw = add(&b, "lnf.w", -1, ZB_T_LNFW, C, 1, C, 1, ZB_SHARD_NONE, 0, 1);
             int nb = a->norm == ZB_NORM_RMSNORM ? 0 : C;
             ck.lnfb = add(&b, "lnf.b", -1, ZB_T_LNFB, nb, 1, nb, 1, ZB_SHARD_NONE, 0, 0);
-            if (!a->tied_embeddings)
+            if (vp)
+                ; /* the head's rows are the rank's vocabulary shard */
+            else if (!a->tied_embeddings)
                 ck.head = add(&b, "lm_head", -1, ZB_T_LMHEAD, Vl, C, V, C, ZB_SHARD_ROWS, 0.02f, 0);
             else if (has_embed && wte < 0)
                 wte_later = c; /* DUAL rank p-1: the up copy's wte follows */
@@ -156,7 +180,7 @@ static void layout(zb_ptable *pt, const zb_plan *plan, int pp_rank) {
     bool has_head = false;
     for (int c = 0; c < plan->v; c++)
         if (plan->stages[zb_vstage(&plan->sched, pp_rank, c)].head) has_head = true;
-    if (a->tied_embeddings && has_embed && !has_head) pt->tied = wte;
+    if (a->tied_embeddings && has_embed && !has_head && !vp) pt->tied = wte;
     /* DUAL: ranks 0 and p-1 each hold one table for an embedding and the
      * other copy's head; the two tables are summed as the tied pair */
     if (a->tied_embeddings && dual) pt->tied = wte;
@@ -244,6 +268,7 @@ size_t zb_ptable_full_index(const zb_ptable *pt, const zb_ptensor *t,
         r = (r / blk) * full_blk + k * blk + r % blk;
         break;
     }
+    case ZB_SHARD_VOCAB: r += (size_t)pt->vocab_row0; break;
     case ZB_SHARD_NONE: break;
     }
     return r * (size_t)t->full_cols + c;
@@ -275,4 +300,10 @@ int zb_ptable_find(const zb_ptable *pt, int layer, int id, bool copy) {
 
 int zb_vocab_rows_per_rank(int vocab, int tp) {
     return tp > 0 ? (vocab + tp - 1) / tp : vocab;
+}
+
+void zb_vocab_split(int vocab, int k, int n, int *row0, int *rows) {
+    long long v = vocab;
+    *row0 = (int)(k * v / n);
+    *rows = (int)((k + 1) * v / n - *row0);
 }

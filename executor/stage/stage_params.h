@@ -25,6 +25,10 @@
  * its kv_heads / tp key/value heads; swiglu makes fc.w [2F, C] (W1 over
  * W3, each row-sharded, ZB_SHARD_GLU) and fc2.w W2; position rope has no
  * wpe (chunk wpe -1); an untied head has its own lm_head.
+ * Vocabulary parallelism over the pipeline (plan->vocab_parallel): the
+ * token table and the untied LM head are rank tensors outside the chunks,
+ * rows of this rank's shard over pp x tp (ZB_SHARD_VOCAB, no padding);
+ * tied embeddings share the one shard (no copy, nothing to sync).
  * Vocabulary padding: each TP rank holds Vl = ceil(V / tp) rows, rank k the
  * rows [k*Vl, k*Vl + Vl). full_rows stays the true V; a local row whose
  * global row is >= V is padding: initialised 0, never read by the model, its
@@ -52,8 +56,10 @@ typedef enum {
     ZB_SHARD_COLS,     /* columns [tp_rank*cols, +cols) */
     ZB_SHARD_QKV,      /* the q, k and v row blocks of this rank's heads
                           (q: q_rows / tp rows, k and v: kv_rows / tp) */
-    ZB_SHARD_GLU       /* two equal row blocks (SwiGLU's W1 over W3), rows
+    ZB_SHARD_GLU,      /* two equal row blocks (SwiGLU's W1 over W3), rows
                           of each as ZB_SHARD_ROWS */
+    ZB_SHARD_VOCAB     /* vocabulary parallelism: rows [vocab_row0, +rows),
+                          this rank's shard over pp x tp (zb_vocab_split) */
 } zb_shard;
 
 /* Tensor ids of a block's tensors (layer >= 0) ... */
@@ -101,6 +107,12 @@ typedef struct {
     int tied;               /* tensor synced over the embedding group, -1 */
     int q_rows, kv_rows;    /* full rows of q (hidden) and of k or v
                                (kv_heads * head size) in qkv.w */
+    /* vocabulary parallelism (plan->vocab_parallel): every rank holds its
+     * shard of the token table ("wte") and, untied, of the LM head
+     * ("lm_head"), outside the chunks (whose wte and head are then -1; the
+     * embedding chunk keeps wpe, the head chunk lnf); no tied copy */
+    int vocab_wte, vocab_head; /* tensor indices, -1 without; tied: equal */
+    int vocab_row0;            /* the shard's first global row */
 } zb_ptable;
 
 /* Build the table of (plan, pp_rank, tp_rank). Checks the shapes divide
@@ -121,6 +133,11 @@ size_t zb_ptable_full_index(const zb_ptable *pt, const zb_ptensor *t,
 
 /* Vocabulary rows per TP rank: ceil(vocab / tp). */
 int zb_vocab_rows_per_rank(int vocab, int tp);
+
+/* Vocabulary parallelism: shard k of n holds rows [k V / n, (k + 1) V /
+ * n) in integer division (docs/plan-format.md); pp rank r, tp rank t
+ * holds shard r * tp + t of pp * tp. */
+void zb_vocab_split(int vocab, int k, int n, int *row0, int *rows);
 
 /* Index of the tensor (layer, id, copy) or -1. */
 int zb_ptable_find(const zb_ptable *pt, int layer, int id, bool copy);

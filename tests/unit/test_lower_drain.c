@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "common/zb_lower.h"
+#include "common/zb_schedule_vocab.h"
 #include "executor/comm/p2p_channel.h"
 #include "planner/registry/registry.h"
 #include "planner/schedules/handmade.h"
@@ -80,6 +81,9 @@ typedef struct {
     int wait_cs;     /* compute: before enqueuing it the host waits for
                         this op's compute-stream part (an upload slot), or
                         -1 */
+    int coll;        /* a collective (VOCAB STATS, an all-reduce over the
+                        pipeline group on the compute stream): its ordinal
+                        among the rank's collectives, else -1 */
     bool cs_done;    /* its compute-stream part finished */
     bool ready;      /* p2p: at the head of its lane, its inputs there */
     bool done;       /* p2p: matched and finished */
@@ -90,13 +94,19 @@ typedef struct {
     const zb_program *prog;
     sim_op **ops;    /* [p][len] */
     int *host;       /* [p] ops enqueued so far */
+    int **coll_at;   /* [p][collectives]: op index of each collective */
     bool grouped;    /* consecutive transfers form one NCCL group */
 } sim;
 
-static int op_lane(const zb_op *op, int r) {
+/* A send or receive (not a compute, nor a vocabulary step). */
+static bool is_p2p(const zb_op *op) {
+    return op->kind == ZB_OP_SEND || op->kind == ZB_OP_RECV;
+}
+
+static int op_lane(const zb_schedule *s, const zb_op *op, int r) {
     bool send = op->kind == ZB_OP_SEND;
     int from = send ? r : op->peer, to = send ? op->peer : r;
-    return zb_p2p_channel(from, to, (int)op->msg);
+    return zb_p2p_channel(from, to, zb_lower_op_tag(s, op, r));
 }
 
 /* Pairs the k-th send with the k-th receive per (sender, receiver, lane). */
@@ -107,7 +117,7 @@ static void pair_ops(sim *m) {
     for (int r = 0; r < p; r++)
         for (int k = 0; k < m->prog->len[r]; k++) {
             const zb_op *op = &m->prog->ops[r][k];
-            if (op->kind == ZB_OP_COMPUTE) continue;
+            if (!is_p2p(op)) continue;
             bool send = op->kind == ZB_OP_SEND;
             int from = send ? r : op->peer, to = send ? op->peer : r;
             int q = (from * p + to) * ZB_P2P_CHANNELS + m->ops[r][k].lane;
@@ -121,13 +131,20 @@ static void pair_ops(sim *m) {
         for (int k = 0; k < m->prog->len[r]; k++) {
             const zb_op *op = &m->prog->ops[r][k];
             sim_op *o = &m->ops[r][k];
-            if (op->kind == ZB_OP_COMPUTE || o->prank >= 0) continue;
+            if (!is_p2p(op) || o->prank >= 0) continue;
             int peer = op->peer;
             for (int j = 0; j < m->prog->len[peer]; j++) {
                 const zb_op *po = &m->prog->ops[peer][j];
                 sim_op *q = &m->ops[peer][j];
-                if (po->kind != ZB_OP_COMPUTE && po->kind != op->kind &&
+                if (is_p2p(po) && po->kind != op->kind &&
                     po->peer == r && q->lane == o->lane && q->ord == o->ord) {
+                    /* NCCL matches by lane and order: the two ends must
+                     * mean the same message */
+                    ck_assert_msg(zb_lower_op_tag(m->s, op, r) ==
+                                      zb_lower_op_tag(m->s, po, peer),
+                                  "%s: rank %d op %d and rank %d op %d meet "
+                                  "on a lane with different tags",
+                                  m->s->name, r, k, peer, j);
                     o->prank = peer;
                     o->pk = j;
                     q->prank = r;
@@ -149,6 +166,21 @@ static int pass_kind(const zb_schedule *s, int r, const zb_action *a) {
     return (int)a->pass * 3 + where;
 }
 
+/* A vocabulary step (zb_lower_vocab) on the device: the embedding
+ * lookup uploads its tokens (the upload ring); the statistics are
+ * combined on the device (no host round trip), so only the synchronous
+ * modes drain before it. */
+static void vocab_points(sim_op *o, const zb_op *op, drain_mode mode,
+                         int *up, int *nup, int k) {
+    o->coll = -1;
+    if (op->what == ZB_V_EMB) {
+        if (*nup >= UPLOAD_RING) o->wait_cs = up[*nup % UPLOAD_RING];
+        up[(*nup)++ % UPLOAD_RING] = k;
+    }
+    o->drain = mode == ZB_DRAIN_ALL ? DRAIN_DEVICE
+               : mode == ZB_DRAIN_SYNC ? DRAIN_STREAM : 0;
+}
+
 static void mark_points(sim *m, drain_mode mode) {
     const zb_schedule *s = m->s;
     int p = s->p, n = p * s->v;
@@ -163,8 +195,9 @@ static void mark_points(sim *m, drain_mode mode) {
             const zb_op *op = &m->prog->ops[r][k];
             sim_op *o = &m->ops[r][k];
             o->prank = -1;
-            if (op->kind != ZB_OP_COMPUTE) {
-                o->lane = op_lane(op, r);
+            o->coll = -1;
+            if (is_p2p(op)) {
+                o->lane = op_lane(s, op, r);
                 bool run = m->grouped && k > 0 &&
                            m->prog->ops[r][k - 1].kind != ZB_OP_COMPUTE;
                 o->group = run ? m->ops[r][k - 1].group : k;
@@ -178,10 +211,15 @@ static void mark_points(sim *m, drain_mode mode) {
             o->lane = -1;
             o->group = -1;
             o->wait_cs = -1;
+            if (op->kind == ZB_OP_VOCAB) { /* a vocabulary step */
+                vocab_points(o, op, mode, up, &nup, k);
+                continue;
+            }
             const zb_action *a = &s->acts[r][op->action];
             int vs = zb_vstage(s, r, a->chunk);
             bool fwd = a->pass == ZB_F;
-            if (fwd && (vs == 0 || vs == n - 1)) { /* tokens or targets */
+            if ((fwd && (vs == 0 || vs == n - 1)) || a->pass == ZB_S) {
+                /* tokens or targets */
                 if (nup >= UPLOAD_RING) o->wait_cs = up[nup % UPLOAD_RING];
                 up[nup++ % UPLOAD_RING] = k;
             }
@@ -197,6 +235,44 @@ static void mark_points(sim *m, drain_mode mode) {
         }
         free(conn);
     }
+}
+
+/* Numbers every rank's collectives in program order; every rank must
+ * hold the same sequence (the k-th of each rank is one all-reduce). */
+static void number_collectives(sim *m) {
+    int p = m->s->p, n0 = -1;
+    m->coll_at = calloc((size_t)p, sizeof *m->coll_at);
+    ck_assert_ptr_nonnull(m->coll_at);
+    for (int r = 0; r < p; r++) {
+        m->coll_at[r] = calloc((size_t)m->prog->len[r] + 1, sizeof(int));
+        ck_assert_ptr_nonnull(m->coll_at[r]);
+        int n = 0;
+        for (int k = 0; k < m->prog->len[r]; k++) {
+            const zb_op *op = &m->prog->ops[r][k];
+            if (op->kind != ZB_OP_VOCAB || op->what != ZB_V_STATS) continue;
+            if (r > 0) {
+                const zb_op *o0 = &m->prog->ops[0][m->coll_at[0][n]];
+                ck_assert_msg(n < n0 && o0->mb == op->mb, "%s: rank %d's "
+                              "collective %d is not rank 0's", m->s->name, r, n);
+            }
+            m->ops[r][k].coll = n;
+            m->coll_at[r][n++] = k;
+        }
+        ck_assert_msg(r == 0 || n == n0, "%s: rank %d has %d collectives, "
+                      "rank 0 %d", m->s->name, r, n, n0);
+        if (r == 0) n0 = n;
+    }
+}
+
+/* Can collective c start on the compute streams: every member enqueued it
+ * and finished the work before it? */
+static bool coll_ready(const sim *m, int c) {
+    for (int r = 0; r < m->s->p; r++) {
+        int k = m->coll_at[r][c];
+        if (k >= m->host[r] || (k > 0 && !m->ops[r][k - 1].cs_done))
+            return false;
+    }
+    return true;
 }
 
 /* Has everything rank r enqueued finished: on its compute stream
@@ -268,7 +344,8 @@ static bool device_sweep(sim *m) {
                 sim_op *q = &m->ops[o->prank][o->pk];
                 if (q->ready) o->done = q->done = changed = true;
             }
-            if (!o->cs_done && prev_cs && (!recv || o->done))
+            if (!o->cs_done && prev_cs && (!recv || o->done) &&
+                (o->coll < 0 || coll_ready(m, o->coll)))
                 o->cs_done = changed = true;
         }
     return changed;
@@ -288,6 +365,7 @@ static bool sim_run(const zb_schedule *s, const zb_program *prog,
         ck_assert_ptr_nonnull(m.ops[r]);
     }
     mark_points(&m, mode);
+    number_collectives(&m);
     pair_ops(&m);
     for (bool moved = true; moved;) {
         moved = false;
@@ -304,8 +382,12 @@ static bool sim_run(const zb_schedule *s, const zb_program *prog,
             at += snprintf(why + at, why_len - (size_t)at, " rank %d at op "
                            "%d/%d", r, m.host[r], prog->len[r]);
     }
-    for (int r = 0; r < p; r++) free(m.ops[r]);
+    for (int r = 0; r < p; r++) {
+        free(m.ops[r]);
+        free(m.coll_at[r]);
+    }
     free(m.ops);
+    free(m.coll_at);
     free(m.host);
     return all;
 }
@@ -358,6 +440,53 @@ static void check_one(const char *name, int p, int m, int v, drain_mode mode,
     zb_program_free(&prog);
     zb_schedule_free(&s);
 }
+
+/* Schedule `name` with the vocabulary passes placed (variant 1 or 2) and
+ * lowered by zb_lower_vocab; false when it cannot be made or placed. */
+static void check_vocab(const char *name, int p, int m, int v, int variant,
+                        drain_mode mode, tally *t) {
+    zb_schedule s;
+    if (!make_sched(name, p, m, v, &s)) return;
+    zb_err err;
+    if (zb_schedule_place_vocab(&s, variant, &err) != ZB_OK) {
+        zb_schedule_free(&s);
+        return;
+    }
+    zb_program prog;
+    ck_assert_int_eq(zb_lower_vocab(&s, &prog, &err), ZB_OK);
+    char why[512] = "";
+    t->total++;
+    if (!sim_run(&s, &prog, mode, false, why, sizeof why) && t->bad++ == 0)
+        snprintf(t->first, sizeof t->first, "variant %d: %s", variant, why);
+    zb_program_free(&prog);
+    zb_schedule_free(&s);
+}
+
+/* Every schedule with the vocabulary passes placed (zb_schedule_vocab.h),
+ * variants 1 and 2, pp 2, 4, 8: the exchanges zb_lower_vocab adds (the
+ * embedding partials, X, the statistics, the dX parts, the embedding's
+ * gradient) pair up lane by lane with the same tags at both ends
+ * (pair_ops) and never deadlock, steady or synchronous. */
+START_TEST(vocab_schedules_complete) {
+    static const int pps[] = {2, 4, 8};
+    tally t = {0};
+    for (const char *const *nm = zb_schedule_names(); *nm; nm++)
+        for (int k = 0; k < 3; k++) {
+            int p = pps[k];
+            const int ms[] = {1, p, 2 * p + 1};
+            for (int v = 1; v <= 2; v++)
+                for (int j = 0; j < 3; j++)
+                    for (int variant = 1; variant <= 2; variant++)
+                        for (int g = 0; g < 2; g++)
+                            check_vocab(*nm, p, ms[j], v, variant,
+                                        g ? ZB_DRAIN_SYNC : ZB_DRAIN_STEADY,
+                                        &t);
+        }
+    ck_assert_int_gt(t.total, 200);
+    ck_assert_msg(t.bad == 0, "%d of %d lowered vocabulary programs "
+                  "deadlock; first: %s", t.bad, t.total, t.first);
+}
+END_TEST
 
 /* Every schedule, pp 2, 4, 8, v 1 and 2, several microbatch counts, with
  * and without the W split: the steady lowering never deadlocks. */
@@ -454,6 +583,7 @@ int main(void) {
     tcase_add_test(tc, deadlocks_found);
     tcase_add_test(tc, grouping_runs_deadlocks);
     tcase_add_test(tc, bad_order_found);
+    tcase_add_test(tc, vocab_schedules_complete);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
