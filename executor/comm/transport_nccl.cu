@@ -18,8 +18,9 @@
  * it. A ring slot is reused after its previous transfer (send ring) or
  * copy-out (recv ring) finished (events); one ring per direction and end
  * (send, recv), shared by the direction's lanes, of the caller's
- * ring_slots: at least the messages it carries in one step, so no slot is
- * reused inside a step. allreduce_f64 and barrier copy through a pinned and a device
+ * ring_slots (common/zb_staging.h, the planner counts the same bytes): at
+ * least the messages it carries in one step, so no slot is reused inside
+ * a step; a ring no message uses (0 slots) is not allocated. allreduce_f64 and barrier copy through a pinned and a device
  * buffer and wait for the stream, polling ncclCommGetAsyncError (they work
  * on host memory). Creation ends with every lane's first exchange with the
  * pipeline neighbours (warm_lanes), so that NCCL's connection set-up, a
@@ -151,8 +152,14 @@ static zb_status p2p(zb_transport *t, int peer, int tag, float *buf,
     ncclComm_t comm = e->lane[lane];
     cudaStream_t xs = e->lane_s[lane], compute = (cudaStream_t)t->stream;
     nccl_ring *ring = &e->rings[up][send];
+    int slots = e->ring_n[zb_nccl_ring(up, send)];
+    if (slots < 1)
+        return zb_fail(err, ZB_ERUNTIME, "rank %d: %s rank %d: the plan "
+                       "gave the transport no staging ring for messages %s",
+                       t->rank, send ? "send to" : "recv from", peer,
+                       up ? "up" : "down");
     int k = ring->next;
-    ring->next = (k + 1) % e->ring_n[zb_nccl_ring(up, send)];
+    ring->next = (k + 1) % slots;
     float *stage = ring->data + (size_t)k * e->max_msg_floats;
     size_t bytes = n * sizeof(float);
     if (send) {
@@ -302,7 +309,8 @@ static zb_status ep_device_init(nccl_ep *e, int rank, int world, zb_err *err) {
         for (int k = 0; k < 2; k++) {
             nccl_ring *r = &e->rings[u][k];
             int slots = e->ring_n[zb_nccl_ring(u, k)];
-            size_t ring_bytes = (size_t)slots * e->max_msg_floats * sizeof(float);
+            if (slots < 1) continue; /* a ring no message uses */
+            size_t ring_bytes = zb_staging_ring_bytes((size_t)slots, e->max_msg_floats);
             r->done = (cudaEvent_t *)zb_calloc((size_t)slots, sizeof(cudaEvent_t), err);
             r->recorded = (bool *)zb_calloc((size_t)slots, sizeof(bool), err);
             if (!r->done || !r->recorded) return ZB_ENOMEM;
@@ -474,9 +482,9 @@ static zb_status check_groups(int ng, const int *slots, zb_err *err) {
         return zb_fail(err, ZB_ERUNTIME, "NCCL transport: %d group kinds "
                        "(0..%d allowed)", ng, ZB_NCCL_MAX_GROUPS);
     for (int k = 0; k < ZB_NCCL_RINGS; k++)
-        if (slots[k] < 1)
+        if (slots[k] < 0)
             return zb_fail(err, ZB_ERUNTIME, "NCCL transport: staging ring %d "
-                           "of %d slots (>= 1 needed)", k, slots[k]);
+                           "of %d slots (>= 0 needed)", k, slots[k]);
     return ZB_OK;
 }
 
