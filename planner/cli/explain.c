@@ -7,7 +7,6 @@
 #include "common/zb_sim.h"
 #include "planner/cost/cost.h"
 #include "planner/cost/partition.h"
-#include "planner/cost/plan_fit.h"
 #include "planner/cost/profile.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -108,8 +107,7 @@ zb_status zb_explain_candidate(const zb_model *model, const zb_candidate *c,
                               e->p2p_s + e->dp_s + e->opt_s);
     e->pp = c->pp;
     e->ws = zb_workspace_bytes(&m);
-    e->staging = zb_staging_need_bytes(&m, c->dp, c->tp, c->pp, c->v,
-                                       c->sched.placement, c->m, c->micro_batch);
+    e->staging = c->staging_bytes;
     for (int r = 0; r < c->pp && r < ZB_EXPLAIN_MAX_PP; r++)
         rank_static(&m, c, rank_params(&m, c, &ct, r), e, r);
     return ZB_OK;

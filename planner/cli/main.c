@@ -44,7 +44,7 @@ static const char usage[] =
     "              [--max-micro-batch N] [--solver heuristic|ilp|auto]\n"
     "              [--time-limit S] [--top K] [--compare] [--profile FILE]\n"
     "              [--mem-margin PCT] [--cores N] [--explain K]\n"
-    "              [--levers] [--set KEY=VALUE]... [-q]\n"
+    "              [--levers] [--no-staging] [--set KEY=VALUE]... [-q]\n"
     "       zbplan CONFIG.json [options]   (a Hugging Face config, imported)\n"
     "       zbplan import --help\n"
     "       zbplan sim --help\n"
@@ -77,6 +77,9 @@ static const char usage[] =
     "  --levers             also search recompute (none, selective, full),\n"
     "                       sequence parallelism and ZeRO-1 (default: the\n"
     "                       model file's)\n"
+    "  --no-staging         leave zbrun's NCCL staging rings out of GPU memory:\n"
+    "                       a layout as another framework runs it (make\n"
+    "                       validate; default: counted)\n"
     "  --explain K          also take candidate K of the table apart (the\n"
     "                       chosen plan, #1, always is)\n"
     "  --set KEY=VALUE      change a key of MODEL.yaml before it is checked, e.g.\n"
@@ -110,7 +113,7 @@ static const char *const option_names[] = {
     "--dp", "--tp", "--pp", "--chunks", "--schedule", "--micro-batch",
     "--max-micro-batch", "--solver", "--time-limit", "--top", "--compare",
     "--profile", "--set", "--quiet", "--help", "--version", "--cores",
-    "--mem-margin", "--levers", "--explain", NULL};
+    "--mem-margin", "--levers", "--no-staging", "--explain", NULL};
 
 static const char *const solver_names[] = {"heuristic", "ilp", "auto", NULL};
 
@@ -172,6 +175,11 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
         }
         if (strcmp(s, "--compare") == 0) { a->compare = true; i++; continue; }
         if (strcmp(s, "--levers") == 0) { a->so.levers = true; i++; continue; }
+        if (strcmp(s, "--no-staging") == 0) {
+            a->so.no_staging = true;
+            i++;
+            continue;
+        }
         if (strcmp(s, "-q") == 0 || strcmp(s, "--quiet") == 0) {
             a->quiet = true;
             i++;

@@ -150,7 +150,8 @@ typedef struct {
     int g_v;
     bool g_ready[2];
     double g_lb[2], g_opt[2], g_max_static[2];
-    double g_margin[2];            /* workspace + staging rings (GPUs) */
+    double g_stage[2];             /* staging rings per rank (GPUs) */
+    double g_margin[2];            /* workspace + g_stage */
     long key_base;
     int cores;                     /* cpu: the machine's cores; 0 else */
     int skipped_splits;            /* the cost model rejected them */
@@ -517,8 +518,10 @@ static void prepare_placement(ctx *x, const split *s, zb_placement pl) {
                                                             s->ct.peak_flops);
     x->g_lb[pl] = lb + x->g_opt[pl];
     x->g_max_static[pl] = max_static;
-    x->g_margin[pl] = x->ws_bytes + zb_staging_need_bytes(x->mdl, s->dp, s->tp,
-                                                         pp, v, pl, s->m, s->mb);
+    x->g_stage[pl] = x->o->no_staging ? 0
+                     : zb_staging_need_bytes(x->mdl, s->dp, s->tp, pp, v, pl,
+                                             s->m, s->mb);
+    x->g_margin[pl] = x->ws_bytes + x->g_stage[pl];
     x->g_ready[pl] = true;
 }
 
@@ -629,6 +632,7 @@ static zb_status score(ctx *x, const split *s, zb_placement pl,
     c->optimizer_s = x->g_opt[pl];
     c->step_s = reduced + c->optimizer_s;
     /* max static + max activations bounds the true per-rank maximum */
+    c->staging_bytes = x->g_stage[pl];
     c->peak_mem_bytes = x->g_max_static[pl] + act + x->g_margin[pl];
     if (c->peak_mem_bytes > x->dev_mem)
         ZB_TRY(exact_peak(x, &c->sched, pl, &c->peak_mem_bytes, err));
@@ -765,9 +769,7 @@ static zb_status detail_eval(const zb_model *model, const zb_candidate *c,
         d->static_r[r] = zb_static_mem_bytes(
             mdl, rank_params(mdl, &d->ct, c->spans, c->pp, c->v, c->sched.placement, r),
             c->dp);
-    d->margin = zb_workspace_bytes(mdl) +
-                zb_staging_need_bytes(mdl, c->dp, c->tp, c->pp, c->v,
-                                      c->sched.placement, c->m, c->micro_batch);
+    d->margin = zb_workspace_bytes(mdl) + c->staging_bytes;
     return zb_simulate(&c->sched, &d->costs, &d->sim, err);
 }
 

@@ -12,7 +12,8 @@
  *   planner's staging bytes equal the transport's (zbrun's ring slots and
  *   message floats, allocated by zb_staging_ring_bytes) and a number
  *   written out by hand, the plan's peak memory holds them on a GPU and
- *   not on the cpu device, and zb_plan_mem_need agrees with the plan.
+ *   not on the cpu device, and zb_plan_mem_need agrees with the plan;
+ *   --no-staging leaves exactly them out.
  */
 #include <check.h>
 #include <math.h>
@@ -253,6 +254,33 @@ START_TEST(cpu_device_has_none) {
 }
 END_TEST
 
+/* --no-staging (zbplan, make validate): the same 1f1b layout priced
+ * without the rings, its peak lower by exactly the rings' bytes. */
+START_TEST(no_staging_leaves_them_out) {
+    zb_model m = model(256, 128, true, "h100-sxm");
+    m.cluster.devices_per_node = 4;
+    double peak[2], staging[2];
+    for (int k = 0; k < 2; k++) {
+        zb_search_opts o;
+        zb_search_opts_default(&o);
+        o.dp = o.tp = 1;
+        o.pp = 4;
+        o.micro_batch = 4;
+        o.no_staging = k == 1;
+        snprintf(o.schedule, sizeof o.schedule, "1f1b");
+        zb_search_result r;
+        zb_err err;
+        ck_assert_msg(zb_search(&m, &o, &r, &err) == ZB_OK, "%s", err.msg);
+        peak[k] = r.cand[0].peak_mem_bytes;
+        staging[k] = r.cand[0].staging_bytes;
+        zb_search_result_free(&r);
+    }
+    ck_assert(staging[0] == 4.0 * 16 * 4 * 128 * 256 * 2 && staging[1] == 0);
+    ck_assert_msg(fabs(peak[0] - peak[1] - staging[0]) <= 1e-9 * peak[0],
+                  "%.0f - %.0f != %.0f", peak[0], peak[1], staging[0]);
+}
+END_TEST
+
 int main(void) {
     Suite *su = suite_create("staging");
     TCase *tc = tcase_create("staging");
@@ -261,6 +289,7 @@ int main(void) {
     tcase_add_test(tc, slots_by_hand);
     tcase_add_test(tc, planner_counts_the_transport_rings);
     tcase_add_test(tc, cpu_device_has_none);
+    tcase_add_test(tc, no_staging_leaves_them_out);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
