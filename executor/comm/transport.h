@@ -124,8 +124,11 @@ zb_transport *zb_cuda_transport(zb_cuda_world *w, int rank);
  * they do not: zb-v and zb-auto-v interleave activations and gradients
  * between the same two ranks in different orders). allreduce uses
  * ncclAllReduce (NCCL's fixed ring/tree order, identical on all members).
- * abort calls ncclCommAbort on every communicator of the world's ranks
- * in this process, so a rank waiting on the device is released. */
+ * abort raises a flag every host wait and call of this process's ranks
+ * polls and aborts (ncclCommAbort) the communicators of each rank whose
+ * thread is not inside an NCCL call, which releases a rank waiting on
+ * the device; a rank inside one aborts its own when the call returns
+ * (abort_gate.h: NCCL lets one thread operate a communicator at a time). */
 #define ZB_NCCL_ID_BYTES 128     /* sizeof(ncclUniqueId) */
 #define ZB_NCCL_MAX_GROUPS 8
 /* A new unique id (ncclGetUniqueId), made by one rank and given to all. */
