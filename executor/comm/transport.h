@@ -35,6 +35,7 @@
 #include <stddef.h>
 
 #include "common/zb_error.h"
+#include "common/zb_staging.h"
 
 /* A group: n global ranks in arithmetic progression, member i being
  * first + i * stride (every group of a dp x tp x pp layout is one: TP
@@ -113,7 +114,8 @@ zb_transport *zb_cuda_transport(zb_cuda_world *w, int rank);
  * Pipeline messages go through device staging rings (per direction, one
  * for sends and one for receives: ring_slots[zb_nccl_ring(up, send)]
  * slots of max_msg_floats each, at least the messages that ring carries in
- * one step, so no slot is reused inside a step) so that no compute stream
+ * one step, so no slot is reused inside a step; 0: the ring is not made
+ * and a message that needs it fails) so that no compute stream
  * waits for a peer to match a send. NCCL matches
  * messages in posting order per communicator (it has no tags): the lane
  * comes from the tag (zb_p2p_channel), and per (sender, receiver, lane)
@@ -122,15 +124,20 @@ zb_transport *zb_cuda_transport(zb_cuda_world *w, int rank);
  * they do not: zb-v and zb-auto-v interleave activations and gradients
  * between the same two ranks in different orders). allreduce uses
  * ncclAllReduce (NCCL's fixed ring/tree order, identical on all members).
- * abort calls ncclCommAbort on every communicator of the world's ranks
- * in this process, so a rank waiting on the device is released. */
+ * abort raises a flag every host wait and call of this process's ranks
+ * polls and aborts (ncclCommAbort) the communicators of each rank whose
+ * thread is not inside an NCCL call, which releases a rank waiting on
+ * the device; a rank inside one aborts its own when the call returns
+ * (abort_gate.h: NCCL lets one thread operate a communicator at a time). */
 #define ZB_NCCL_ID_BYTES 128     /* sizeof(ncclUniqueId) */
 #define ZB_NCCL_MAX_GROUPS 8
 /* A new unique id (ncclGetUniqueId), made by one rank and given to all. */
 zb_status zb_nccl_unique_id(unsigned char id[ZB_NCCL_ID_BYTES], zb_err *err);
-/* The staging rings: up (to a higher rank) or down, send or receive. */
-#define ZB_NCCL_RINGS 4
-static inline int zb_nccl_ring(int up, int send) { return 2 * !!up + !!send; }
+/* The staging rings: up (to a higher rank) or down, send or receive
+ * (common/zb_staging.h: their sizes, shared with the planner's memory
+ * prediction). */
+#define ZB_NCCL_RINGS ZB_STAGING_RINGS
+static inline int zb_nccl_ring(int up, int send) { return zb_staging_ring(up, send); }
 
 /* One rank of a multi-process world (every rank calls it at the same
  * time, on its own device); groups: this rank's ng groups. pipe_stride:

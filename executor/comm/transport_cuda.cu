@@ -286,7 +286,7 @@ static zb_status dl_allreduce_f64(zb_transport *t, const zb_group *g,
 
 static zb_status alloc_device(zb_cuda_world *w, zb_err *err) {
     size_t slots = (size_t)w->world * (size_t)w->rdv.max_msgs;
-    size_t bytes = slots * w->max_msg_floats * sizeof(float);
+    size_t bytes = zb_staging_ring_bytes(slots, w->max_msg_floats);
     ZB_CUDA(cudaSetDevice(w->device));
     cudaError_t e = cudaMalloc((void **)&w->pool, bytes ? bytes : 1);
     if (e != cudaSuccess) {

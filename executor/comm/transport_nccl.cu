@@ -18,14 +18,20 @@
  * it. A ring slot is reused after its previous transfer (send ring) or
  * copy-out (recv ring) finished (events); one ring per direction and end
  * (send, recv), shared by the direction's lanes, of the caller's
- * ring_slots: at least the messages it carries in one step, so no slot is
- * reused inside a step. allreduce_f64 and barrier copy through a pinned and a device
+ * ring_slots (common/zb_staging.h, the planner counts the same bytes): at
+ * least the messages it carries in one step, so no slot is reused inside
+ * a step; a ring no message uses (0 slots) is not allocated. allreduce_f64 and barrier copy through a pinned and a device
  * buffer and wait for the stream, polling ncclCommGetAsyncError (they work
  * on host memory). Creation ends with every lane's first exchange with the
  * pipeline neighbours (warm_lanes), so that NCCL's connection set-up, a
  * host rendezvous with the peer, never happens inside a step.
+ * abort follows NCCL's rule that one thread operates a communicator at a
+ * time: every NCCL call of a rank's thread is bracketed by its abort gate
+ * (abort_gate.h), the aborting thread aborts only the ranks no thread is
+ * inside of, and a rank inside a call aborts its own on leaving it.
  */
 extern "C" {
+#include "executor/comm/abort_gate.h"
 #include "executor/comm/p2p_channel.h"
 #include "executor/comm/transport.h"
 #include "executor/host/watchdog.h"
@@ -33,7 +39,6 @@ extern "C" {
 #include "executor/host/cuda_util.h"
 
 #include <nccl.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -81,14 +86,15 @@ struct nccl_ep {
     nccl_gcomm groups[ZB_NCCL_MAX_GROUPS];
     double *dbuf;           /* device [ZB_F64_CHUNK] */
     double *hbuf;           /* pinned host [ZB_F64_CHUNK] */
+    zb_abort_gate gate;     /* who aborts these communicators (abort_gate.h) */
     nccl_shared *shared;    /* the endpoints of this process */
 };
 
 struct nccl_shared {
     int n;                  /* endpoints in this process */
     nccl_ep *eps;           /* [n] */
-    int aborted;
-    pthread_mutex_t mu;
+    int aborted;            /* atomic: an abort was asked; every host wait
+                               and every call polls it */
 };
 
 static nccl_ep *EP(zb_transport *t) { return (nccl_ep *)t->impl; }
@@ -102,25 +108,63 @@ static zb_status aborted_err(zb_transport *t, zb_err *err) {
                    "rank %d: transport aborted (another rank failed)", t->rank);
 }
 
+/* ncclCommAbort on every communicator of e, on e's device. The caller
+ * holds e's gate's "abort now" (abort_gate.h): no other thread is inside
+ * an NCCL call on them, and none will enter one. */
+static void abort_comms(nccl_ep *e) {
+    int was = -1;
+    cudaGetDevice(&was);
+    cudaSetDevice(e->device);
+    for (int g = 0; g < e->ng; g++)
+        if (e->groups[g].comm) ncclCommAbort(e->groups[g].comm);
+    for (int k = 0; k < ZB_P2P_CHANNELS; k++)
+        if (e->lane[k]) ncclCommAbort(e->lane[k]);
+    if (e->world) ncclCommAbort(e->world);
+    memset(e->lane, 0, sizeof e->lane);
+    e->world = NULL;
+    for (int g = 0; g < e->ng; g++) e->groups[g].comm = NULL;
+    if (was >= 0) cudaSetDevice(was);
+}
+
+/* Threads mode: the failing rank's thread raises the flag every host wait
+ * polls, then aborts each rank's communicators that no thread is inside
+ * of (which also ends an owner's wait for device work stuck on them);
+ * a rank inside an NCCL call aborts its own on leaving it (leave_nccl).
+ * NCCL's rule: one thread operates a communicator at a time, and every
+ * rank of the node aborts. */
 static void nc_abort(zb_transport *t) {
     nccl_shared *sh = EP(t)->shared;
-    pthread_mutex_lock(&sh->mu);
-    if (!sh->aborted) {
-        __atomic_store_n(&sh->aborted, 1, __ATOMIC_RELEASE);
-        for (int i = 0; i < sh->n; i++) {
-            nccl_ep *e = &sh->eps[i];
-            for (int g = 0; g < e->ng; g++)
-                if (e->groups[g].comm) ncclCommAbort(e->groups[g].comm);
-            for (int k = 0; k < ZB_P2P_CHANNELS; k++)
-                if (e->lane[k]) ncclCommAbort(e->lane[k]);
-            if (e->world) ncclCommAbort(e->world);
-            memset(e->lane, 0, sizeof e->lane);
-            e->world = NULL;
-            for (int g = 0; g < e->ng; g++) e->groups[g].comm = NULL;
-        }
-    }
-    pthread_mutex_unlock(&sh->mu);
+    __atomic_store_n(&sh->aborted, 1, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < sh->n; i++)
+        if (zb_gate_claim(&sh->eps[i].gate)) abort_comms(&sh->eps[i]);
 }
+
+/* Brackets of an NCCL call by the endpoint's own thread. enter_nccl
+ * fails once an abort was asked (no call on an aborted communicator);
+ * leave_nccl aborts e's communicators when an abort came meanwhile. */
+static zb_status enter_nccl(zb_transport *t, zb_err *err) {
+    if (is_aborted(EP(t)) || !zb_gate_enter(&EP(t)->gate))
+        return aborted_err(t, err);
+    return ZB_OK;
+}
+
+static void leave_nccl(zb_transport *t) {
+    if (zb_gate_leave(&EP(t)->gate)) abort_comms(EP(t));
+}
+
+/* One NCCL call of endpoint t, bracketed: the call's failure, else an
+ * abort that came while it ran. */
+#define ZB_NCCL_OWN(t, call)                                                   \
+    do {                                                                       \
+        ZB_TRY(enter_nccl(t, err));                                            \
+        ncclResult_t zb_nr_ = (call);                                          \
+        bool zb_ab_ = __atomic_load_n(&EP(t)->shared->aborted, __ATOMIC_SEQ_CST); \
+        leave_nccl(t);                                                         \
+        if (zb_nr_ != ncclSuccess)                                             \
+            return zb_fail(err, ZB_ERUNTIME, "%s: %s (%s:%d)", #call,          \
+                           ncclGetErrorString(zb_nr_), __FILE__, __LINE__);    \
+        if (zb_ab_) return aborted_err(t, err);                                \
+    } while (0)
 
 static zb_status ready(zb_transport *t, zb_err *err) {
     if (is_aborted(EP(t))) return aborted_err(t, err);
@@ -151,8 +195,14 @@ static zb_status p2p(zb_transport *t, int peer, int tag, float *buf,
     ncclComm_t comm = e->lane[lane];
     cudaStream_t xs = e->lane_s[lane], compute = (cudaStream_t)t->stream;
     nccl_ring *ring = &e->rings[up][send];
+    int slots = e->ring_n[zb_nccl_ring(up, send)];
+    if (slots < 1)
+        return zb_fail(err, ZB_ERUNTIME, "rank %d: %s rank %d: the plan "
+                       "gave the transport no staging ring for messages %s",
+                       t->rank, send ? "send to" : "recv from", peer,
+                       up ? "up" : "down");
     int k = ring->next;
-    ring->next = (k + 1) % e->ring_n[zb_nccl_ring(up, send)];
+    ring->next = (k + 1) % slots;
     float *stage = ring->data + (size_t)k * e->max_msg_floats;
     size_t bytes = n * sizeof(float);
     if (send) {
@@ -160,11 +210,11 @@ static zb_status p2p(zb_transport *t, int peer, int tag, float *buf,
         ZB_CUDA(cudaMemcpyAsync(stage, buf, bytes, cudaMemcpyDeviceToDevice, compute));
         ZB_CUDA(cudaEventRecord(e->ev_in, compute));
         ZB_CUDA(cudaStreamWaitEvent(xs, e->ev_in, 0));
-        ZB_NCCL(ncclSend(stage, n, ncclFloat, peer, comm, xs));
+        ZB_NCCL_OWN(t, ncclSend(stage, n, ncclFloat, peer, comm, xs));
         ZB_CUDA(cudaEventRecord(ring->done[k], xs));
     } else {
         if (ring->recorded[k]) ZB_CUDA(cudaStreamWaitEvent(xs, ring->done[k], 0));
-        ZB_NCCL(ncclRecv(stage, n, ncclFloat, peer, comm, xs));
+        ZB_NCCL_OWN(t, ncclRecv(stage, n, ncclFloat, peer, comm, xs));
         ZB_CUDA(cudaEventRecord(e->ev_out, xs));
         ZB_CUDA(cudaStreamWaitEvent(compute, e->ev_out, 0));
         ZB_CUDA(cudaMemcpyAsync(buf, stage, bytes, cudaMemcpyDeviceToDevice, compute));
@@ -209,8 +259,8 @@ static zb_status nc_allreduce(zb_transport *t, const zb_group *g, float *buf,
     ZB_TRY(ready(t, err));
     ncclComm_t comm;
     ZB_TRY(comm_of(t, g, &comm, err));
-    ZB_NCCL(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, comm,
-                          (cudaStream_t)t->stream));
+    ZB_NCCL_OWN(t, ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, comm,
+                                 (cudaStream_t)t->stream));
     return ZB_OK;
 }
 
@@ -227,9 +277,12 @@ static zb_status wait_stream(zb_transport *t, ncclComm_t comm, cudaStream_t s,
     zb_watchdog_arm(what);
     cudaError_t ce;
     while ((ce = cudaStreamQuery(s)) == cudaErrorNotReady) {
-        ncclResult_t ar = ncclSuccess;
-        if (ncclCommGetAsyncError(comm, &ar) == ncclSuccess &&
-            ar != ncclSuccess && ar != ncclInProgress) {
+        ncclResult_t ar = ncclSuccess, q = ncclInvalidUsage;
+        if (zb_gate_enter(&EP(t)->gate)) { /* not while it is aborted */
+            q = ncclCommGetAsyncError(comm, &ar);
+            leave_nccl(t);
+        }
+        if (q == ncclSuccess && ar != ncclSuccess && ar != ncclInProgress) {
             zb_watchdog_disarm();
             return zb_fail(err, ZB_ERUNTIME, "rank %d: NCCL failed while "
                            "waiting for %s: %s", t->rank, what,
@@ -262,7 +315,8 @@ static zb_status nc_allreduce_f64(zb_transport *t, const zb_group *g,
         memcpy(e->hbuf, buf + lo, k * sizeof(double));
         ZB_CUDA(cudaMemcpyAsync(e->dbuf, e->hbuf, k * sizeof(double),
                                 cudaMemcpyHostToDevice, s));
-        ZB_NCCL(ncclAllReduce(e->dbuf, e->dbuf, k, ncclDouble, ncclSum, comm, s));
+        ZB_NCCL_OWN(t, ncclAllReduce(e->dbuf, e->dbuf, k, ncclDouble, ncclSum,
+                                     comm, s));
         ZB_CUDA(cudaMemcpyAsync(e->hbuf, e->dbuf, k * sizeof(double),
                                 cudaMemcpyDeviceToHost, s));
         ZB_TRY(wait_stream(t, comm, s, "an NCCL all-reduce of host values "
@@ -302,7 +356,8 @@ static zb_status ep_device_init(nccl_ep *e, int rank, int world, zb_err *err) {
         for (int k = 0; k < 2; k++) {
             nccl_ring *r = &e->rings[u][k];
             int slots = e->ring_n[zb_nccl_ring(u, k)];
-            size_t ring_bytes = (size_t)slots * e->max_msg_floats * sizeof(float);
+            if (slots < 1) continue; /* a ring no message uses */
+            size_t ring_bytes = zb_staging_ring_bytes((size_t)slots, e->max_msg_floats);
             r->done = (cudaEvent_t *)zb_calloc((size_t)slots, sizeof(cudaEvent_t), err);
             r->recorded = (bool *)zb_calloc((size_t)slots, sizeof(bool), err);
             if (!r->done || !r->recorded) return ZB_ENOMEM;
@@ -431,7 +486,6 @@ static zb_status shared_new(int n, nccl_shared **out, zb_err *err) {
         return ZB_ENOMEM;
     }
     sh->n = n;
-    pthread_mutex_init(&sh->mu, NULL);
     *out = sh;
     return ZB_OK;
 }
@@ -440,7 +494,11 @@ static void shared_free(nccl_shared *sh) {
     for (int i = 0; i < sh->n; i++) {
         nccl_ep *e = &sh->eps[i];
         cudaSetDevice(e->device);
-        if (!sh->aborted) {
+        /* every rank thread has ended: an abort its owner never reached
+         * (PENDING) is ours; an aborted endpoint (DEAD) has no handles */
+        int gate = zb_gate_state(&e->gate);
+        if (gate == ZB_GATE_PENDING) abort_comms(e);
+        if (gate == ZB_GATE_FREE) {
             for (int g = 0; g < e->ng; g++)
                 if (e->groups[g].comm) ncclCommDestroy(e->groups[g].comm);
             for (int k = 0; k < ZB_P2P_CHANNELS; k++)
@@ -464,7 +522,6 @@ static void shared_free(nccl_shared *sh) {
                 if (r->data) cudaFree(r->data);
             }
     }
-    pthread_mutex_destroy(&sh->mu);
     free(sh->eps);
     free(sh);
 }
@@ -474,9 +531,9 @@ static zb_status check_groups(int ng, const int *slots, zb_err *err) {
         return zb_fail(err, ZB_ERUNTIME, "NCCL transport: %d group kinds "
                        "(0..%d allowed)", ng, ZB_NCCL_MAX_GROUPS);
     for (int k = 0; k < ZB_NCCL_RINGS; k++)
-        if (slots[k] < 1)
+        if (slots[k] < 0)
             return zb_fail(err, ZB_ERUNTIME, "NCCL transport: staging ring %d "
-                           "of %d slots (>= 1 needed)", k, slots[k]);
+                           "of %d slots (>= 0 needed)", k, slots[k]);
     return ZB_OK;
 }
 

@@ -23,7 +23,7 @@ double zb_load_average(void) {
 }
 
 double zb_report_margin_bytes(const zb_plan *plan) {
-    return zb_plan_workspace_bytes(plan);
+    return zb_plan_workspace_bytes(plan) + zb_plan_staging_bytes(plan);
 }
 
 double zb_report_pred_mem(const zb_plan *plan, int r) {
@@ -387,7 +387,8 @@ void zb_report_table(FILE *out, const zb_plan *plan, const zb_run_result *res,
                 zb_report_pred_mem(plan, r) / MIB);
     }
     fprintf(out, "* what the stage allocates; the plan's peak less its %.0f MiB "
-            "workspace margin\n", zb_report_margin_bytes(plan) / MIB);
+            "workspace margin%s\n", zb_report_margin_bytes(plan) / MIB,
+            zb_plan_staging_bytes(plan) > 0 ? " and transport staging rings" : "");
     write_pass_table(out, plan, res);
     double replayed = 0;
     zb_err err;

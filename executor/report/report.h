@@ -46,10 +46,11 @@ typedef struct {
 double zb_load_average(void);
 
 /* The plan's predicted peak memory of pipeline rank r without the
- * workspace margin the planner adds (64 MiB on the cpu device): the basis
- * of the measured number, which counts only what the stage allocates. */
+ * workspace margin the planner adds (64 MiB on the cpu device) and, on a
+ * GPU, the transport's staging rings: the basis of the measured number,
+ * which counts only what the stage allocates. */
 double zb_report_pred_mem(const zb_plan *plan, int r);
-/* That margin, as the planner computes it (planner/cost/plan_fit.h). */
+/* Those two, as the planner computes them (planner/cost/plan_fit.h). */
 double zb_report_margin_bytes(const zb_plan *plan);
 
 /* YAML report, written atomically:

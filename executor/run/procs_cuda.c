@@ -61,7 +61,7 @@ zb_status zb_procs_cuda_up(zb_procs *p, const zb_plan *plan, int device,
                       "ncclCommSplit, the lanes' first exchange)",
                       zb_watchdog_setup_s(l->world));
     int slots[ZB_NCCL_RINGS];
-    ZB_TRY(zb_run_plan_ring_slots(plan, slots, err));
+    zb_run_ring_slots(plan, slots);
     (void)max_msgs; /* the staging rings are sized per direction */
     zb_status s = zb_nccl_new(l->rank, l->world, device, id, ZB_RUN_GROUPS, g, slots,
                               msg_floats, plan->dp * plan->tp, &p->nccl, err);

@@ -249,29 +249,8 @@ static int max_sends(const zb_program *prog) {
     return most;
 }
 
-void zb_run_ring_slots(const zb_program *prog, int slots[ZB_NCCL_RINGS]) {
-    for (int k = 0; k < ZB_NCCL_RINGS; k++) slots[k] = 1;
-    for (int r = 0; r < prog->p; r++) {
-        int n[ZB_NCCL_RINGS] = {0};
-        for (int i = 0; i < prog->len[r]; i++) {
-            const zb_op *op = &prog->ops[r][i];
-            if (op->kind == ZB_OP_COMPUTE) continue;
-            bool send = op->kind == ZB_OP_SEND;
-            bool up = send ? op->peer > r : op->peer < r;
-            n[zb_nccl_ring(up, send)]++;
-        }
-        for (int k = 0; k < ZB_NCCL_RINGS; k++)
-            if (n[k] > slots[k]) slots[k] = n[k];
-    }
-}
-
-zb_status zb_run_plan_ring_slots(const zb_plan *plan,
-                                 int slots[ZB_NCCL_RINGS], zb_err *err) {
-    zb_program prog;
-    ZB_TRY(zb_lower(&plan->sched, &prog, err));
-    zb_run_ring_slots(&prog, slots);
-    zb_program_free(&prog);
-    return ZB_OK;
+void zb_run_ring_slots(const zb_plan *plan, int slots[ZB_NCCL_RINGS]) {
+    zb_staging_slots(plan->pp, plan->v, plan->sched.placement, plan->m, slots);
 }
 
 zb_status zb_run_msg_sizes(const zb_plan *plan, int *max_msgs,
@@ -376,9 +355,9 @@ const char *zb_run_cuda_share_refusal(int world, int devices, bool share,
 }
 
 size_t zb_run_cuda_msg_floats(const zb_plan *plan) {
-    size_t n = (size_t)plan->micro_batch * plan->model.arch.seq_len *
-               plan->model.arch.hidden;
-    return plan->model.train.precision == ZB_PREC_BF16 ? (n + 1) / 2 : n;
+    size_t tokens = (size_t)plan->micro_batch * plan->model.arch.seq_len;
+    return zb_staging_msg_floats(tokens, plan->model.arch.hidden,
+                                 zb_precision_bytes(plan->model.train.precision));
 }
 
 static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
@@ -420,7 +399,7 @@ static zb_status setup_transport(zb_run_ctx *c, zb_err *err) {
         zb_run_groups(c->plan, r, groups + ZB_RUN_GROUPS * r);
     }
     int slots[ZB_NCCL_RINGS];
-    zb_run_ring_slots(&c->prog, slots);
+    zb_run_ring_slots(c->plan, slots);
     if (st == ZB_OK)
         st = zb_nccl_threads_new(world, devices, ZB_RUN_GROUPS, groups, slots, msg,
                                  c->plan->dp * c->plan->tp, ends, err);

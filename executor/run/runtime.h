@@ -58,14 +58,11 @@ zb_status zb_run_msg_sizes(const zb_plan *plan, int *max_msgs,
                            size_t *msg_floats, zb_err *err);
 
 
-/* Slots of each NCCL staging ring (transport.h, zb_nccl_ring(up, send)):
- * per pipeline rank, the step's sends to a higher rank, receives from a
- * lower one (up), sends to a lower rank and receives from a higher one
- * (down); the most over the ranks, at least 1. A step never reuses a
- * slot. */
-void zb_run_ring_slots(const zb_program *prog, int slots[ZB_NCCL_RINGS]);
-zb_status zb_run_plan_ring_slots(const zb_plan *plan,
-                                 int slots[ZB_NCCL_RINGS], zb_err *err);
+/* Slots of each NCCL staging ring (transport.h, zb_nccl_ring(up, send))
+ * for plan's schedule: zb_staging_slots (common/zb_staging.h), the count
+ * the planner's memory prediction uses; 0 for a ring no message uses. A
+ * step never reuses a slot. */
+void zb_run_ring_slots(const zb_plan *plan, int slots[ZB_NCCL_RINGS]);
 
 /* Floats of one pipeline message ([B, T, C] activations or their
  * gradient) on the CUDA backend: precision bf16 stores activations in

@@ -486,38 +486,28 @@ static size_t b_attn_scratch(void *ctx, int B, int NH, int T) {
     return BX(ctx)->f32.attn_scratch_bytes(NULL, B, NH, T);
 }
 
+static zb_status b_gqa_fwd(void *ctx, zb_act *out, void *saved,
+                           const zb_act *qkv, int B, int T, int C, int NH,
+                           int KVH, zb_err *err);
+static zb_status b_gqa_bwd(void *ctx, zb_act *dqkv, void *scratch,
+                           const zb_act *dout, const zb_act *qkv,
+                           const zb_act *out, const void *saved, int B, int T,
+                           int C, int NH, int KVH, zb_err *err);
+
+/* multi-head attention is GQA with a kv head per head (the fp32 kernels
+ * are the same code, kernels/attention.c), so the bf16 hooks are too */
 static zb_status b_attn_fwd(void *ctx, zb_act *out, void *saved,
                             const zb_act *qkv, int B, int T, int C, int NH,
                             zb_err *err) {
-    bx *x = BX(ctx);
-    size_t n = (size_t)B * T * C, ns = b_attn_saved(ctx, B, NH, T) / 2;
-    float *o, *s, *q;
-    W(0, out, n, o);
-    W(1, saved, ns, s);
-    W(2, qkv, 3 * n, q);
-    ZB_TRY(x->f32.attn_fwd(NULL, (zb_act *)o, s, (zb_act *)q, B, T, C, NH,
-                           err));
-    narrow(out, o, n);
-    narrow(saved, s, ns);
-    return ZB_OK;
+    return b_gqa_fwd(ctx, out, saved, qkv, B, T, C, NH, NH, err);
 }
 
 static zb_status b_attn_bwd(void *ctx, zb_act *dqkv, void *scratch,
                             const zb_act *dout, const zb_act *qkv,
                             const zb_act *out, const void *saved, int B,
                             int T, int C, int NH, zb_err *err) {
-    bx *x = BX(ctx);
-    size_t n = (size_t)B * T * C, ns = b_attn_saved(ctx, B, NH, T) / 2;
-    float *dq, *d, *q, *o, *s;
-    W(0, dqkv, 3 * n, dq);
-    W(1, dout, n, d);
-    W(2, qkv, 3 * n, q);
-    W(3, out, n, o);
-    W(4, saved, ns, s);
-    ZB_TRY(x->f32.attn_bwd(NULL, (zb_act *)dq, scratch, (zb_act *)d,
-                           (zb_act *)q, (zb_act *)o, s, B, T, C, NH, err));
-    narrow(dqkv, dq, 3 * n);
-    return ZB_OK;
+    return b_gqa_bwd(ctx, dqkv, scratch, dout, qkv, out, saved, B, T, C, NH,
+                     NH, err);
 }
 
 static zb_status b_embed_add_pos(void *ctx, zb_act *out, const float *tok,

@@ -113,6 +113,7 @@ zb_status zb_explain_candidate(const zb_model *model, const zb_candidate *c,
                               e->p2p_s + e->dp_s + e->opt_s);
     e->pp = c->pp;
     e->ws = zb_workspace_bytes(&m);
+    e->staging = c->staging_bytes;
     for (int r = 0; r < c->pp && r < ZB_EXPLAIN_MAX_PP; r++)
         rank_static(&m, c, rank_params(&m, c, &ct, r), e, r);
     return ZB_OK;
@@ -137,15 +138,16 @@ void zb_explain_print(FILE *out, const zb_candidate *c, const zb_explain *e) {
             st, e->bubble_s, pct(e->bubble_s, t), e->p2p_s, pct(e->p2p_s, t),
             e->tp_s, pct(e->tp_s, t), e->dp_s, pct(e->dp_s, t), e->opt_s,
             pct(e->opt_s, t), e->other_s, pct(e->other_s, t));
-    fprintf(out, "memory GiB per device  %7s %9s %9s %11s %10s %9s %9s\n",
-            "pp rank", "weights", "grads", "optimizer", "activ.", "workspace",
-            "total");
+    fprintf(out, "memory GiB per device  %7s %9s %9s %11s %10s %9s %9s %9s\n",
+            "pp rank", "weights", "grads", "optimizer", "activ.", "staging",
+            "workspace", "total");
     int n = e->pp < ZB_EXPLAIN_MAX_PP ? e->pp : ZB_EXPLAIN_MAX_PP;
     for (int r = 0; r < n; r++) {
-        double tot = e->weights[r] + e->grads[r] + e->optim[r] + e->act[r] + e->ws;
-        fprintf(out, "%22s %7d %9.3f %9.3f %11.3f %10.3f %9.3f %9.3f\n", "", r,
-                e->weights[r] / GIB, e->grads[r] / GIB, e->optim[r] / GIB,
-                e->act[r] / GIB, e->ws / GIB, tot / GIB);
+        double tot = e->weights[r] + e->grads[r] + e->optim[r] + e->act[r] +
+                     e->staging + e->ws;
+        fprintf(out, "%22s %7d %9.3f %9.3f %11.3f %10.3f %9.3f %9.3f %9.3f\n",
+                "", r, e->weights[r] / GIB, e->grads[r] / GIB, e->optim[r] / GIB,
+                e->act[r] / GIB, e->staging / GIB, e->ws / GIB, tot / GIB);
     }
     if (n < e->pp) fprintf(out, "%22s (%d more ranks)\n", "", e->pp - n);
 }

@@ -39,6 +39,7 @@ typedef struct {
     double weights[ZB_EXPLAIN_MAX_PP], grads[ZB_EXPLAIN_MAX_PP],
            optim[ZB_EXPLAIN_MAX_PP], act[ZB_EXPLAIN_MAX_PP];
     double ws;                /* workspace margin per device */
+    double staging;           /* transport staging rings per device (GPUs) */
 } zb_explain;
 
 /* Take candidate c of a zb_search on model m apart. pp > ZB_EXPLAIN_MAX_PP

@@ -44,7 +44,7 @@ static const char usage[] =
     "              [--max-micro-batch N] [--solver heuristic|ilp|auto]\n"
     "              [--time-limit S] [--top K] [--compare] [--profile FILE]\n"
     "              [--mem-margin PCT] [--cores N] [--explain K]\n"
-    "              [--levers] [--vocab-parallel none|1|2|auto]\n"
+    "              [--levers] [--no-staging] [--vocab-parallel none|1|2|auto]\n"
     "              [--set KEY=VALUE]... [-q]\n"
     "       zbplan CONFIG.json [options]   (a Hugging Face config, imported)\n"
     "       zbplan import --help\n"
@@ -82,6 +82,9 @@ static const char usage[] =
     "                       pipeline ranks (docs/plan-format.md): none, 1 or 2\n"
     "                       (the variant), auto: tried with everything else,\n"
     "                       chosen only when faster (default: none)\n"
+    "  --no-staging         leave zbrun's NCCL staging rings out of GPU memory:\n"
+    "                       a layout as another framework runs it (make\n"
+    "                       validate; default: counted)\n"
     "  --explain K          also take candidate K of the table apart (the\n"
     "                       chosen plan, #1, always is)\n"
     "  --set KEY=VALUE      change a key of MODEL.yaml before it is checked, e.g.\n"
@@ -115,7 +118,8 @@ static const char *const option_names[] = {
     "--dp", "--tp", "--pp", "--chunks", "--schedule", "--micro-batch",
     "--max-micro-batch", "--solver", "--time-limit", "--top", "--compare",
     "--profile", "--set", "--quiet", "--help", "--version", "--cores",
-    "--mem-margin", "--levers", "--explain", "--vocab-parallel", NULL};
+    "--mem-margin", "--levers", "--no-staging", "--explain", "--vocab-parallel",
+    NULL};
 
 static const char *const solver_names[] = {"heuristic", "ilp", "auto", NULL};
 static const char *const vocab_names[] = {"none", "1", "2", "auto", NULL};
@@ -182,6 +186,11 @@ static zb_status parse_args(int argc, char **argv, args *a, zb_err *err) {
         }
         if (strcmp(s, "--compare") == 0) { a->compare = true; i++; continue; }
         if (strcmp(s, "--levers") == 0) { a->so.levers = true; i++; continue; }
+        if (strcmp(s, "--no-staging") == 0) {
+            a->so.no_staging = true;
+            i++;
+            continue;
+        }
         if (strcmp(s, "-q") == 0 || strcmp(s, "--quiet") == 0) {
             a->quiet = true;
             i++;

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "common/zb_sim.h"
+#include "common/zb_staging.h"
 #include "planner/cost/cost.h"
 #include "planner/cost/partition.h"
 #include "planner/cost/vocab.h"
@@ -32,6 +33,23 @@ static double rank_params(const zb_plan *p, const zb_cost_table *ct, int r) {
 
 double zb_plan_workspace_bytes(const zb_plan *plan) {
     return zb_workspace_bytes(&plan->model);
+}
+
+double zb_staging_need_bytes(const zb_model *m, int dp, int tp, int pp, int v,
+                             zb_placement pl, int n_micro, int micro_batch) {
+    if (strcasecmp(m->cluster.device.name, "cpu") == 0) return 0;
+    int slots[ZB_STAGING_RINGS];
+    zb_staging_slots(pp, v, pl, n_micro, slots);
+    size_t tokens = (size_t)micro_batch * (size_t)m->arch.seq_len;
+    size_t msg = zb_staging_msg_floats(tokens, m->arch.hidden,
+                                       zb_precision_bytes(m->train.precision));
+    return (double)zb_staging_bytes(dp * tp * pp, slots, msg);
+}
+
+double zb_plan_staging_bytes(const zb_plan *plan) {
+    return zb_staging_need_bytes(&plan->model, plan->dp, plan->tp, plan->pp,
+                                 plan->v, plan->sched.placement, plan->m,
+                                 plan->micro_batch);
 }
 
 zb_status zb_plan_mem_need(const zb_plan *plan, const char *device,
@@ -65,7 +83,10 @@ zb_status zb_plan_mem_need(const zb_plan *plan, const char *device,
         zb_sim_result_free(&sim);
         return st;
     }
-    double ws = zb_workspace_bytes(&m);
+    double ws = zb_workspace_bytes(&m) +
+                zb_staging_need_bytes(&m, plan->dp, plan->tp, plan->pp, plan->v,
+                                      plan->sched.placement, plan->m,
+                                      plan->micro_batch);
     for (int r = 0; r < plan->pp; r++)
         need[r] = zb_static_mem_bytes(&m, rank_params(plan, &ct, r), plan->dp) +
                   sim.peak_mem[r] + ws;

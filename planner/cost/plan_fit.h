@@ -10,7 +10,8 @@
  * need[r] (bytes, r < plan->pp): static memory of rank r's parameters
  * (weights, gradients, AdamW state; ZeRO-1 only where the device's
  * executor does it), the simulated peak of its activations under the
- * plan's schedule, and the device's workspace margin.
+ * plan's schedule, the device's workspace margin and, on a GPU, the
+ * transport's staging rings (zb_staging_need_bytes).
  */
 #ifndef ZB_PLAN_FIT_H
 #define ZB_PLAN_FIT_H
@@ -24,6 +25,19 @@
 /* The workspace margin the cost model adds to every device's peak for
  * plan's model (zb_workspace_bytes, cost/cost.h), in bytes. */
 double zb_plan_workspace_bytes(const zb_plan *plan);
+
+/* Device bytes per rank that zbrun's transport stages pipeline messages in
+ * (common/zb_staging.h, the formula the transports allocate by), for a
+ * dp x tp x pp layout of v chunks placed by pl, m microbatches of
+ * micro_batch sequences per step. The planner knows a plan targets the
+ * CUDA backend by its device: any device but "cpu" is a GPU run with one
+ * rank per GPU (NCCL between ranks, the device-local transport alone);
+ * on "cpu" zbrun's CPU backend keeps its messages in host memory, 0 here.
+ * Counted in every GPU candidate's and plan's peak memory. */
+double zb_staging_need_bytes(const zb_model *m, int dp, int tp, int pp, int v,
+                             zb_placement pl, int n_micro, int micro_batch);
+/* The same for a written plan on its own device. */
+double zb_plan_staging_bytes(const zb_plan *plan);
 
 /* device: a device table name (zb_device_lookup); "cpu" is zbrun's CPU
  * backend. need: caller's array of plan->pp doubles. */

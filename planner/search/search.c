@@ -30,6 +30,7 @@
 #include "planner/cost/cost.h"
 #include "planner/cost/dp.h"
 #include "planner/cost/partition.h"
+#include "planner/cost/plan_fit.h"
 #include "planner/cost/profile.h"
 #include "planner/cost/vocab.h"
 #include "planner/registry/registry.h"
@@ -171,6 +172,8 @@ typedef struct {
     int g_v;
     bool g_ready[NPL];
     double g_lb[NPL], g_opt[NPL], g_max_static[NPL];
+    double g_stage[NPL];           /* staging rings per rank (GPUs) */
+    double g_margin[NPL];          /* workspace + g_stage */
     long key_base;
     int cores;                     /* cpu: the machine's cores; 0 else */
     int skipped_splits;            /* the cost model rejected them */
@@ -562,6 +565,10 @@ static void prepare_placement(ctx *x, const split *s, zb_placement pl) {
                                                             s->ct.peak_flops);
     x->g_lb[pl] = lb + x->g_opt[pl];
     x->g_max_static[pl] = max_static;
+    x->g_stage[pl] = x->o->no_staging ? 0
+                     : zb_staging_need_bytes(x->mdl, s->dp, s->tp, pp, v, pl,
+                                             s->m, s->mb);
+    x->g_margin[pl] = x->ws_bytes + x->g_stage[pl];
     x->g_ready[pl] = true;
 }
 
@@ -594,7 +601,7 @@ static zb_status exact_peak(ctx *x, const zb_schedule *sc, zb_placement pl,
         for (int r = 0; r < sc->p; r++)
             if (x->static_r[pl][r] + sr.peak_mem[r] > pk)
                 pk = x->static_r[pl][r] + sr.peak_mem[r];
-        *peak = pk + x->ws_bytes;
+        *peak = pk + x->g_margin[pl];
     }
     zb_sim_result_free(&sr);
     return st;
@@ -625,7 +632,7 @@ static void not_applicable(zb_search_result *res, int count, const char *fmt,
 static zb_status build_job(ctx *x, const split *s, const job *jb,
                            zb_placement pl, zb_candidate *c, bool *skip,
                            zb_err *err) {
-    double room = x->dev_mem - x->g_max_static[pl] - x->ws_bytes;
+    double room = x->dev_mem - x->g_max_static[pl] - x->g_margin[pl];
     bool uses_limit = strcmp(jb->name, "zb-auto") == 0 ||
                       strcmp(jb->name, "zb-auto-v") == 0;
     zb_sched_params prm = {
@@ -677,7 +684,8 @@ static zb_status score(ctx *x, const split *s, zb_placement pl,
     c->optimizer_s = x->g_opt[pl];
     c->step_s = reduced + c->optimizer_s;
     /* max static + max activations bounds the true per-rank maximum */
-    c->peak_mem_bytes = x->g_max_static[pl] + act + x->ws_bytes;
+    c->staging_bytes = x->g_stage[pl];
+    c->peak_mem_bytes = x->g_max_static[pl] + act + x->g_margin[pl];
     if (c->peak_mem_bytes > x->dev_mem)
         ZB_TRY(exact_peak(x, &c->sched, pl, &c->peak_mem_bytes, err));
     c->fits = c->peak_mem_bytes <= x->dev_mem;
@@ -787,6 +795,7 @@ typedef struct {
     zb_cost_table ct;
     zb_costs costs;
     double *static_r;      /* [pp] */
+    double margin;         /* workspace + staging rings, per rank */
     zb_sim_result sim;
 } detail;
 
@@ -818,15 +827,16 @@ static zb_status detail_eval(const zb_model *model, const zb_candidate *c,
         d->static_r[r] = zb_static_mem_bytes(
             mdl, rank_params(mdl, &d->ct, c->spans, c->pp, c->v, c->sched.placement, r),
             c->dp);
+    d->margin = zb_workspace_bytes(mdl) + c->staging_bytes;
     return zb_simulate(&c->sched, &d->costs, &d->sim, err);
 }
 
-static double peak_of(const zb_model *mdl, const detail *d, int pp) {
+static double peak_of(const detail *d, int pp) {
     double pk = 0;
     for (int r = 0; r < pp; r++)
         if (d->static_r[r] + d->sim.peak_mem[r] > pk)
             pk = d->static_r[r] + d->sim.peak_mem[r];
-    return pk + zb_workspace_bytes(mdl);
+    return pk + d->margin;
 }
 
 /* ---- --solver ilp: refine the top k ---- */
@@ -842,10 +852,10 @@ static zb_status refine_one(const zb_model *model, zb_candidate *c,
     const zb_model *mdl = &cm;
     detail d;
     zb_status st = detail_eval(mdl, c, &d, err);
-    double max_static = 0, ws = zb_workspace_bytes(mdl);
+    double max_static = 0;
     for (int r = 0; st == ZB_OK && r < c->pp; r++)
         if (d.static_r[r] > max_static) max_static = d.static_r[r];
-    double room = c->capacity_bytes - max_static - ws;
+    double room = c->capacity_bytes - max_static - d.margin;
     if (st != ZB_OK || !(room > 0)) { detail_free(&d); return st; }
     zb_sched_params prm = {.p = c->pp, .m = c->m, .costs = &d.costs,
                            .mem_limit = room, .time_limit_s = limit_s,
@@ -858,13 +868,15 @@ static zb_status refine_one(const zb_model *model, zb_candidate *c,
     st = zb_schedule_refine(c->schedule, &prm, &c->sched, &out, &rep, err);
     if (st == ZB_OK) st = zb_simulate(&out, &d.costs, &sim, err);
     if (st == ZB_OK && sim.last_end < d.sim.last_end &&
-        peak_of(mdl, &(detail){.static_r = d.static_r, .sim = sim}, c->pp) <=
+        peak_of(&(detail){.static_r = d.static_r, .margin = d.margin,
+                          .sim = sim}, c->pp) <=
             c->capacity_bytes) {
         c->step_s -= d.sim.last_end - sim.last_end;
         c->pipeline_s = sim.last_end;
         /* what finish() fills, for the new schedule */
-        c->peak_mem_bytes = peak_of(mdl, &(detail){.static_r = d.static_r,
-                                                   .sim = sim}, c->pp);
+        c->peak_mem_bytes = peak_of(&(detail){.static_r = d.static_r,
+                                              .margin = d.margin, .sim = sim},
+                                    c->pp);
         c->bubble_rate = sim.bubble_rate;
         c->tokens_per_s = (double)mdl->train.global_batch * mdl->arch.seq_len /
                           c->step_s;
@@ -923,7 +935,7 @@ static zb_status finish(const zb_model *mdl, zb_search_result *r,
         detail d;
         zb_status st = detail_eval(mdl, c, &d, err);
         if (st == ZB_OK) {
-            c->peak_mem_bytes = peak_of(mdl, &d, c->pp);
+            c->peak_mem_bytes = peak_of(&d, c->pp);
             c->fits = c->peak_mem_bytes <= c->capacity_bytes;
             c->bubble_rate = d.sim.bubble_rate;
             c->tokens_per_s = tokens / c->step_s;
@@ -1073,11 +1085,10 @@ static void fill_prediction(const zb_model *mdl, const zb_candidate *c,
     pr->mfu = zb_model_step_flops(mdl) / pr->step_s /
               ((double)c->dp * c->tp * c->pp * d->ct.peak_flops);
     pr->bubble_rate = d->sim.bubble_rate;
-    double ws = zb_workspace_bytes(mdl);
     for (int r = 0; r < c->pp; r++) {
         pr->bubble[r] = d->sim.bubble[r];
         pr->act_mem_bytes[r] = d->sim.peak_mem[r];
-        pr->peak_mem_bytes[r] = d->static_r[r] + d->sim.peak_mem[r] + ws;
+        pr->peak_mem_bytes[r] = d->static_r[r] + d->sim.peak_mem[r] + d->margin;
     }
 }
 

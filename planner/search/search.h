@@ -77,6 +77,9 @@ typedef struct {
     bool levers;             /* also search the memory levers (search/levers.c):
                                 recompute none/selective/full, sequence
                                 parallelism, ZeRO-1; false: the model's */
+    bool no_staging;         /* leave zbrun's transport staging rings out
+                                of the memory (zbplan --no-staging: a
+                                layout as another framework runs it) */
     double bound;            /* > 0: prune what cannot beat this step time
                                 (s); 0: none */
     bool exhaustive;         /* no pruning, automatic schedules on every
@@ -100,7 +103,11 @@ typedef struct {
     zb_sched_report rep;     /* rep.solver: "generator", "heuristic", "ilp" */
     double step_s, pipeline_s, allreduce_s, optimizer_s;
     double tokens_per_s, mfu, bubble_rate;
-    double peak_mem_bytes;   /* max over pipeline ranks (static+act+ws) */
+    double peak_mem_bytes;   /* max over pipeline ranks (static + act +
+                                staging + ws) */
+    double staging_bytes;    /* per rank: zbrun's transport staging rings
+                                on a GPU (zb_staging_need_bytes); 0 on the
+                                cpu device and with no_staging */
     double capacity_bytes;   /* device memory less the safety margin */
     zb_recompute recompute;  /* the memory levers it was planned with */
     bool sp, zero1;

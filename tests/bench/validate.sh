@@ -14,7 +14,9 @@
 # The published TFLOP/s per GPU count the paper's FLOPs with recomputation,
 # 96 B s l h^2 (1 + s/(6h) + V/(16 l h)); the prediction uses the same count
 # over the plan's predicted step time. One set of constants for all rows
-# (docs/cost-model.md); nothing is fitted per row.
+# (docs/cost-model.md); nothing is fitted per row. Every zbplan call passes
+# --no-staging: these are Megatron-LM's runs, which send from their
+# activation tensors, not through zbrun's per-step NCCL staging rings.
 #
 # N21 section 5.1 says these runs used the interleaved schedule with the
 # scatter/gather optimisation; the table does not give the chunks.
@@ -84,7 +86,7 @@ cluster:
   intra_node: {bandwidth_gbps: 300, latency_us: 5}
   inter_node: {bandwidth_gbps: 25, latency_us: 10}
 YAML
-    if ! "$BIN/zbplan" "$model" --dp "$DP" --tp "$TP" --pp "$PP" ${VALIDATE_FLAGS:-} -q -o "$out/plan-$P.yaml" 2>"$out/err"; then
+    if ! "$BIN/zbplan" "$model" --dp "$DP" --tp "$TP" --pp "$PP" ${VALIDATE_FLAGS:-} --no-staging -q -o "$out/plan-$P.yaml" 2>"$out/err"; then
         printf '%8s %4s %4s %4s  (no plan: %s)\n' "$P" "$TP" "$PP" "$DP" "$(head -c 100 "$out/err")"
         continue
     fi
@@ -176,7 +178,7 @@ YAML
         [ "$v" = 1 ] && sch=1f1b
         [ "$v" -gt 1 ] && [ "$PP" = 1 ] && continue
         "$BIN/zbplan" "$model" --dp "$DP" --tp "$TP" --pp "$PP" --schedule "$sch" --chunks "$v" \
-            --mem-margin 0 -q -o "$out/k22v$v.yaml" 2>"$out/err" || continue
+            --mem-margin 0 --no-staging -q -o "$out/k22v$v.yaml" 2>"$out/err" || continue
         t=$(sed -n 's/^  step_s: //p' "$out/k22v$v.yaml" | head -1)
         if [ -z "$best" ] || python3 -c "import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]))" "$t" "$bt"; then
             best=$v; bt=$t
@@ -228,7 +230,7 @@ echo "$llama_rows" | while read -r G DP PUB; do
             f="$out/l3-$G-$rc-$sch.yaml"
             "$BIN/zbplan" models/llama3-405b.yaml --set cluster.nodes=$((G / 8)) \
                 --set training.recompute=$rc --dp "$DP" --tp 8 --pp 16 --schedule "$sch" \
-                --mem-margin 0 -q -o "$f" 2>/dev/null || continue
+                --mem-margin 0 --no-staging -q -o "$f" 2>/dev/null || continue
             t=$(sed -n 's/^  step_s: //p' "$f" | head -1)
             if [ -z "$best" ] || python3 -c "import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]))" "$t" "$bt"; then
                 best=$f; bt=$t

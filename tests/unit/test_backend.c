@@ -11,7 +11,6 @@
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
 #include "executor/run/runtime.h"
-#include "planner/schedules/handmade.h"
 #include "executor/stage/stage.h"
 #include "planner/cost/partition.h"
 #include "planner/registry/registry.h"
@@ -160,31 +159,6 @@ START_TEST(cuda_msg_floats_match_stage) {
 }
 END_TEST
 
-/* The NCCL staging rings are sized per direction and end: 1f1b at pp 4
- * with 8 microbatches has 8 messages per ring on a middle rank (the old
- * single size was the most messages of any kind, 16); one rank: one
- * slot each. */
-START_TEST(ring_slots_per_direction) {
-    zb_schedule s;
-    zb_err err;
-    zb_program prog;
-    int slots[ZB_NCCL_RINGS];
-    ck_assert_int_eq(zb_sched_1f1b(4, 8, &s, &err), ZB_OK);
-    ck_assert_int_eq(zb_lower(&s, &prog, &err), ZB_OK);
-    zb_run_ring_slots(&prog, slots);
-    for (int k = 0; k < ZB_NCCL_RINGS; k++) ck_assert_int_eq(slots[k], 8);
-    zb_program_free(&prog);
-    zb_schedule_free(&s);
-    /* one rank: no messages, one slot each */
-    ck_assert_int_eq(zb_sched_1f1b(1, 4, &s, &err), ZB_OK);
-    ck_assert_int_eq(zb_lower(&s, &prog, &err), ZB_OK);
-    zb_run_ring_slots(&prog, slots);
-    for (int k = 0; k < ZB_NCCL_RINGS; k++) ck_assert_int_eq(slots[k], 1);
-    zb_program_free(&prog);
-    zb_schedule_free(&s);
-}
-END_TEST
-
 START_TEST(cpu_backend_runs) {
     zb_plan p;
     tiny_plan(&p);
@@ -209,7 +183,6 @@ int main(void) {
     tcase_add_test(tc, share_refusal);
     tcase_add_test(tc, cuda_head_size_only_for_fp32);
     tcase_add_test(tc, cuda_msg_floats_match_stage);
-    tcase_add_test(tc, ring_slots_per_direction);
     tcase_add_test(tc, cuda_without_device_fails_cleanly);
     tcase_add_test(tc, cpu_backend_runs);
     suite_add_tcase(su, tc);

@@ -4,7 +4,8 @@
  * - The cpu ops give the kernels' bits; gqa_bwd writes (=) every element.
  * - The bf16 test hook's ops (zb_ops_cpu_bf16) are wired to widen and
  *   round: on bf16 inputs their results are the fp32 ops' to bf16
- *   rounding (a missing wrapper would read bf16 bytes as floats).
+ *   rounding (a missing wrapper would read bf16 bytes as floats); the
+ *   multi-head attention, routed through the GQA hook, bit for bit.
  * - Bad GQA shapes and a tp that does not divide kv_heads are refused
  *   with a message that names them.
  * - The GQA GEMM descriptors the CUDA op table runs (gqa_gemm.h), run
@@ -208,6 +209,45 @@ START_TEST(test_bf16_hook_ops) {
     free(dx), free(dw), free(dwb), free(dxb);
     free(q), free(o), free(dy), free(qb), free(ob), free(dyb), free(att);
     free(scr), free(g), free(attb), free(scrb), free(gb);
+}
+END_TEST
+
+/* The bf16 hook's multi-head attention (attn_fwd/attn_bwd, GPT-2 blocks)
+ * is its GQA with a kv head per head, and gives bit for bit what it gave
+ * as its own wrapper: the fp32 attention on the widened operands (the
+ * backward reading the bf16-kept probabilities and output), rounded. */
+START_TEST(test_bf16_attn_is_widened_fp32) {
+    zb_ops f, b;
+    zb_ops_cpu(&f);
+    zb_err e = {0};
+    ck_assert_int_eq(zb_ops_cpu_bf16(&b, &e), ZB_OK);
+    const int B = 2, T = 5, C = 12, NH = 3;
+    size_t no = (size_t)B * T * C, nq = 3 * no, np = (size_t)B * NH * T * T;
+    seed(5);
+    float *q = frandbuf(nq, 1.0f), *dy = frandbuf(no, 1.0f);
+    void *qb = to_bf16(q, nq), *dyb = to_bf16(dy, no);
+    zb_bf16_load(q, qb, nq);
+    zb_bf16_load(dy, dyb, no);
+    float *o = fbuf(no), *att = fbuf(np), *scr = fbuf(np), *g = fbuf(nq);
+    void *ob = to_bf16(o, no), *attb = to_bf16(att, np), *gb = to_bf16(g, nq);
+    void *scrb = calloc(1, b.attn_scratch_bytes(b.ctx, B, NH, T));
+    ck_assert_ptr_nonnull(scrb);
+    OK(b.attn_fwd(b.ctx, ob, attb, qb, B, T, C, NH, err));
+    OK(f.attn_fwd(f.ctx, (zb_act *)o, att, (zb_act *)q, B, T, C, NH, err));
+    void *want_o = to_bf16(o, no), *want_att = to_bf16(att, np);
+    ck_assert_mem_eq(ob, want_o, no * 2);
+    ck_assert_mem_eq(attb, want_att, np * 2);
+    OK(b.attn_bwd(b.ctx, gb, scrb, dyb, qb, ob, attb, B, T, C, NH, err));
+    zb_bf16_load(o, ob, no);      /* what the backward reads: the kept */
+    zb_bf16_load(att, attb, np);  /* output and probabilities, widened */
+    OK(f.attn_bwd(f.ctx, (zb_act *)g, scr, (zb_act *)dy, (zb_act *)q,
+                  (zb_act *)o, att, B, T, C, NH, err));
+    void *want_g = to_bf16(g, nq);
+    ck_assert_mem_eq(gb, want_g, nq * 2);
+    b.destroy(b.ctx);
+    free(q), free(dy), free(qb), free(dyb), free(o), free(att), free(scr);
+    free(g), free(ob), free(attb), free(gb), free(scrb), free(want_o);
+    free(want_att), free(want_g);
 }
 END_TEST
 
@@ -427,6 +467,7 @@ static Suite *ops_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_cpu_ops_are_the_kernels);
     tcase_add_test(tc, test_bf16_hook_ops);
+    tcase_add_test(tc, test_bf16_attn_is_widened_fp32);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_gqa_gemm_descriptors);
     tcase_add_test(tc, test_tp_gqa);

@@ -575,7 +575,8 @@ START_TEST(explain_parts) {
         ck_assert(c->tp > 1 ? e.tp_s > 0 : e.tp_s == 0);
         double peak = 0;
         for (int k = 0; k < c->pp; k++) {
-            double t = e.weights[k] + e.grads[k] + e.optim[k] + e.act[k] + e.ws;
+            double t = e.weights[k] + e.grads[k] + e.optim[k] + e.act[k] +
+                       e.staging + e.ws;
             if (t > peak) peak = t;
         }
         ck_assert_msg(fabs(peak - c->peak_mem_bytes) <= 1e-9 * peak, "%d: %g vs %g",

@@ -185,6 +185,13 @@ START_TEST(placement_every_schedule) {
                 zb_costs_free(&c);
                 continue; /* conditions (ilp without GLPK time, ...) */
             }
+            if (s.placement == ZB_PLACE_DUAL) { /* two heads: refused */
+                ck_assert_int_eq(zb_schedule_place_vocab(&s, 1, &err), ZB_EINPUT);
+                ck_assert_ptr_nonnull(strstr(err.msg, "dual placement"));
+                zb_schedule_free(&s);
+                zb_costs_free(&c);
+                continue;
+            }
             ck_assert_int_eq(zb_schedule_copy(&orig, &s, &err), ZB_OK);
             for (int variant = 1; variant <= 2; variant++) {
                 zb_schedule t;
