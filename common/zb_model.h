@@ -32,6 +32,7 @@
 #define ZB_MODEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/zb_error.h"
@@ -177,11 +178,16 @@ int zb_arch_kv_heads(const zb_arch *a);
  * seq_len*h (the checkpoint's maxT with init); the final norm. */
 uint64_t zb_model_params(const zb_arch *a);
 
-/* Built-in device table: a100-40gb, a100-80gb, h100-sxm, h200, b200, cpu.
- * Returns NULL for an unknown name (case-insensitive). */
+/* Built-in device table: a100-40gb, a100-80gb, h100-sxm, h200, b200,
+ * mi300x, cpu, and the aliases a100 (a100-80gb) and h100 (h100-sxm).
+ * Returns the table entry (its name the table's, not the alias), or NULL
+ * for an unknown name; case-insensitive. */
 const zb_device *zb_device_lookup(const char *name);
-/* NULL-terminated list of table names, for error messages and docs. */
+/* NULL-terminated list of table names (no aliases), for docs and tests. */
 const char *const *zb_device_names(void);
+/* "a100-40gb, a100-80gb (or a100), ...": every name a model may give, for
+ * the unknown-device message; truncated to cap bytes (256 holds it). */
+void zb_device_known_text(char *buf, size_t cap);
 
 /* Bytes per activation/parameter element for a precision (4 or 2). */
 int zb_precision_bytes(zb_precision p);
