@@ -87,6 +87,9 @@ static void add_counts(zb_search_result *res, const zb_search_result *r) {
     if (!res->why_not_applicable[0])
         memcpy(res->why_not_applicable, r->why_not_applicable,
                sizeof res->why_not_applicable);
+    if (r->closest.mem_bytes > 0 && (res->closest.mem_bytes == 0 ||
+                                     r->closest.mem_bytes < res->closest.mem_bytes))
+        res->closest = r->closest;
 }
 
 static double now_s(void) {

@@ -107,6 +107,21 @@ typedef struct {
                                 measured time after the pipeline */
 } zb_candidate;
 
+/* The candidate closest to fitting among those dropped for memory: its
+ * layout and predicted peak per device. exact: the simulated peak
+ * (static + activations + workspace, as a kept candidate's); else a lower
+ * bound, a split whose weights, gradients and optimizer state alone (an
+ * even share, with the workspace) are over, no schedule simulated
+ * (schedule ""). mem_bytes 0: nothing was dropped for memory. */
+typedef struct {
+    int dp, tp, pp, v, micro_batch;
+    char schedule[32];
+    double mem_bytes;
+    bool exact;
+    zb_recompute recompute;  /* the memory levers it was searched with */
+    bool sp, zero1;
+} zb_closest;
+
 typedef struct {
     zb_candidate *cand;      /* [n], by step time (then memory, key) */
     int n, cap;
@@ -117,6 +132,7 @@ typedef struct {
     int not_applicable;      /* generator conditions did not hold */
     char why_not_applicable[256]; /* the first such condition, with the
                                      option that changes it; "" if none */
+    zb_closest closest;      /* the smallest over-memory one (nofit.h) */
     double elapsed_s;
     int cores;               /* device "cpu": the cores planned for; 0 else */
 } zb_search_result;
