@@ -128,7 +128,8 @@ static const char *const k_optim_keys[] = {"lr",           "min_lr",    "beta1",
                                            "grad_clip",    "warmup_steps", "schedule",
                                            NULL};
 static const char *const k_cluster_keys[] = {"nodes", "devices_per_node", "device",
-                                             "intra_node", "inter_node", NULL};
+                                             "intra_node", "inter_node",
+                                             "memory_margin_pct", NULL};
 static const char *const k_link_keys[] = {"bandwidth_gbps", "latency_us",
                                           "p2p_overhead_us", NULL};
 static const char *const k_device_keys[] = {"name", "peak_bf16_tflops", "peak_fp32_tflops",
@@ -157,6 +158,7 @@ static void set_defaults(zb_model *m) {
     zb_cluster *c = &m->cluster;
     c->nodes = 1;
     c->devices_per_node = 8;
+    c->mem_margin = ZB_MEM_MARGIN_DEFAULT;
     c->intra_bw_Bps = 300 * GBPS;
     c->intra_lat_s = 5 / US_PER_S;
     c->inter_bw_Bps = 25 * GBPS;
@@ -635,6 +637,11 @@ static zb_status parse_cluster(const zb_ydoc *doc, const zb_ynode *root, zb_clus
     ZB_TRY(get_int(doc, s, "devices_per_node", false, 1, 1024, &c->devices_per_node, err));
     ZB_TRY(parse_device(doc, s, &c->device, err));
     device_links(&c->device, c);
+    if (zb_ymap_get(s, "memory_margin_pct")) {
+        double pct = 0;
+        ZB_TRY(zb_yget_double(doc, s, "memory_margin_pct", false, 0, 99, &pct, err));
+        c->mem_margin = pct / 100;
+    }
     ZB_TRY(parse_link(doc, s, "intra_node", "'cluster.intra_node'", &c->intra_bw_Bps,
                       &c->intra_lat_s, &c->intra_p2p_s, err));
     return parse_link(doc, s, "inter_node", "'cluster.inter_node'", &c->inter_bw_Bps,
@@ -806,6 +813,9 @@ static void write_cluster(zb_yw *w, const zb_cluster *c) {
     zb_yw_map_end(w);
     write_link(w, "intra_node", c->intra_bw_Bps, c->intra_lat_s, c->intra_p2p_s);
     write_link(w, "inter_node", c->inter_bw_Bps, c->inter_lat_s, c->inter_p2p_s);
+    /* the default stays implicit: plans made with it keep their bytes */
+    if (c->mem_margin != ZB_MEM_MARGIN_DEFAULT)
+        zb_yw_kdouble(w, "memory_margin_pct", 100 * c->mem_margin);
     zb_yw_map_end(w);
 }
 

@@ -130,9 +130,15 @@ typedef struct {
                                partial last wave); 0 = not modelled */
 } zb_device;
 
+/* Share of device memory a plan leaves free by default (cluster.
+ * memory_margin_pct; docs/cost-model.md section 6 says why 10%). */
+#define ZB_MEM_MARGIN_DEFAULT 0.10
+
 typedef struct {
     int nodes, devices_per_node;
     zb_device device;
+    double mem_margin;   /* fraction of device memory no plan may use, on
+                            top of the workspace: [0, 0.99] */
     double intra_bw_Bps, intra_lat_s;  /* link inside a node */
     double inter_bw_Bps, inter_lat_s;  /* link between nodes */
     double intra_p2p_s, inter_p2p_s;   /* per-message overhead of a pipeline

@@ -74,7 +74,8 @@ static const char usage[] =
     "  --cores N            device cpu: plan for N cores (default: this\n"
     "                       machine's); a rank gets cores / ranks threads\n"
     "  --mem-margin PCT     keep PCT% of device memory free: a plan may use\n"
-    "                       at most the rest (default: 5)\n"
+    "                       at most the rest (default: the model's\n"
+    "                       cluster.memory_margin_pct, 10 unless set)\n"
     "  --levers             also search recompute (none, selective, full),\n"
     "                       sequence parallelism and ZeRO-1 (default: the\n"
     "                       model file's)\n"
@@ -103,6 +104,7 @@ typedef struct {
     zb_search_opts so;
     zb_overrides sets;   /* --set KEY=VALUE, applied to the model file */
     bool compare, quiet, help, version;
+    bool margin_set;         /* --mem-margin given: it wins over the model's */
     int explain;             /* --explain K: also candidate K taken apart */
 } args;
 
@@ -142,6 +144,7 @@ static bool parse_one(int argc, char **argv, int *i, args *a, zb_status *st,
     } else if (zb_cli_opt(argc, argv, i, "--mem-margin", &val, st, err)) {
         if (val) *st = zb_cli_double("--mem-margin", val, false, &o->mem_margin, err);
         if (val && *st == ZB_OK) o->mem_margin /= 100;
+        a->margin_set = true;
     } else if (zb_cli_opt(argc, argv, i, "--schedule", &val, st, err)) {
         if (val && strlen(val) >= sizeof o->schedule)
             *st = zb_fail(err, ZB_EINPUT, "unknown schedule '%.40s...'", val);
@@ -469,6 +472,7 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
     }
     args local = *a;
     local.so.profile = prof;
+    if (!a->margin_set) local.so.mem_margin = m.cluster.mem_margin;
     a = &local;
     zb_search_result r;
     st = zb_search_levers(&m, &a->so, &r, err);

@@ -49,8 +49,9 @@
 #define ZB_SEARCH_BW_EFF 0.80
 /* Default safety margin on device memory (zb_search_opts.mem_margin): what
  * the cost model cannot see (allocator growth, fragmentation beyond the
- * workspace, library buffers, other processes) must fit in it. */
-#define ZB_SEARCH_MEM_MARGIN 0.05
+ * workspace, library buffers, other processes) must fit in it. zbplan
+ * passes the model's cluster.memory_margin_pct, whose default this is. */
+#define ZB_SEARCH_MEM_MARGIN ZB_MEM_MARGIN_DEFAULT
 
 typedef struct {
     int dp, tp, pp;          /* > 0 forces; 0 searches (device "cpu": tp

@@ -28,11 +28,11 @@ set -e
 [ "$rc" = 1 ] || bad "exit $rc, not 1"
 [ ! -e "$tmp/p.yaml" ] || bad "a plan was written"
 head -1 "$tmp/e" | grep -q "^zbplan: no candidate fits: " || bad "first line: $(head -1 "$tmp/e")"
-re='^zbplan: closest: dp [0-9]+ tp [0-9]+ pp [0-9]+ v [0-9]+ mb 8 [a-z0-9-]+ \[[a-z+]+\] needs ([0-9.]+) GiB per device; a plan may use 38.00 GiB \(40.00 GiB less the 5% margin\): ([0-9.]+) GiB over'
+re='^zbplan: closest: dp [0-9]+ tp [0-9]+ pp [0-9]+ v [0-9]+ mb 8 [a-z0-9-]+ \[[a-z+]+\] needs ([0-9.]+) GiB per device; a plan may use 36.00 GiB \(40.00 GiB less the 10% margin\): ([0-9.]+) GiB over'
 line=$(sed -n 2p "$tmp/e")
 if [[ $line =~ $re ]]; then
     r=("${BASH_REMATCH[@]}")
-    python3 -c "import sys; n, o = float(sys.argv[1]), float(sys.argv[2]); assert abs(n - 38 - o) < 0.011, (n, o)" \
+    python3 -c "import sys; n, o = float(sys.argv[1]), float(sys.argv[2]); assert abs(n - 36 - o) < 0.011, (n, o)" \
         "${r[1]}" "${r[2]}" || bad "over is not need - limit: $line"
 else
     bad "closest line: $line"

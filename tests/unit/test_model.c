@@ -245,6 +245,10 @@ START_TEST(device_table) {
     ck_assert_int_eq(zb_device_lookup("mi300x")->sm_count, 304);   /* compute units */
     ck_assert_double_eq_tol(zb_device_lookup("mi300x")->mem_bw_Bps, 5300e9, 1);
     ck_assert_int_eq(zb_precision_bytes(ZB_PREC_FP32), 4);
+    zb_model dm;
+    zb_err de;
+    ck_assert(parse_text(k_minimal, NULL, NULL, &dm, &de) == ZB_OK);
+    ck_assert(dm.cluster.mem_margin == ZB_MEM_MARGIN_DEFAULT && ZB_MEM_MARGIN_DEFAULT == 0.10);
     ck_assert_int_eq(zb_precision_bytes(ZB_PREC_BF16), 2);
 }
 END_TEST
@@ -406,6 +410,7 @@ static void assert_same(const zb_model *a, const zb_model *b) {
     ck_assert(c->intra_p2p_s == d->intra_p2p_s && c->inter_p2p_s == d->inter_p2p_s);
     ck_assert(c->intra_bw_Bps == d->intra_bw_Bps && c->intra_lat_s == d->intra_lat_s);
     ck_assert(c->inter_bw_Bps == d->inter_bw_Bps && c->inter_lat_s == d->inter_lat_s);
+    ck_assert(c->mem_margin == d->mem_margin);
 }
 
 /* Write m into a file with zb_yw (as the plan writer does, inside the
@@ -475,7 +480,8 @@ START_TEST(round_trip_unusual_values) {
         "  device: {name: '12', peak_bf16_tflops: 0.333333333333, peak_fp32_tflops: 1e-3,"
         " memory_gib: 0.1, memory_bandwidth_gbps: 33.3333, gemm_efficiency: 0.61}\n"
         "  intra_node: {bandwidth_gbps: 0.7, latency_us: 0, p2p_overhead_us: 17.5}\n"
-        "  inter_node: {bandwidth_gbps: 12.3456789, latency_us: 0.3}\n";
+        "  inter_node: {bandwidth_gbps: 12.3456789, latency_us: 0.3}\n"
+        "  memory_margin_pct: 12.5\n";
     zb_model m;
     zb_err e;
     ck_assert_msg(parse_text(text, NULL, NULL, &m, &e) == ZB_OK, "%s", e.msg);
@@ -485,6 +491,7 @@ START_TEST(round_trip_unusual_values) {
     ck_assert(m.train.fused_attention && m.train.tp_overlap && m.train.dp_overlap);
     ck_assert(m.cluster.device.gemm_eff == 0.61);
     ck_assert(m.cluster.intra_p2p_s == 17.5e-6);
+    ck_assert(m.cluster.mem_margin == 0.125);
     round_trip(&m);
     m.train.micro_batch = 0;   /* auto is written as the word */
     round_trip(&m);
