@@ -30,22 +30,36 @@ static const zb_device k_devices[] = {
     {"h100-sxm", 989e12, 67e12, 80.0 * GIB, 3350e9, 0, 0, 0, 0, 0, 132},
     {"h200", 989e12, 67e12, 141e9, 4800e9, 0, 0, 0, 0, 0, 132},
     {"b200", 2250e12, 80e12, 180e9, 8000e9, 0, 0, 0, 0, 0, 148},
+    /* 304 compute units stand for SMs (a GEMM's partial last wave) */
+    {"mi300x", 1307.4e12, 163.4e12, 192e9, 5300e9, 0, 0, 0, 0, 0, 304},
     /* An estimate for one multi-core x86 socket running our C kernels, not a
      * datasheet number: measure it with `zbplan calibrate`. */
     {"cpu", 0.1e12, 0.1e12, 16.0 * GIB, 20e9, 0, 0, 0, 0, 0, 0},
 };
 #define N_DEVICES ((int)(sizeof k_devices / sizeof k_devices[0]))
 
-static const char *const k_device_names[] = {"a100-40gb", "a100-80gb", "h100-sxm",
-                                             "h200",      "b200",      "cpu",
-                                             NULL};
+static const char *const k_device_names[] = {"a100-40gb", "a100-80gb", "h100-sxm", "h200",
+                                             "b200",      "mi300x",    "cpu",      NULL};
+
+/* Short names users type (nvidia-smi and cloud catalogues say "A100",
+ * "H100"): each stands for the table entry most clusters run, the 80 GB
+ * A100 (the 40 GB one keeps its full name) and the SXM H100. */
+static const struct {
+    const char *alias, *name;
+} k_aliases[] = {
+    {"a100", "a100-80gb"},
+    {"h100", "h100-sxm"},
+};
 
 /* Default links of a node built around the device, one direction per GPU,
  * where they differ from the DGX A100 defaults (300 / 25 GB/s;
  * docs/model-format.md): NVLink 4 (H100, H200) 900 GB/s and NVLink 5
  * (B200) 1.8 TB/s both directions together, and one 400 Gb/s ConnectX-7
- * port per GPU between nodes (DGX H100, H200 and B200 datasheets). The
- * model file's intra_node / inter_node keys win. */
+ * port per GPU between nodes (DGX H100, H200 and B200 datasheets); an
+ * 8-GPU MI300X platform: seven Infinity Fabric links of 64 GB/s each way
+ * per GPU (a full mesh, 448 GB/s each way in all) and one 400 Gb/s NIC per
+ * GPU (AMD Instinct MI300X platform datasheet). The model file's
+ * intra_node / inter_node keys win. */
 static const struct {
     const char *name;
     double intra_gbps, inter_gbps;
@@ -53,6 +67,7 @@ static const struct {
     {"h100-sxm", 450, 50},
     {"h200", 450, 50},
     {"b200", 900, 50},
+    {"mi300x", 448, 50},
 };
 
 static void device_links(const zb_device *d, zb_cluster *c) {
@@ -64,9 +79,22 @@ static void device_links(const zb_device *d, zb_cluster *c) {
 }
 
 const zb_device *zb_device_lookup(const char *name) {
+    for (size_t i = 0; i < sizeof k_aliases / sizeof k_aliases[0]; i++)
+        if (strcasecmp(name, k_aliases[i].alias) == 0) name = k_aliases[i].name;
     for (int i = 0; i < N_DEVICES; i++)
         if (strcasecmp(name, k_devices[i].name) == 0) return &k_devices[i];
     return NULL;
+}
+
+void zb_device_known_text(char *buf, size_t cap) {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; k_device_names[i] && n < cap; i++) {
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", k_device_names[i]);
+        for (size_t a = 0; a < sizeof k_aliases / sizeof k_aliases[0] && n < cap; a++)
+            if (strcmp(k_aliases[a].name, k_device_names[i]) == 0)
+                n += (size_t)snprintf(buf + n, cap - n, " (or %s)", k_aliases[a].alias);
+    }
 }
 
 const char *const *zb_device_names(void) { return k_device_names; }
@@ -100,7 +128,8 @@ static const char *const k_optim_keys[] = {"lr",           "min_lr",    "beta1",
                                            "grad_clip",    "warmup_steps", "schedule",
                                            NULL};
 static const char *const k_cluster_keys[] = {"nodes", "devices_per_node", "device",
-                                             "intra_node", "inter_node", NULL};
+                                             "intra_node", "inter_node",
+                                             "memory_margin_pct", NULL};
 static const char *const k_link_keys[] = {"bandwidth_gbps", "latency_us",
                                           "p2p_overhead_us", NULL};
 static const char *const k_device_keys[] = {"name", "peak_bf16_tflops", "peak_fp32_tflops",
@@ -129,6 +158,7 @@ static void set_defaults(zb_model *m) {
     zb_cluster *c = &m->cluster;
     c->nodes = 1;
     c->devices_per_node = 8;
+    c->mem_margin = ZB_MEM_MARGIN_DEFAULT;
     c->intra_bw_Bps = 300 * GBPS;
     c->intra_lat_s = 5 / US_PER_S;
     c->inter_bw_Bps = 25 * GBPS;
@@ -567,13 +597,10 @@ static zb_status parse_device(const zb_ydoc *doc, const zb_ynode *cl, zb_device 
                           n->type == ZB_Y_SEQ ? "a sequence" : "nothing");
     const zb_device *known = zb_device_lookup(n->str);
     if (!known) {
-        char list[160] = "";
-        for (int i = 0; k_device_names[i]; i++) {
-            strcat(list, i ? ", " : "");
-            strcat(list, k_device_names[i]);
-        }
-        return zb_fail_at(err, doc->file, n->line, n->col, "unknown device '%.60s'; known: %s",
-                          n->str, list);
+        char list[256];
+        zb_device_known_text(list, sizeof list);
+        return zb_fail_at(err, doc->file, n->line, n->col,
+                          "unknown device '%.60s'; known (any case): %s", n->str, list);
     }
     *d = *known;
     return ZB_OK;
@@ -610,6 +637,11 @@ static zb_status parse_cluster(const zb_ydoc *doc, const zb_ynode *root, zb_clus
     ZB_TRY(get_int(doc, s, "devices_per_node", false, 1, 1024, &c->devices_per_node, err));
     ZB_TRY(parse_device(doc, s, &c->device, err));
     device_links(&c->device, c);
+    if (zb_ymap_get(s, "memory_margin_pct")) {
+        double pct = 0;
+        ZB_TRY(zb_yget_double(doc, s, "memory_margin_pct", false, 0, 99, &pct, err));
+        c->mem_margin = pct / 100;
+    }
     ZB_TRY(parse_link(doc, s, "intra_node", "'cluster.intra_node'", &c->intra_bw_Bps,
                       &c->intra_lat_s, &c->intra_p2p_s, err));
     return parse_link(doc, s, "inter_node", "'cluster.inter_node'", &c->inter_bw_Bps,
@@ -781,6 +813,9 @@ static void write_cluster(zb_yw *w, const zb_cluster *c) {
     zb_yw_map_end(w);
     write_link(w, "intra_node", c->intra_bw_Bps, c->intra_lat_s, c->intra_p2p_s);
     write_link(w, "inter_node", c->inter_bw_Bps, c->inter_lat_s, c->inter_p2p_s);
+    /* the default stays implicit: plans made with it keep their bytes */
+    if (c->mem_margin != ZB_MEM_MARGIN_DEFAULT)
+        zb_yw_kdouble(w, "memory_margin_pct", 100 * c->mem_margin);
     zb_yw_map_end(w);
 }
 

@@ -32,6 +32,7 @@
 #define ZB_MODEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/zb_error.h"
@@ -129,9 +130,15 @@ typedef struct {
                                partial last wave); 0 = not modelled */
 } zb_device;
 
+/* Share of device memory a plan leaves free by default (cluster.
+ * memory_margin_pct; docs/cost-model.md section 6 says why 10%). */
+#define ZB_MEM_MARGIN_DEFAULT 0.10
+
 typedef struct {
     int nodes, devices_per_node;
     zb_device device;
+    double mem_margin;   /* fraction of device memory no plan may use, on
+                            top of the workspace: [0, 0.99] */
     double intra_bw_Bps, intra_lat_s;  /* link inside a node */
     double inter_bw_Bps, inter_lat_s;  /* link between nodes */
     double intra_p2p_s, inter_p2p_s;   /* per-message overhead of a pipeline
@@ -177,11 +184,16 @@ int zb_arch_kv_heads(const zb_arch *a);
  * seq_len*h (the checkpoint's maxT with init); the final norm. */
 uint64_t zb_model_params(const zb_arch *a);
 
-/* Built-in device table: a100-40gb, a100-80gb, h100-sxm, h200, b200, cpu.
- * Returns NULL for an unknown name (case-insensitive). */
+/* Built-in device table: a100-40gb, a100-80gb, h100-sxm, h200, b200,
+ * mi300x, cpu, and the aliases a100 (a100-80gb) and h100 (h100-sxm).
+ * Returns the table entry (its name the table's, not the alias), or NULL
+ * for an unknown name; case-insensitive. */
 const zb_device *zb_device_lookup(const char *name);
-/* NULL-terminated list of table names, for error messages and docs. */
+/* NULL-terminated list of table names (no aliases), for docs and tests. */
 const char *const *zb_device_names(void);
+/* "a100-40gb, a100-80gb (or a100), ...": every name a model may give, for
+ * the unknown-device message; truncated to cap bytes (256 holds it). */
+void zb_device_known_text(char *buf, size_t cap);
 
 /* Bytes per activation/parameter element for a precision (4 or 2). */
 int zb_precision_bytes(zb_precision p);

@@ -34,6 +34,7 @@
 #include "planner/cost/profile.h"
 #include "planner/registry/registry.h"
 #include "planner/search/levers.h"
+#include "planner/search/nofit.h"
 #include "planner/search/search.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -74,7 +75,8 @@ static const char usage[] =
     "  --cores N            device cpu: plan for N cores (default: this\n"
     "                       machine's); a rank gets cores / ranks threads\n"
     "  --mem-margin PCT     keep PCT% of device memory free: a plan may use\n"
-    "                       at most the rest (default: 5)\n"
+    "                       at most the rest (default: the model's\n"
+    "                       cluster.memory_margin_pct, 10 unless set)\n"
     "  --levers             also search recompute (none, selective, full),\n"
     "                       sequence parallelism and ZeRO-1 (default: the\n"
     "                       model file's)\n"
@@ -110,6 +112,7 @@ typedef struct {
     zb_search_opts so;
     zb_overrides sets;   /* --set KEY=VALUE, applied to the model file */
     bool compare, quiet, help, version;
+    bool margin_set;         /* --mem-margin given: it wins over the model's */
     int explain;             /* --explain K: also candidate K taken apart */
 } args;
 
@@ -151,6 +154,7 @@ static bool parse_one(int argc, char **argv, int *i, args *a, zb_status *st,
     } else if (zb_cli_opt(argc, argv, i, "--mem-margin", &val, st, err)) {
         if (val) *st = zb_cli_double("--mem-margin", val, false, &o->mem_margin, err);
         if (val && *st == ZB_OK) o->mem_margin /= 100;
+        a->margin_set = true;
     } else if (zb_cli_opt(argc, argv, i, "--schedule", &val, st, err)) {
         if (val && strlen(val) >= sizeof o->schedule)
             *st = zb_fail(err, ZB_EINPUT, "unknown schedule '%.40s...'", val);
@@ -313,6 +317,49 @@ static void print_legend(void) {
            "headroom: share of the usable memory left\n");
 }
 
+/* "dp 1 tp 8 pp 4 v 1 mb 2 1f1b [full+z1]" (no schedule: a static bound) */
+static const char *layout_text(const zb_closest *k, char *buf, size_t n) {
+    static const char *const rc[] = {"none", "sel", "full"};
+    snprintf(buf, n, "dp %d tp %d pp %d%s%.0d mb %d %s [%s%s%s]", k->dp, k->tp,
+             k->pp, k->v ? " v " : "", k->v, k->micro_batch,
+             k->exact ? k->schedule : "(weights alone)", rc[k->recompute],
+             k->sp && k->tp > 1 ? "+sp" : "", k->zero1 && k->dp > 1 ? "+z1" : "");
+    return buf;
+}
+
+/* After "no candidate fits": by how much, and what each lever gives
+ * (search/nofit.h); on stderr, under the error line. */
+static zb_status print_nofit(const zb_model *m, const zb_search_opts *o,
+                             const zb_closest *closest, zb_err *err) {
+    zb_nofit nf;
+    ZB_TRY(zb_search_nofit(m, o, closest, &nf, err));
+    char lay[160];
+    double lim = nf.limit_bytes, k = closest->mem_bytes;
+    fprintf(stderr, "zbplan: closest: %s needs %s%.2f GiB per device; a plan "
+            "may use %.2f GiB (%.2f GiB less the %g%% margin): %.2f GiB over "
+            "(%.2f x)\n", layout_text(closest, lay, sizeof lay),
+            closest->exact ? "" : "at least ", k / GIB, lim / GIB,
+            m->cluster.device.mem_bytes / GIB, 100 * o->mem_margin,
+            (k - lim) / GIB, k / lim);
+    fprintf(stderr, "zbplan: each change alone (peak per device of its best "
+            "plan, or of its closest candidate):\n");
+    for (int i = 0; i < nf.n; i++) {
+        const zb_nofit_row *r = &nf.row[i];
+        fprintf(stderr, "  %-22s %-44s ", r->what, r->change);
+        if (r->st == ZB_OK)
+            fprintf(stderr, "fits: %.2f GiB, step %.4f s, %s\n", r->best.mem_bytes / GIB,
+                    r->step_s, layout_text(&r->best, lay, sizeof lay));
+        else if (r->st == ZB_EINFEASIBLE && r->best.mem_bytes > 0)
+            fprintf(stderr, "over: %s%.2f GiB (+%.2f), %s\n", r->best.exact ? "" : "at least ",
+                    r->best.mem_bytes / GIB, (r->best.mem_bytes - lim) / GIB,
+                    layout_text(&r->best, lay, sizeof lay));
+        else
+            fprintf(stderr, "does not apply: %s\n", r->st == ZB_EINFEASIBLE
+                    ? "nothing was over memory" : r->note);
+    }
+    return ZB_OK;
+}
+
 /* Why this plan (cli/explain.h): #1 taken apart, why it beat #2, and
  * candidate `k` (1-based) when asked for. */
 static zb_status explain(const zb_model *m, const zb_search_result *r, int k,
@@ -452,9 +499,17 @@ static zb_status plan_main(const args *a, zb_err *err, bool *printed) {
     }
     args local = *a;
     local.so.profile = prof;
+    if (!a->margin_set) local.so.mem_margin = m.cluster.mem_margin;
     a = &local;
     zb_search_result r;
     st = zb_search_levers(&m, &a->so, &r, err);
+    if (st == ZB_EINFEASIBLE && r.closest.mem_bytes > 0) {
+        fprintf(stderr, "zbplan: %s\n", err->msg);
+        *printed = true;
+        zb_err e2;
+        if (print_nofit(&m, &a->so, &r.closest, &e2) != ZB_OK)
+            fprintf(stderr, "zbplan: %s\n", e2.msg);
+    }
     if (st == ZB_OK && !a->quiet) {
         print_header(&m, &r, a->so.mem_margin);
         print_table(&r, false, prof != NULL, a->so.levers);

@@ -14,6 +14,7 @@
  */
 #include "planner/search/levers.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -33,13 +34,50 @@ static void cand_free(zb_candidate *c) {
     free(c->spans);
 }
 
-/* Move r's candidates into res (which keeps o->top_k, best first); r's
- * array is emptied. */
+/* How many levers a candidate pulls: recompute none 0, selective 1, full
+ * 2, and one each for SP and ZeRO-1. */
+static int lever_count(const zb_candidate *c) {
+    return (c->recompute == ZB_RECOMPUTE_SELECTIVE ? 1
+            : c->recompute == ZB_RECOMPUTE_FULL    ? 2
+                                                   : 0) +
+           c->sp + c->zero1;
+}
+
+/* The same row of the table but for the levers: same layout and schedule,
+ * and a step time and peak memory equal to 1e-9. A lever that changes
+ * nothing there (selective recompute under fused attention, which keeps
+ * no attention scores to drop) gives such a twin. */
+static bool same_row(const zb_candidate *a, const zb_candidate *b) {
+    return a->dp == b->dp && a->tp == b->tp && a->pp == b->pp && a->v == b->v &&
+           a->micro_batch == b->micro_batch && a->m == b->m &&
+           strcmp(a->schedule, b->schedule) == 0 &&
+           fabs(a->step_s - b->step_s) <= 1e-9 * b->step_s &&
+           fabs(a->peak_mem_bytes - b->peak_mem_bytes) <= 1e-9 * b->peak_mem_bytes;
+}
+
+/* c's twin in res: c is dropped (false) unless it pulls fewer levers, in
+ * which case the twin leaves res and c goes in its place. */
+static bool replaces_twin(zb_search_result *res, const zb_candidate *c) {
+    for (int j = 0; j < res->n; j++) {
+        if (!same_row(&res->cand[j], c)) continue;
+        if (lever_count(c) >= lever_count(&res->cand[j])) return false;
+        cand_free(&res->cand[j]);
+        memmove(&res->cand[j], &res->cand[j + 1],
+                (size_t)(res->n - j - 1) * sizeof *c);
+        res->n--;
+        return true;
+    }
+    return true;
+}
+
+/* Move r's candidates into res (which keeps o->top_k, best first, one
+ * row per layout, schedule and prediction); r's array is emptied. */
 static zb_status merge(zb_search_result *res, zb_search_result *r, long key0,
                        int k, zb_err *err) {
     for (int i = 0; i < r->n; i++) {
         zb_candidate c = r->cand[i];
         c.key += key0;
+        if (!replaces_twin(res, &c)) { cand_free(&c); continue; }
         if (res->n == k && !better(&c, &res->cand[k - 1])) { cand_free(&c); continue; }
         if (res->n == k) cand_free(&res->cand[--res->n]);
         if (res->n == res->cap) {
@@ -77,6 +115,17 @@ static void drop_sp_at_tp1(zb_search_result *r) {
     r->n = n;
 }
 
+/* ZeRO-1 shards the optimizer state over the DP ranks: at dp 1 such a
+ * candidate is the one without it (the same row with one lever more). */
+static void drop_z1_at_dp1(zb_search_result *r) {
+    int n = 0;
+    for (int i = 0; i < r->n; i++) {
+        if (r->cand[i].dp == 1) cand_free(&r->cand[i]);
+        else r->cand[n++] = r->cand[i];
+    }
+    r->n = n;
+}
+
 static void add_counts(zb_search_result *res, const zb_search_result *r) {
     res->splits += r->splits;
     res->simulated += r->simulated;
@@ -87,6 +136,9 @@ static void add_counts(zb_search_result *res, const zb_search_result *r) {
     if (!res->why_not_applicable[0])
         memcpy(res->why_not_applicable, r->why_not_applicable,
                sizeof res->why_not_applicable);
+    if (r->closest.mem_bytes > 0 && (res->closest.mem_bytes == 0 ||
+                                     r->closest.mem_bytes < res->closest.mem_bytes))
+        res->closest = r->closest;
 }
 
 static double now_s(void) {
@@ -122,6 +174,7 @@ zb_status zb_search_levers(const zb_model *m, const zb_search_opts *o,
                 add_counts(res, &r);
                 res->elapsed_s += r.elapsed_s;
                 if (st == ZB_OK && sp) drop_sp_at_tp1(&r);
+                if (st == ZB_OK && z) drop_z1_at_dp1(&r);
                 if (st == ZB_OK && sp && r.n == 0)
                     st = zb_fail(&e, ZB_EINFEASIBLE, "sequence parallelism "
                                  "needs tp > 1, and no such layout is left");

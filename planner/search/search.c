@@ -145,6 +145,7 @@ typedef struct {
     bool measured_post;  /* all-reduce + optimizer: the profile's overhead */
     double post_s;       /* that overhead */
     bool static_over;    /* even an even share of the weights does not fit */
+    double static_bytes; /* that share's static memory and the workspace */
     zb_device dev;       /* the device as one rank sees it (cpu: its share
                             of the cores, zb_cost_cpu_rank_share) */
     int vocab;           /* vocabulary parallelism 0, 1, 2: ct is then
@@ -307,8 +308,8 @@ static zb_status add_split(ctx *x, split **arr, int *n, int *cap, int dp,
     if (st != ZB_OK) return zb_fail(err, st, "%s", x->skip_err.msg);
     double share;
     s->lb = lower_bound_split(&rm, s, &share);
-    s->static_over = zb_static_mem_bytes(x->mdl, share, dp) + x->ws_bytes >
-                     x->dev_mem;
+    s->static_bytes = zb_static_mem_bytes(x->mdl, share, dp) + x->ws_bytes;
+    s->static_over = s->static_bytes > x->dev_mem;
     (*n)++;
     return ZB_OK;
 }
@@ -693,6 +694,20 @@ static zb_status score(ctx *x, const split *s, zb_placement pl,
     return ZB_OK;
 }
 
+/* A candidate dropped for memory: remember it when it is the closest to
+ * fitting so far (search.h, zb_closest; c NULL: the split's static bound). */
+static void note_closest(const ctx *x, const split *s, const zb_candidate *c,
+                         double mem) {
+    zb_closest *k = &x->res->closest;
+    if (k->mem_bytes > 0 && k->mem_bytes <= mem) return;
+    const zb_training *t = &x->mdl->train;
+    *k = (zb_closest){.dp = s->dp, .tp = s->tp, .pp = s->pp, .v = c ? c->v : 0,
+                      .micro_batch = s->mb, .mem_bytes = mem, .exact = c != NULL,
+                      .recompute = t->recompute, .sp = t->sequence_parallel,
+                      .zero1 = t->zero1};
+    if (c) snprintf(k->schedule, sizeof k->schedule, "%s", c->schedule);
+}
+
 /* Build, simulate and maybe keep one schedule of the current group. */
 /* Jobs the search does not try unless the schedule is forced: with one
  * pipeline stage every schedule is the same F/BW sequence, so only 1F1B is
@@ -732,6 +747,7 @@ static zb_status run_job(ctx *x, split *s, const job *jb, long key,
     if (st != ZB_OK || skip) { zb_schedule_free(&c.sched); return st; }
     if (!c.fits) {
         x->res->over_memory++;
+        note_closest(x, s, &c, c.peak_mem_bytes);
         if (!x->o->exhaustive) { zb_schedule_free(&c.sched); return ZB_OK; }
     }
     if (c.fits && c.step_s < s->best) s->best = c.step_s;
@@ -742,8 +758,12 @@ static zb_status run_job(ctx *x, split *s, const job *jb, long key,
 static zb_status run_split(ctx *x, split *s, const job *jobs, int njobs,
                            zb_err *err) {
     if (!x->o->exhaustive && (s->lb > threshold(x) || s->static_over)) {
-        if (s->static_over) x->res->over_memory += njobs;
-        else x->res->pruned += njobs;
+        if (s->static_over) {
+            x->res->over_memory += njobs;
+            note_closest(x, s, NULL, s->static_bytes);
+        } else {
+            x->res->pruned += njobs;
+        }
         return ZB_OK;
     }
     bool done[MAX_JOBS] = {false};

@@ -49,8 +49,9 @@
 #define ZB_SEARCH_BW_EFF 0.80
 /* Default safety margin on device memory (zb_search_opts.mem_margin): what
  * the cost model cannot see (allocator growth, fragmentation beyond the
- * workspace, library buffers, other processes) must fit in it. */
-#define ZB_SEARCH_MEM_MARGIN 0.05
+ * workspace, library buffers, other processes) must fit in it. zbplan
+ * passes the model's cluster.memory_margin_pct, whose default this is. */
+#define ZB_SEARCH_MEM_MARGIN ZB_MEM_MARGIN_DEFAULT
 
 typedef struct {
     int dp, tp, pp;          /* > 0 forces; 0 searches (device "cpu": tp
@@ -122,6 +123,21 @@ typedef struct {
     int vocab;               /* vocabulary parallelism: 0 none, 1 or 2 */
 } zb_candidate;
 
+/* The candidate closest to fitting among those dropped for memory: its
+ * layout and predicted peak per device. exact: the simulated peak
+ * (static + activations + workspace, as a kept candidate's); else a lower
+ * bound, a split whose weights, gradients and optimizer state alone (an
+ * even share, with the workspace) are over, no schedule simulated
+ * (schedule ""). mem_bytes 0: nothing was dropped for memory. */
+typedef struct {
+    int dp, tp, pp, v, micro_batch;
+    char schedule[32];
+    double mem_bytes;
+    bool exact;
+    zb_recompute recompute;  /* the memory levers it was searched with */
+    bool sp, zero1;
+} zb_closest;
+
 typedef struct {
     zb_candidate *cand;      /* [n], by step time (then memory, key) */
     int n, cap;
@@ -132,6 +148,7 @@ typedef struct {
     int not_applicable;      /* generator conditions did not hold */
     char why_not_applicable[256]; /* the first such condition, with the
                                      option that changes it; "" if none */
+    zb_closest closest;      /* the smallest over-memory one (nofit.h) */
     double elapsed_s;
     int cores;               /* device "cpu": the cores planned for; 0 else */
 } zb_search_result;

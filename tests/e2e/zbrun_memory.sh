@@ -100,7 +100,7 @@ else
 fi
 
 out=$("$BIN/zbplan" models/gpt3-175b.yaml --top 2 -o "$tmp/q.yaml")
-grep -q "memory: 80.00 GiB per device, 5% safety margin: a plan may use 76.00 GiB" <<<"$out" && ok || bad "capacity line: $out"
+grep -q "memory: 80.00 GiB per device, 10% safety margin: a plan may use 72.00 GiB" <<<"$out" && ok || bad "capacity line: $out"
 grep -q "headroom" <<<"$out" && ok || bad "headroom column: $out"
 out=$("$BIN/zbplan" models/gpt3-175b.yaml --top 2 --mem-margin 20 -o "$tmp/q.yaml")
 grep -q "20% safety margin: a plan may use 64.00 GiB" <<<"$out" && ok || bad "--mem-margin 20: $out"

@@ -225,12 +225,13 @@ START_TEST(device_table) {
         double bf16_tflops, fp32_tflops, mem_bytes;
     } want[] = {{"a100-40gb", 312, 19.5, 40 * GIB}, {"a100-80gb", 312, 19.5, 80 * GIB},
                 {"h100-sxm", 989, 67, 80 * GIB},    {"h200", 989, 67, 141e9},
-                {"b200", 2250, 80, 180e9},          {"cpu", 0.1, 0.1, 16 * GIB}};
+                {"b200", 2250, 80, 180e9},          {"mi300x", 1307.4, 163.4, 192e9},
+                {"cpu", 0.1, 0.1, 16 * GIB}};
     const char *const *names = zb_device_names();
     int n = 0;
     while (names[n]) n++;
-    ck_assert_int_eq(n, 6);
-    for (int i = 0; i < 6; i++) {
+    ck_assert_int_eq(n, 7);
+    for (int i = 0; i < 7; i++) {
         ck_assert_str_eq(names[i], want[i].name);
         const zb_device *d = zb_device_lookup(want[i].name);
         ck_assert_ptr_nonnull(d);
@@ -241,8 +242,58 @@ START_TEST(device_table) {
     }
     ck_assert_ptr_eq(zb_device_lookup("H100-SXM"), zb_device_lookup("h100-sxm"));
     ck_assert_ptr_null(zb_device_lookup("h300"));
+    ck_assert_int_eq(zb_device_lookup("mi300x")->sm_count, 304);   /* compute units */
+    ck_assert_double_eq_tol(zb_device_lookup("mi300x")->mem_bw_Bps, 5300e9, 1);
     ck_assert_int_eq(zb_precision_bytes(ZB_PREC_FP32), 4);
+    zb_model dm;
+    zb_err de;
+    ck_assert(parse_text(k_minimal, NULL, NULL, &dm, &de) == ZB_OK);
+    ck_assert(dm.cluster.mem_margin == ZB_MEM_MARGIN_DEFAULT && ZB_MEM_MARGIN_DEFAULT == 0.10);
     ck_assert_int_eq(zb_precision_bytes(ZB_PREC_BF16), 2);
+}
+END_TEST
+
+/* The short names users type resolve to one table entry each, in any case;
+ * the entry keeps the table's name (a plan says h100-sxm, not H100). */
+START_TEST(device_aliases) {
+    static const struct {
+        const char *typed, *name;
+    } cases[] = {{"h100", "h100-sxm"}, {"H100", "h100-sxm"},  {"a100", "a100-80gb"},
+                 {"A100", "a100-80gb"}, {"h200", "h200"},      {"H200", "h200"},
+                 {"b200", "b200"},      {"B200", "b200"},      {"mi300x", "mi300x"},
+                 {"MI300X", "mi300x"},  {"Mi300X", "mi300x"},  {"A100-40GB", "a100-40gb"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const zb_device *d = zb_device_lookup(cases[i].typed);
+        ck_assert_msg(d != NULL, "%s not found", cases[i].typed);
+        ck_assert_ptr_eq(d, zb_device_lookup(cases[i].name));
+        ck_assert_str_eq(d->name, cases[i].name);
+    }
+    ck_assert_ptr_null(zb_device_lookup("h100-pcie"));
+    ck_assert_ptr_null(zb_device_lookup("a10"));
+    ck_assert_ptr_null(zb_device_lookup(""));
+    /* every table name and alias is in the unknown-device list */
+    char text[256];
+    zb_device_known_text(text, sizeof text);
+    for (const char *const *nm = zb_device_names(); *nm; nm++)
+        ck_assert_msg(strstr(text, *nm), "%s not in '%s'", *nm, text);
+    ck_assert_ptr_nonnull(strstr(text, "(or a100)"));
+    ck_assert_ptr_nonnull(strstr(text, "(or h100)"));
+    char small[12];
+    zb_device_known_text(small, sizeof small);   /* truncated, terminated */
+    ck_assert_uint_eq(strlen(small), sizeof small - 1);
+    /* a model file naming an alias gets the entry and its node's links */
+    zb_model m;
+    zb_err e;
+    const char *text2 = "model: {layers: 2, hidden: 32, heads: 2, seq_len: 16, vocab: 50}\n"
+                        "training: {global_batch: 4}\ncluster: {device: MI300X}\n";
+    ck_assert_msg(parse_text(text2, NULL, NULL, &m, &e) == ZB_OK, "%s", e.msg);
+    ck_assert_str_eq(m.cluster.device.name, "mi300x");
+    ck_assert(m.cluster.intra_bw_Bps == 448e9 && m.cluster.inter_bw_Bps == 50e9);
+    const char *text3 = "model: {layers: 2, hidden: 32, heads: 2, seq_len: 16, vocab: 50}\n"
+                        "training: {global_batch: 4}\ncluster: {device: H100}\n";
+    ck_assert_msg(parse_text(text3, NULL, NULL, &m, &e) == ZB_OK, "%s", e.msg);
+    ck_assert_str_eq(m.cluster.device.name, "h100-sxm");
+    ck_assert(m.cluster.intra_bw_Bps == 450e9 && m.cluster.inter_bw_Bps == 50e9);
 }
 END_TEST
 
@@ -359,6 +410,7 @@ static void assert_same(const zb_model *a, const zb_model *b) {
     ck_assert(c->intra_p2p_s == d->intra_p2p_s && c->inter_p2p_s == d->inter_p2p_s);
     ck_assert(c->intra_bw_Bps == d->intra_bw_Bps && c->intra_lat_s == d->intra_lat_s);
     ck_assert(c->inter_bw_Bps == d->inter_bw_Bps && c->inter_lat_s == d->inter_lat_s);
+    ck_assert(c->mem_margin == d->mem_margin);
 }
 
 /* Write m into a file with zb_yw (as the plan writer does, inside the
@@ -428,7 +480,8 @@ START_TEST(round_trip_unusual_values) {
         "  device: {name: '12', peak_bf16_tflops: 0.333333333333, peak_fp32_tflops: 1e-3,"
         " memory_gib: 0.1, memory_bandwidth_gbps: 33.3333, gemm_efficiency: 0.61}\n"
         "  intra_node: {bandwidth_gbps: 0.7, latency_us: 0, p2p_overhead_us: 17.5}\n"
-        "  inter_node: {bandwidth_gbps: 12.3456789, latency_us: 0.3}\n";
+        "  inter_node: {bandwidth_gbps: 12.3456789, latency_us: 0.3}\n"
+        "  memory_margin_pct: 12.5\n";
     zb_model m;
     zb_err e;
     ck_assert_msg(parse_text(text, NULL, NULL, &m, &e) == ZB_OK, "%s", e.msg);
@@ -438,6 +491,7 @@ START_TEST(round_trip_unusual_values) {
     ck_assert(m.train.fused_attention && m.train.tp_overlap && m.train.dp_overlap);
     ck_assert(m.cluster.device.gemm_eff == 0.61);
     ck_assert(m.cluster.intra_p2p_s == 17.5e-6);
+    ck_assert(m.cluster.mem_margin == 0.125);
     round_trip(&m);
     m.train.micro_batch = 0;   /* auto is written as the word */
     round_trip(&m);
@@ -458,6 +512,7 @@ START_TEST(device_link_defaults) {
         {"h100-sxm", "", 450e9, 50e9},
         {"h200", "", 450e9, 50e9},
         {"b200", "", 900e9, 50e9},
+        {"mi300x", "", 448e9, 50e9},
         {"h100-sxm", "  intra_node: {bandwidth_gbps: 100}\n", 100e9, 50e9},
         {"b200", "  inter_node: {bandwidth_gbps: 12.5}\n", 900e9, 12.5e9},
         {"{name: h100-sxm, peak_bf16_tflops: 900, peak_fp32_tflops: 60, memory_gib: 80}",
@@ -595,6 +650,7 @@ int main(void) {
     tcase_add_test(t, defaults);
     tcase_add_test(t, min_lr_follows_lr);
     tcase_add_test(t, device_table);
+    tcase_add_test(t, device_aliases);
     tcase_add_test(t, explicit_device);
     tcase_add_test(t, data_path_resolution);
     tcase_add_test(t, extra_top_level_keys);
