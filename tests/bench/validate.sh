@@ -26,13 +26,19 @@
 # Printed with 1F1B forced, no target (the schedule is not given).
 #
 # Dubey et al. 2024 (Llama 3), Table 4: the 405B model on 8192 and 16384
-# H100 GPUs (llama3_table below), no target.
+# H100 GPUs (llama3_table below), no target; the same rows as the paper ran
+# them, interleaved with memory lifted (llama3_interleaved_table): mean
+# <= 4%, max <= 5%.
+#
+# Megatron-LM README (2024), Megatron-Core's H100 weak scaling, nine GPT
+# rows (mcore_table): mean <= 3%, max <= 6%.
 #
 # Prints predicted vs published and the mean and max |error| of each table;
 # exits 1 when a table misses its target (Narayanan 1F1B: mean <= 3%, max <=
-# 6%; Korthikanti: mean <= 3%, max <= 6%; the interleaved variant of
-# Narayanan has none: N21 5.1 says the runs interleaved, not with how
-# many chunks).
+# 6%; Korthikanti: mean <= 3%, max <= 6%; Llama 3 as run: mean <= 4%,
+# max <= 5%; Megatron-Core H100: mean <= 3%, max <= 6%; the interleaved
+# variant of Narayanan has none: N21 5.1 says the runs interleaved, not
+# with how many chunks).
 set -euo pipefail
 failed=
 BIN=${BIN:-bin}
