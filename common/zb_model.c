@@ -27,8 +27,11 @@
 static const zb_device k_devices[] = {
     {"a100-40gb", 312e12, 19.5e12, 40.0 * GIB, 1555e9, 0, 0, 0, 0, 0, 108},
     {"a100-80gb", 312e12, 19.5e12, 80.0 * GIB, 2039e9, 0, 0, 0, 0, 0, 108},
-    {"h100-sxm", 989e12, 67e12, 80.0 * GIB, 3350e9, 0, 0, 0, 0, 0, 132},
-    {"h200", 989e12, 67e12, 141e9, 4800e9, 0, 0, 0, 0, 0, 132},
+    /* GH100 (H100, H200): large-GEMM and attention-core efficiency
+     * calibrated on Megatron-Core's H100 weak-scaling table
+     * (docs/cost-model.md 2.6; the cost model's defaults fit A100 runs) */
+    {"h100-sxm", 989e12, 67e12, 80.0 * GIB, 3350e9, 0.70, 0, 0.25, 0, 0, 132},
+    {"h200", 989e12, 67e12, 141e9, 4800e9, 0.70, 0, 0.25, 0, 0, 132},
     {"b200", 2250e12, 80e12, 180e9, 8000e9, 0, 0, 0, 0, 0, 148},
     /* 304 compute units stand for SMs (a GEMM's partial last wave) */
     {"mi300x", 1307.4e12, 163.4e12, 192e9, 5300e9, 0, 0, 0, 0, 0, 304},

@@ -28,13 +28,19 @@
 # Printed with 1F1B forced, no target (the schedule is not given).
 #
 # Dubey et al. 2024 (Llama 3), Table 4: the 405B model on 8192 and 16384
-# H100 GPUs (llama3_table below), no target.
+# H100 GPUs (llama3_table below), no target; the same rows as the paper ran
+# them, interleaved with memory lifted (llama3_interleaved_table): mean
+# <= 4%, max <= 5%.
+#
+# Megatron-LM README (2024), Megatron-Core's H100 weak scaling, nine GPT
+# rows (mcore_table): mean <= 3%, max <= 6%.
 #
 # Prints predicted vs published and the mean and max |error| of each table;
 # exits 1 when a table misses its target (Narayanan 1F1B: mean <= 3%, max <=
-# 6%; Korthikanti: mean <= 3%, max <= 6%; the interleaved variant of
-# Narayanan has none: N21 5.1 says the runs interleaved, not with how
-# many chunks).
+# 6%; Korthikanti: mean <= 3%, max <= 6%; Llama 3 as run: mean <= 4%,
+# max <= 5%; Megatron-Core H100: mean <= 3%, max <= 6%; the interleaved
+# variant of Narayanan has none: N21 5.1 says the runs interleaved, not
+# with how many chunks).
 set -euo pipefail
 failed=
 BIN=${BIN:-bin}
@@ -258,6 +264,139 @@ PY
 done
 }
 
+# The same rows as the paper ran them (D24 section 3.3.2: interleaved), with
+# selective recompute (the paper's run fitted 80 GB; zb's memory model says
+# interleaving needs about 87 GiB of activations on the busiest rank, so
+# the device's memory is lifted: the h100-sxm device as its plan records
+# it, memory_gib 1000), chunks zbplan's choice (2 or 4). Target: mean <= 4%,
+# max <= 5% (docs/cost-model.md 9).
+llama3_interleaved_table() {
+: >"$out/llama3i.txt"
+printf '%6s %4s %4s %4s %-9s %-15s %10s %10s %10s %7s\n' gpus tp pp dp recompute schedule "step (s)" predicted published error
+echo "$llama_rows" | while read -r G DP PUB; do
+    f="$out/l3i-$G.yaml"
+    "$BIN/zbplan" models/llama3-405b.yaml --set cluster.nodes=$((G / 8)) --set training.recompute=selective \
+        --dp "$DP" --tp 8 --pp 16 --schedule 1f1b --mem-margin 0 -q -o "$f.dev" 2>"$out/err" &&
+    dev=$(python3 - "$f.dev" <<'PY'
+import re, sys
+block = re.search(r"\n  device:\n((?:    \S+: \S+\n)+)", open(sys.argv[1]).read()).group(1)
+kv = dict(l.strip().split(": ", 1) for l in block.splitlines())
+kv["memory_gib"] = "1000"
+print("{" + ", ".join(f"{k}: {v}" for k, v in kv.items()) + "}")
+PY
+) &&
+    "$BIN/zbplan" models/llama3-405b.yaml --set cluster.nodes=$((G / 8)) --set training.recompute=selective \
+        --set "cluster.device=$dev" --dp "$DP" --tp 8 --pp 16 --schedule interleaved -q -o "$f" 2>"$out/err" || {
+        printf '%6s    8   16 %4s  (no plan: %s)\n' "$G" "$DP" "$(head -c 100 "$out/err")"
+        echo "$G x 100%" >>"$out/llama3i.txt"
+        continue
+    }
+    python3 - "$f" "$G" "$DP" "$PUB" <<'PY' | tee -a "$out/llama3i.txt"
+import re, sys
+plan = open(sys.argv[1]).read()
+G, DP, PUB = sys.argv[2:]
+step = float(re.search(r"\nprediction:\n  step_s: ([0-9.eE+-]+)", plan).group(1))
+mfu = float(re.search(r"\n  mfu: ([0-9.eE+-]+)", plan).group(1))
+v = re.search(r"\n  chunks: (\d+)", plan).group(1)
+pred = mfu * 989
+err = (pred - float(PUB)) / float(PUB)
+print(f"{G:>6} {8:>4} {16:>4} {DP:>4} {'selective':<9} {'interleaved v' + v:<15} {step:10.2f} {pred:10.1f} {float(PUB):10.1f} {100 * err:+6.1f}%")
+PY
+done
+}
+
+# Megatron-LM README, "Training Speed and Scalability" (NVIDIA/Megatron-LM,
+# commit 937571cfd4, 2024-07-15, images/model_table.png: the table is an
+# image; the numbers below are transcribed from it and each row's Per-GPU
+# teraFLOP/s times its GPUs gives its Aggregate petaFLOP/s column to the
+# printed digit): nine GPT models, 1.7B to 462B, weak-scaled on 48 to 6144
+# H100 GPUs, vocabulary 131072, sequence 4096, dp 48, with Megatron-Core's
+# overlaps as the README states them: --overlap-grad-reduce
+# --overlap-param-gather (dp_overlap; the parameter all-gather needs the
+# distributed optimizer: zero1), --tp-comm-overlap (tp_overlap, which
+# Megatron-Core runs with sequence parallelism). BF16 (41% MFU at 408.8
+# TFLOP/s is the 989 dense BF16 peak), Transformer Engine's fused attention
+# (fused_attention). The table gives neither the micro-batch (searched),
+# the recompute (none, Megatron's default; selective where none fits 80 GiB)
+# nor the schedule: 1F1B, or for pp > 1 interleaved (Megatron's two),
+# whichever is predicted faster. TFLOP/s per GPU count
+# 72 B s l h^2 (1 + s/(6h) + V/(12 l h)), Megatron's model FLOPs
+# (num_floating_point_operations: no recomputation, full attention).
+# params(B) heads hidden layers tp pp gpus batch published_tflops
+mcore_rows="1.7 16 2048 24 1 1 48 192 408.8
+7.1 32 4096 30 2 1 96 192 465.9
+16 48 6144 32 4 1 192 192 489.1
+32 56 7168 48 8 1 384 192 459.6
+70 64 8192 84 8 2 768 384 419.7
+119 80 10240 92 8 4 1536 768 420.5
+177 96 12288 96 8 6 2304 1152 432.8
+314 128 16384 96 8 8 3072 1536 474.4
+462 144 18432 112 8 16 6144 3072 459.9"
+
+mcore_table() {
+: >"$out/mcore.txt"
+printf '%6s %4s %4s %4s %3s %-9s %-15s %10s %10s %10s %7s\n' params tp pp dp mb recompute schedule "step (s)" predicted published error
+echo "$mcore_rows" | while read -r P NH H L TP PP G B PUB; do
+    DP=$((G / (TP * PP)))
+    ov=false
+    [ "$TP" -gt 1 ] && ov=true
+    best=""; bt=""
+    for rc in none selective; do
+        model="$out/mc-$P-$rc.yaml"
+        cat >"$model" <<YAML
+name: mcore-$P
+model: {layers: $L, hidden: $H, heads: $NH, seq_len: 4096, vocab: 131072, tied_embeddings: true}
+training:
+  global_batch: $B
+  micro_batch: auto
+  precision: bf16
+  recompute: $rc
+  sequence_parallel: $ov
+  tp_overlap: $ov
+  dp_overlap: true
+  zero1: true
+  fused_attention: true
+cluster:
+  nodes: $((G / 8))
+  devices_per_node: 8
+  device: ${MCORE_DEVICE:-h100-sxm}
+YAML
+        scheds=1f1b
+        [ "$PP" -gt 1 ] && scheds="1f1b interleaved"
+        for sch in $scheds; do
+            f="$out/mc-$P-$rc-$sch.yaml"
+            "$BIN/zbplan" "$model" --dp "$DP" --tp "$TP" --pp "$PP" --schedule "$sch" \
+                -q -o "$f" 2>"$out/err" || continue
+            t=$(sed -n 's/^  step_s: //p' "$f" | head -1)
+            if [ -z "$best" ] || python3 -c "import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]))" "$t" "$bt"; then
+                best=$f; bt=$t
+            fi
+        done
+        [ -n "$best" ] && break
+    done
+    if [ -z "$best" ]; then
+        printf '%6s %4s %4s %4s  (no plan: %s)\n' "$P" "$TP" "$PP" "$DP" "$(head -c 100 "$out/err")"
+        echo "$P x 100%" >>"$out/mcore.txt"
+        continue
+    fi
+    python3 - "$best" "$P" "$H" "$L" "$TP" "$PP" "$DP" "$G" "$B" "$PUB" <<'PY' | tee -a "$out/mcore.txt"
+import re, sys
+plan = open(sys.argv[1]).read()
+P, H, L, TP, PP, DP, G, B, PUB = sys.argv[2:]
+h, l, G, B, pub = float(H), float(L), float(G), float(B), float(PUB)
+s, V = 4096.0, 131072.0
+step = float(re.search(r"\nprediction:\n  step_s: ([0-9.eE+-]+)", plan).group(1))
+mb = re.search(r"\n  micro_batch: (\d+)", plan).group(1)
+rc = re.search(r"\n  recompute: (\S+)", plan).group(1)
+sched = re.search(r"\nschedule:\n  name: (\S+)", plan).group(1)
+v = re.search(r"\n  chunks: (\d+)", plan).group(1)
+pred = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h)) / step / G / 1e12
+err = (pred - pub) / pub
+print(f"{P:>6} {TP:>4} {PP:>4} {DP:>4} {mb:>3} {rc:<9} {sched + ' v' + v:<15} {step:10.3f} {pred:10.1f} {pub:10.1f} {100 * err:+6.1f}%")
+PY
+done
+}
+
 echo "== 1F1B forced (micro-batch searched)"
 VALIDATE_FLAGS="--schedule 1f1b" run_table "Narayanan 2021 T1, 1f1b" 3 6
 echo
@@ -274,6 +413,14 @@ echo
 echo "== Dubey 2024 (Llama 3) Table 4: 405B on H100, TFLOP/s per GPU"
 llama3_table
 summarize "$out/llama3.txt" "Llama 3 405B T4" - -
+echo
+echo "== Dubey 2024 Table 4 as run: interleaved, selective recompute, memory lifted"
+llama3_interleaved_table
+summarize "$out/llama3i.txt" "Llama 3 405B T4, interleaved" 4 5
+echo
+echo "== Megatron-Core H100 weak scaling (Megatron-LM README, 2024), TFLOP/s per GPU"
+mcore_table
+summarize "$out/mcore.txt" "Megatron-Core H100" 3 6
 if [ -n "$failed" ]; then
     echo "validate: targets missed:$failed"
     exit 1

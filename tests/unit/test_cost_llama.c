@@ -133,6 +133,38 @@ START_TEST(tp_must_divide_kv_heads) {
 }
 END_TEST
 
+/* The h100-sxm and h200 entries carry the efficiencies calibrated on
+ * Megatron-Core's H100 table (docs/cost-model.md 2.6): every GEMM at 0.70
+ * where the default is E_MAX 0.80, the fused attention core at 0.25 where
+ * the default is 0.50. With elementwise work priced at ~0 (huge bandwidth)
+ * and t = 1 (no TP collectives), W is GEMMs only and F GEMMs plus the
+ * attention core, so the calibrated times follow from the default ones. */
+START_TEST(h100_calibration) {
+    const char *names[] = {"h100-sxm", "h200"};
+    for (int i = 0; i < 2; i++) {
+        const zb_device *d = zb_device_lookup(names[i]);
+        ck_assert_ptr_nonnull(d);
+        zb_model cal = llama8b();
+        cal.cluster.device = *d;
+        cal.cluster.device.mem_bw_Bps = 1e30;
+        cal.train.fused_attention = true;
+        zb_model def = cal;
+        def.cluster.device.gemm_eff = 0; /* the cost model's defaults */
+        def.cluster.device.attn_eff = 0;
+        zb_cost_table c = eval(&cal, 1, 1), k = eval(&def, 1, 1);
+        double s = 8192, h = 4096, peak = 989e12;
+        double attn_def = 4 * s * s * h / (peak * 0.50); /* F's core */
+        double w = k.layer.w_s * 0.80 / 0.70;
+        double f = (k.layer.f_s - attn_def) * 0.80 / 0.70 + attn_def * 0.50 / 0.25;
+        ck_assert_double_eq_tol(c.layer.w_s, w, 1e-9 * w);
+        ck_assert_double_eq_tol(c.layer.f_s, f, 1e-9 * f);
+    }
+    /* the A100 entries keep the defaults their tables were fitted with */
+    ck_assert_double_eq(zb_device_lookup("a100-80gb")->gemm_eff, 0);
+    ck_assert_double_eq(zb_device_lookup("a100-80gb")->attn_eff, 0);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("cost_llama");
     TCase *tc = tcase_create("llama");
@@ -141,6 +173,7 @@ int main(void) {
     tcase_add_test(tc, gqa_swiglu_activations);
     tcase_add_test(tc, step_flops);
     tcase_add_test(tc, tp_must_divide_kv_heads);
+    tcase_add_test(tc, h100_calibration);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
