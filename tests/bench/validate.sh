@@ -276,7 +276,7 @@ printf '%6s %4s %4s %4s %-9s %-15s %10s %10s %10s %7s\n' gpus tp pp dp recompute
 echo "$llama_rows" | while read -r G DP PUB; do
     f="$out/l3i-$G.yaml"
     "$BIN/zbplan" models/llama3-405b.yaml --set cluster.nodes=$((G / 8)) --set training.recompute=selective \
-        --dp "$DP" --tp 8 --pp 16 --schedule 1f1b --mem-margin 0 -q -o "$f.dev" 2>"$out/err" &&
+        --dp "$DP" --tp 8 --pp 16 --schedule 1f1b --mem-margin 0 --no-staging -q -o "$f.dev" 2>"$out/err" &&
     dev=$(python3 - "$f.dev" <<'PY'
 import re, sys
 block = re.search(r"\n  device:\n((?:    \S+: \S+\n)+)", open(sys.argv[1]).read()).group(1)
@@ -286,7 +286,7 @@ print("{" + ", ".join(f"{k}: {v}" for k, v in kv.items()) + "}")
 PY
 ) &&
     "$BIN/zbplan" models/llama3-405b.yaml --set cluster.nodes=$((G / 8)) --set training.recompute=selective \
-        --set "cluster.device=$dev" --dp "$DP" --tp 8 --pp 16 --schedule interleaved -q -o "$f" 2>"$out/err" || {
+        --set "cluster.device=$dev" --dp "$DP" --tp 8 --pp 16 --schedule interleaved --no-staging -q -o "$f" 2>"$out/err" || {
         printf '%6s    8   16 %4s  (no plan: %s)\n' "$G" "$DP" "$(head -c 100 "$out/err")"
         echo "$G x 100%" >>"$out/llama3i.txt"
         continue
@@ -366,7 +366,7 @@ YAML
         for sch in $scheds; do
             f="$out/mc-$P-$rc-$sch.yaml"
             "$BIN/zbplan" "$model" --dp "$DP" --tp "$TP" --pp "$PP" --schedule "$sch" \
-                -q -o "$f" 2>"$out/err" || continue
+                --mem-margin 0 --no-staging -q -o "$f" 2>"$out/err" || continue
             t=$(sed -n 's/^  step_s: //p' "$f" | head -1)
             if [ -z "$best" ] || python3 -c "import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]))" "$t" "$bt"; then
                 best=$f; bt=$t
