@@ -4,6 +4,7 @@
 #include "common/zb_plan.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,4 +196,30 @@ zb_status zb_plan_write(const char *path, const zb_plan *plan, zb_err *err) {
     zb_yw_kstr(w, "fingerprint", fp);
     zb_yw_map_end(w);
     return zb_yw_close(w, true, err);
+}
+
+const char *zb_layout_over_limits(const zb_arch *a, const zb_layout *l,
+                                  long long *val, long long *max) {
+    long long bt = (long long)l->micro_batch * a->seq_len;
+    long long ffn = a->ffn_hidden > 4LL * a->hidden ? a->ffn_hidden : 4LL * a->hidden;
+    int tp = l->tp > 0 ? l->tp : 1;
+    struct { const char *what; long long v, max; } p[] = {
+        {"dp x tp x pp (ranks)", (long long)l->dp * l->tp * l->pp, ZB_PLAN_MAX_WORLD},
+        {"pp x chunks", (long long)l->pp * l->v, ZB_PLAN_MAX_WORLD},
+        {"microbatches x micro_batch x seq_len (tokens per step)", (long long)l->m * bt, INT_MAX},
+        {"micro_batch x seq_len x 3 hidden (qkv)", bt * 3 * a->hidden, INT_MAX},
+        {"micro_batch x seq_len x ffn_hidden", bt * ffn, INT_MAX},
+        {"micro_batch x seq_len x vocab (logits)", bt * a->vocab, INT_MAX},
+        /* a TP rank holds the scores of its heads / tp heads */
+        {"micro_batch x heads/tp x seq_len^2 (attention)", bt * (a->heads / tp) * a->seq_len, INT_MAX},
+        {"vocab x hidden (embedding)", (long long)a->vocab * a->hidden, INT_MAX},
+        {"hidden x ffn_hidden", (long long)a->hidden * ffn, INT_MAX},
+    };
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+        if (p[i].v > p[i].max) {
+            *val = p[i].v;
+            *max = p[i].max;
+            return p[i].what;
+        }
+    return NULL;
 }

@@ -92,6 +92,16 @@ uint64_t zb_plan_fingerprint(const zb_plan *plan);
 zb_status zb_plan_file_hash(const char *path, char hex[17], zb_err *err);
 
 /* Rank layout helpers (see above). */
+/* A layout's products that the executor sizes or indexes with (the kernels
+ * index with int): the first that is over its limit, or NULL when every
+ * one fits; *val and *max then say by how much. The plan reader refuses
+ * such a plan, and the plan search does not choose one. */
+typedef struct {
+    int dp, tp, pp, v, micro_batch, m;
+} zb_layout;
+const char *zb_layout_over_limits(const zb_arch *a, const zb_layout *l,
+                                  long long *val, long long *max);
+
 int zb_plan_world(const zb_plan *plan);
 int zb_plan_rank(const zb_plan *plan, int pp_rank, int dp_rank, int tp_rank);
 void zb_plan_coords(const zb_plan *plan, int rank, int *pp_rank, int *dp_rank,

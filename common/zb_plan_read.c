@@ -49,27 +49,12 @@ static zb_status section(rd *r, const zb_ynode *root, const char *key,
  * factor is bounded on its own, their products are not. The kernels index
  * with int, so each must fit one. */
 static zb_status check_products(rd *r, const zb_ynode *par, const zb_plan *plan) {
-    const zb_arch *a = &plan->model.arch;
-    long long bt = (long long)plan->micro_batch * a->seq_len;
-    long long ffn = a->ffn_hidden > 4LL * a->hidden ? a->ffn_hidden : 4LL * a->hidden;
-    struct { const char *what; long long v, max; } p[] = {
-        {"dp x tp x pp (ranks)", (long long)plan->dp * plan->tp * plan->pp, ZB_PLAN_MAX_WORLD},
-        {"pp x chunks", (long long)plan->pp * plan->v, ZB_PLAN_MAX_WORLD},
-        {"microbatches x micro_batch x seq_len (tokens per step)", (long long)plan->m * bt, INT_MAX},
-        {"micro_batch x seq_len x 3 hidden (qkv)", bt * 3 * a->hidden, INT_MAX},
-        {"micro_batch x seq_len x ffn_hidden", bt * ffn, INT_MAX},
-        {"micro_batch x seq_len x vocab (logits)", bt * a->vocab, INT_MAX},
-        /* a TP rank holds the scores of its heads / tp heads */
-        {"micro_batch x heads/tp x seq_len^2 (attention)",
-         bt * (a->heads / (plan->tp > 0 ? plan->tp : 1)) * a->seq_len, INT_MAX},
-        {"vocab x hidden (embedding)", (long long)a->vocab * a->hidden, INT_MAX},
-        {"hidden x ffn_hidden", (long long)a->hidden * ffn, INT_MAX},
-    };
-    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
-        if (p[i].v > p[i].max)
-            return zb_fail_at(r->err, r->doc->file, par->line, par->col,
-                              "%s is %lld, more than this zb handles (%lld)",
-                              p[i].what, p[i].v, p[i].max);
+    zb_layout l = {plan->dp, plan->tp, plan->pp, plan->v, plan->micro_batch, plan->m};
+    long long v, max;
+    const char *what = zb_layout_over_limits(&plan->model.arch, &l, &v, &max);
+    if (what)
+        return zb_fail_at(r->err, r->doc->file, par->line, par->col,
+                          "%s is %lld, more than this zb handles (%lld)", what, v, max);
     return ZB_OK;
 }
 

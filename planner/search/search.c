@@ -754,9 +754,26 @@ static zb_status run_job(ctx *x, split *s, const job *jb, long key,
     return keep(x, &c, err);
 }
 
+/* A split whose tensors the executor cannot index (zb_layout_over_limits,
+ * the plan reader's check) is not applicable: a plan zbrun refuses is no
+ * plan. Under --no-staging the layout is planned as another framework
+ * runs it, and zbrun's limits do not apply. */
+static bool split_over_limits(ctx *x, const split *s, int njobs) {
+    if (x->o->no_staging) return false;
+    zb_layout l = {s->dp, s->tp, s->pp, 1, s->mb, s->m};
+    long long v, max;
+    const char *what = zb_layout_over_limits(&x->mdl->arch, &l, &v, &max);
+    if (!what) return false;
+    not_applicable(x->res, njobs, "dp %d tp %d pp %d micro-batch %d: %s is "
+                   "%lld, more than zbrun handles (%lld)", s->dp, s->tp, s->pp,
+                   s->mb, what, v, max);
+    return true;
+}
+
 /* All jobs of one split, grouped by v. */
 static zb_status run_split(ctx *x, split *s, const job *jobs, int njobs,
                            zb_err *err) {
+    if (split_over_limits(x, s, njobs)) return ZB_OK;
     if (!x->o->exhaustive && (s->lb > threshold(x) || s->static_over)) {
         if (s->static_over) {
             x->res->over_memory += njobs;

@@ -495,6 +495,36 @@ START_TEST(shipped_models) {
 }
 END_TEST
 
+/* Llama 3 405B with selective recomputation and --levers searched: the
+ * layouts at tp 1 and 2 index attention scores past int (the plan reader
+ * refuses them, zb_layout_over_limits), so no candidate has them, and the
+ * search says why; under --no-staging (another framework) they are back. */
+START_TEST(size_limits_respected) {
+    zb_model m;
+    zb_err err;
+    ck_assert_msg(zb_model_load("models/llama3-405b.yaml", &m, &err) == ZB_OK, "%s", err.msg);
+    m.train.recompute = ZB_RECOMPUTE_FULL;
+    zb_search_opts o;
+    zb_search_opts_default(&o);
+    o.tp = 2;
+    zb_search_result r;
+    ck_assert_int_ne(zb_search(&m, &o, &r, &err), ZB_OK);
+    ck_assert_msg(strstr(err.msg, "more than zbrun handles") != NULL, "%s", err.msg);
+    zb_search_result_free(&r);
+    o.no_staging = true;
+    run(&m, &o, &r);
+    int over = 0;
+    for (int i = 0; i < r.n; i++) {
+        const zb_candidate *c = &r.cand[i];
+        zb_layout l = {c->dp, c->tp, c->pp, c->v, c->micro_batch, c->m};
+        long long v, max;
+        over += zb_layout_over_limits(&m.arch, &l, &v, &max) != NULL;
+    }
+    ck_assert_int_gt(over, 0);
+    zb_search_result_free(&r);
+}
+END_TEST
+
 /* zbrun's start-up check (planner/cost/plan_fit.h): a cpu plan needs exactly what the
  * search predicted per rank; the same plan made for a GPU is said so and
  * needs more on the cpu backend (fp32, every activation kept) than on the
@@ -740,6 +770,7 @@ static Suite *suite(void) {
     tcase_add_test(t, dp_group_links);
     tcase_add_test(t, plan_round_trip);
     tcase_add_test(t, shipped_models);
+    tcase_add_test(t, size_limits_respected);
     tcase_add_test(t, fit_host_check);
     tcase_add_test(t, explain_parts);
     tcase_add_test(t, levers_searched);
