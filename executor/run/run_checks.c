@@ -82,7 +82,7 @@ zb_status zb_run_check_model(const char *plan_path, const zb_plan *plan, zb_err 
 
 zb_status zb_run_check_vocab(const char *plan_path, const zb_plan *plan,
                              zb_err *err) {
-    if (!plan->vocab_parallel) return ZB_OK;
+    if (!plan->vocab_parallel || plan->tp == 1) return ZB_OK;
     return zb_fail(err, ZB_EINPUT, "%s: parallel.vocab_parallel %d: this zbrun "
                    "does not train with vocabulary parallelism yet (its S and "
                    "T passes are simulated by zbplan sim only); plan without "
