@@ -5,6 +5,7 @@
 #     pp 4, and 1f1b at pp 2 x dp 2: zbrun's step losses and grad norms
 #     equal those of the pp 1 run without it (1e-5 relative);
 #   - a checkpoint of such a run resumes to the same losses;
+#   - from llm.c initial weights (model init:) pp 4 vocab 2 gives pp 1's;
 #   - pp 2 x dp 2 under mpirun -np 4 (skipped without mpirun or MPI);
 #   - what zbrun does not run yet is refused in one line naming the plan,
 #     exit 2: tp 2, a validation set.
@@ -65,6 +66,20 @@ run "$p" "$tmp/resume.out" --checkpoint-dir "$tmp/ck" --resume --resume-changed
 grep -q '^step 3/4 ' "$tmp/resume.out" && ! grep -q '^step 1/4 ' "$tmp/resume.out" ||
     bad "resume did not start at step 3"
 same_losses "$tmp/ref.out" "$tmp/resume.out" 3 || bad "resumed vocab run: losses differ from pp 1's"
+
+# ---- from llm.c initial weights (model init:): the shards load their rows
+python3 tests/bench/llmc_gen.py ckpt "$tmp/ck.bin" --layers 8 --hidden 64 --heads 4 \
+    --vocab 256 --padded-vocab 256 --max-seq 64 >/dev/null || bad "llmc_gen failed"
+sed -e "s#^model:#model:\n  init: $tmp/ck.bin#" -e "s#data/corpus.txt#$PWD/models/data/corpus.txt#" \
+    models/tiny.yaml >"$tmp/init.yaml"
+"$BIN/zbplan" "$tmp/init.yaml" -o "$tmp/init1.yaml" -q --pp 1 --dp 1 --tp 1 --schedule 1f1b || bad "zbplan init pp 1"
+"$BIN/zbplan" "$tmp/init.yaml" -o "$tmp/init4.yaml" -q --pp 4 --dp 1 --tp 1 --schedule 1f1b \
+    --vocab-parallel 2 || bad "zbplan init pp 4 vocab 2"
+run "$tmp/init1.yaml" "$tmp/init1.out"
+run "$tmp/init4.yaml" "$tmp/init4.out"
+same_losses "$tmp/init1.out" "$tmp/init4.out" || bad "from llm.c weights: vocab 2 losses differ from pp 1's"
+cmp -s <(grep '^step 1/' "$tmp/init1.out" | cut -d' ' -f4) <(grep '^step 1/' "$tmp/ref.out" | cut -d' ' -f4) &&
+    bad "init: the llm.c weights were not used (the seeded run's first loss)"
 
 # ---- one process per rank (mpirun -np 4): the same losses ------------------
 if command -v mpirun >/dev/null &&
