@@ -37,6 +37,7 @@ zb_status zb_pass_times_make(const zb_plan *plan, const zb_run_result *res,
         for (int k = first_kept(res); k < res->trace_n; k++) {
             for (int i = 0; i < na && i < s->len[pr]; i++) {
                 const zb_action *a = &s->acts[pr][i];
+                if (a->pass > ZB_BW) continue; /* S, T: a rank's shard */
                 int cell = zb_vstage(s, pr, a->chunk) * 4 + a->pass;
                 size_t at = (size_t)k * na + i;
                 out->mean_s[cell] += res->t_end[g][at] - res->t_start[g][at];

@@ -97,6 +97,10 @@ static zb_status run_action(zb_rank *rk, int i, zb_err *err) {
     case ZB_B: s = zb_stage_backward_b(rk->st, a->chunk, a->mb, err); break;
     case ZB_W: s = zb_stage_backward_w(rk->st, a->chunk, a->mb, err); break;
     case ZB_BW: s = zb_stage_backward_bw(rk->st, a->chunk, a->mb, err); break;
+    case ZB_S: s = zb_stage_vocab_s(rk->st, a->mb, tgt, err); break;
+    case ZB_T:
+        s = zb_stage_vocab_t(rk->st, a->mb, (float)rk->ctx->loss_scale, err);
+        break;
     default:
         s = zb_fail(err, ZB_ERUNTIME, "action %d has unknown pass %d", i, a->pass);
     }
@@ -107,21 +111,39 @@ static zb_status run_action(zb_rank *rk, int i, zb_err *err) {
     return s;
 }
 
-/* A SEND or RECV op: the buffer of the action it belongs to. */
-static zb_status transfer(zb_rank *rk, const zb_op *op, zb_err *err) {
-    const zb_plan *p = rk->ctx->plan;
-    const zb_action *a = &rk->acts[op->action];
+/* The stage's buffer of a SEND or RECV op: that of the action it belongs
+ * to, or a vocabulary message's (zb_lower_vocab). */
+static float *transfer_buf(zb_rank *rk, const zb_op *op, zb_err *err) {
     bool send = op->kind == ZB_OP_SEND, act = op->msg == ZB_MSG_ACT;
+    if (op->what != ZB_V_NONE) {
+        float *b = zb_stage_vocab_msg(rk->st, op->what, op->mb, op->peer, send);
+        if (!b)
+            zb_fail(err, ZB_ERUNTIME, "rank %d: no buffer for vocabulary "
+                    "message %d of mb %d", rk->rank, op->what, op->mb);
+        return b;
+    }
+    const zb_action *a = &rk->acts[op->action];
     float *buf = send ? (act ? zb_stage_act_out(rk->st, a->chunk, a->mb)
                              : zb_stage_grad_out(rk->st, a->chunk, a->mb))
                       : (act ? zb_stage_act_in(rk->st, a->chunk, a->mb)
                              : zb_stage_grad_in(rk->st, a->chunk, a->mb));
     if (!buf)
-        return zb_fail(err, ZB_ERUNTIME, "rank %d: no %s %s buffer for chunk "
-                       "%d mb %d", rk->rank, act ? "activation" : "gradient",
-                       send ? "output" : "input", a->chunk, a->mb);
+        zb_fail(err, ZB_ERUNTIME, "rank %d: no %s %s buffer for chunk %d mb "
+                "%d", rk->rank, act ? "activation" : "gradient",
+                send ? "output" : "input", a->chunk, a->mb);
+    return buf;
+}
+
+/* A SEND or RECV op. */
+static zb_status transfer(zb_rank *rk, const zb_op *op, zb_err *err) {
+    const zb_plan *p = rk->ctx->plan;
+    bool send = op->kind == ZB_OP_SEND;
+    float *buf = transfer_buf(rk, op, err);
+    if (!buf) return ZB_ERUNTIME;
     int peer = zb_plan_rank(p, op->peer, rk->dp_rank, rk->tp_rank);
-    int tag = zb_lower_tag(&p->sched, op->msg, op->vstage, op->mb);
+    int tag = op->what != ZB_V_NONE
+                  ? zb_lower_op_tag(&p->sched, op, rk->pp_rank)
+                  : zb_lower_tag(&p->sched, op->msg, op->vstage, op->mb);
     if (!send) return rk->tr->recv(rk->tr, peer, tag, buf, rk->msg_floats, err);
     double t = zb_now_s();
     zb_status s = rk->tr->send(rk->tr, peer, tag, buf, rk->msg_floats, err);
@@ -132,6 +154,24 @@ static zb_status transfer(zb_rank *rk, const zb_op *op, zb_err *err) {
     return s;
 }
 
+/* A vocabulary step that is no action (zb_lower_vocab): C1, the
+ * statistics gathered over the pipeline group, or the stage's own. */
+static zb_status vocab_step(zb_rank *rk, const zb_op *op, zb_err *err) {
+    if (op->what == ZB_V_STATS) {
+        size_t n;
+        double *tab = zb_stage_vocab_stats(rk->st, op->mb, &n);
+        if (!tab)
+            return zb_fail(err, ZB_ERUNTIME, "rank %d: no statistics table "
+                           "for mb %d", rk->rank, op->mb);
+        return rk->tr->allreduce_f64(rk->tr, &rk->pp_g, tab, n, err);
+    }
+    const zb_plan *p = rk->ctx->plan;
+    size_t per_mb = (size_t)p->micro_batch * (size_t)p->model.arch.seq_len;
+    const int *tok = rk->tokens ? rk->tokens + op->mb * per_mb : NULL;
+    return zb_stage_vocab_op(rk->st, op->what, op->mb, tok,
+                             (float)rk->ctx->loss_scale, err);
+}
+
 static zb_status run_program(zb_rank *rk, zb_err *err) {
     for (int k = 0; k < rk->n_ops; k++) {
         const zb_op *op = &rk->ops[k];
@@ -140,7 +180,8 @@ static zb_status run_program(zb_rank *rk, zb_err *err) {
             continue;
         }
         rk->x_start[k] = zb_now_s() - rk->ctx->t0;   /* timed like actions */
-        ZB_TRY(transfer(rk, op, err));
+        if (op->kind == ZB_OP_VOCAB) ZB_TRY(vocab_step(rk, op, err));
+        else ZB_TRY(transfer(rk, op, err));
         rk->x_end[k] = zb_now_s() - rk->ctx->t0;
     }
     return ZB_OK;

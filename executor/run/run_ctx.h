@@ -34,6 +34,8 @@ typedef struct {
     zb_backend backend;          /* where the stage computes ... */
     int device;                  /* ... and on which CUDA device */
     zb_group tp_g, dp_g, emb_g, world_g;
+    zb_group pp_g;               /* vocabulary parallelism: the pipeline
+                                    ranks of this (dp, tp) rank */
     bool in_emb_group;           /* first or last pipeline rank, pp > 1 */
     zb_group copy_g;             /* DUAL plans: pipeline ranks r and
                                     pp-1-r (n = 0 otherwise) */

@@ -256,7 +256,7 @@ void zb_run_ring_slots(const zb_plan *plan, int slots[ZB_NCCL_RINGS]) {
 zb_status zb_run_msg_sizes(const zb_plan *plan, int *max_msgs,
                            size_t *msg_floats, zb_err *err) {
     zb_program prog;
-    ZB_TRY(zb_lower(&plan->sched, &prog, err));
+    ZB_TRY(zb_lower_vocab(&plan->sched, &prog, err));
     int r = max_recvs(&prog), s = max_sends(&prog);
     *max_msgs = r > s ? r : s;
     *msg_floats = (size_t)plan->micro_batch * plan->model.arch.seq_len *
@@ -272,6 +272,9 @@ static void make_groups(zb_rank *rk, const zb_plan *p, int world) {
     rk->dp_g = (zb_group){.id = world + pr * p->tp + tr, .n = p->dp,
                           .first = zb_plan_rank(p, pr, 0, tr), .stride = p->tp};
     rk->world_g = (zb_group){.id = 3 * world, .n = world, .first = 0, .stride = 1};
+    int r0 = zb_plan_rank(p, 0, dr, tr), r1 = zb_plan_rank(p, 1 % p->pp, dr, tr);
+    rk->pp_g = (zb_group){.id = 5 * world + dr * p->tp + tr, .n = p->pp,
+                          .first = r0, .stride = r1 > r0 ? r1 - r0 : 1};
     /* the tied embedding lives with vstage 0 and the last vstage (DUAL:
      * the down copy's last, rank pp-1, which holds the up copy's first) */
     bool dual = p->sched.placement == ZB_PLACE_DUAL;
@@ -302,6 +305,7 @@ void zb_run_groups(const zb_plan *p, int rank, zb_group g[ZB_RUN_GROUPS]) {
 
 /* Does any chunk of pipeline rank pr hold the embedding or the head? */
 static bool needs_data(const zb_plan *p, int pr) {
+    if (p->vocab_parallel) return true; /* every rank holds a shard */
     for (int c = 0; c < p->v; c++) {
         const zb_stage_span *sp = &p->stages[zb_vstage(&p->sched, pr, c)];
         if (sp->embed || sp->head) return true;
@@ -449,7 +453,7 @@ static zb_status setup(zb_run_ctx *c, zb_err *err) {
     if (steps < 0) steps = 0;
     ZB_TRY(alloc_result(res, p, steps, err));
     if (steps == 0) return ZB_OK;
-    ZB_TRY(zb_lower(&p->sched, &c->prog, err));
+    ZB_TRY(zb_lower_vocab(&p->sched, &c->prog, err));
     ZB_TRY(alloc_transfers(res, p, &c->prog, err));
     ZB_TRY(zb_data_open(&p->model, &c->data, err));
     if (p->model.train.val_path[0]) ZB_TRY(zb_data_open_val(&p->model, &c->val, err));

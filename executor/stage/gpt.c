@@ -292,6 +292,7 @@ zb_status zb_stage_new(const zb_stage_cfg *cfg, zb_stage **out, zb_err *err) {
     set_dims(st, cfg->plan);
     zb_status rc = ops_init(st, err);
     if (rc == ZB_OK) rc = alloc_all(st, err);
+    if (rc == ZB_OK) rc = zb_gpt_vocab_new(st, err);
     if (rc != ZB_OK) {
         zb_stage_free(st);
         return rc;
@@ -314,6 +315,7 @@ void zb_stage_free(zb_stage *st) {
             zb_slots_free(&st->chunks[c].sl);
             zb_slots_free(&st->chunks[c].bsl);
         }
+    zb_gpt_vocab_free(st);
     free(st->chunks);
     free(st->host);
     free(st->ce_host);
@@ -347,7 +349,7 @@ zb_status zb_stage_failure(const zb_stage *st, zb_err *err) {
     return sticky_check(st, err);
 }
 
-enum { PASS_F, PASS_B, PASS_W, PASS_BW };
+enum { PASS_F, PASS_B, PASS_W, PASS_BW, PASS_S, PASS_T };
 
 static zb_status timed(zb_stage *st, int kind, int c, int mb,
                        const int *tokens, const int *targets,
@@ -362,10 +364,12 @@ static zb_status timed(zb_stage *st, int kind, int c, int mb,
         ZB_TRY(zb_gpt_backward_b(st, c, mb, err));
     if (kind == PASS_W || kind == PASS_BW)
         ZB_TRY(zb_gpt_backward_w(st, c, mb, err));
+    if (kind == PASS_S) ZB_TRY(zb_gpt_vocab_s(st, mb, targets, err));
+    if (kind == PASS_T) ZB_TRY(zb_gpt_vocab_t(st, mb, loss_scale, err));
     if (!t) return ZB_OK;
     zb_status s = st->ops.pass_end(st->ops.ctx, i, err);
     if (s != ZB_OK) { /* name the pass (ZB_CUDA_SYNC) */
-        static const char *const names[] = {"F", "B", "W", "BW"};
+        static const char *const names[] = {"F", "B", "W", "BW", "S", "T"};
         char m[sizeof err->msg];
         snprintf(m, sizeof m, "%s", err->msg);
         return zb_fail(err, s, "pass %s chunk %d mb %d: %s", names[kind], c,
@@ -386,6 +390,14 @@ zb_status zb_stage_backward_w(zb_stage *st, int c, int mb, zb_err *err) {
 }
 zb_status zb_stage_backward_bw(zb_stage *st, int c, int mb, zb_err *err) {
     return timed(st, PASS_BW, c, mb, NULL, NULL, 0.0f, err);
+}
+zb_status zb_stage_vocab_s(zb_stage *st, int mb, const int *targets,
+                           zb_err *err) {
+    return timed(st, PASS_S, 0, mb, NULL, targets, 0.0f, err);
+}
+zb_status zb_stage_vocab_t(zb_stage *st, int mb, float loss_scale,
+                           zb_err *err) {
+    return timed(st, PASS_T, 0, mb, NULL, NULL, loss_scale, err);
 }
 
 void zb_stage_drop(zb_stage *st, int c, int mb) {

@@ -68,6 +68,29 @@ typedef struct {
     char *bslots;           /* [bsl.n, bslot_bytes] */
 } zb_gpt_chunk;
 
+/* Vocabulary parallelism over the pipeline (plan->vocab_parallel;
+ * vocab_head.c): one rank's shard of the embedding and output layer, with
+ * buffers per microbatch of the step ([m] each, index mb), since the
+ * exchanges around S and T span the step. Host memory: the cpu backend
+ * only (zb_stage_new refuses others). p pipeline ranks, N, C as above. */
+typedef struct {
+    int variant, p, me;      /* 1 or 2; pipeline ranks; this one */
+    int E, L;                /* pipeline ranks of vstage 0 and the last */
+    int wte, head;           /* tensor indices (tied: equal) */
+    int v0, Vl, ld;          /* the shard's rows; logits row stride */
+    float *emb;              /* [m][p][N, C] partial embeddings by rank;
+                                [mb][E] is the sum after EMB_SUM on E */
+    zb_act *x;               /* [m][N, C] X, the final norm's output */
+    zb_act *logits, *dlogits;/* [m][N, ld] */
+    double *local, *global;  /* [m][3, N] */
+    double *tab;             /* [m][p, 3, N] C1's table */
+    float *A, *G;            /* variant 2: [m][N, C] each */
+    float *dx;               /* [m][p][N, C] dX parts by rank; [mb][L] is
+                                the sum after DX_SUM on L */
+    zb_act *demb;            /* [m][N, C] embedding output's gradient */
+    int *tok, *tgt;          /* [m][N] */
+} zb_gpt_vocab;
+
 struct zb_stage {
     zb_stage_cfg cfg;
     const zb_plan *plan;
@@ -118,6 +141,7 @@ struct zb_stage {
     zb_status sticky;
     zb_err sticky_err;
     double act_bytes, act_peak_bytes;
+    zb_gpt_vocab *vp;          /* NULL without vocabulary parallelism */
 };
 
 /* What one block keeps in a slot (act unless said fp32). */
@@ -204,5 +228,20 @@ zb_status zb_gpt_forward(zb_stage *st, int c, int mb, const int *tokens,
                          const int *targets, float loss_scale, zb_err *err);
 zb_status zb_gpt_backward_b(zb_stage *st, int c, int mb, zb_err *err);
 zb_status zb_gpt_backward_w(zb_stage *st, int c, int mb, zb_err *err);
+
+/* vocab_head.c: the stage's vocabulary shard (st->vp), see stage.h */
+zb_status zb_gpt_vocab_new(zb_stage *st, zb_err *err);
+void zb_gpt_vocab_free(zb_stage *st);
+zb_status zb_gpt_vocab_s(zb_stage *st, int mb, const int *targets,
+                         zb_err *err);
+zb_status zb_gpt_vocab_t(zb_stage *st, int mb, float scale, zb_err *err);
+/* mb's buffers the chunks use: the summed embedding [N, C] fp32 (E, after
+ * EMB_SUM), X [N, C] (F of the last vstage writes it), the summed dX
+ * [N, C] fp32 (L, after DX_SUM), the embedding output's gradient [N, C]
+ * (B of vstage 0 writes it on E) */
+const float *zb_gpt_vocab_embedding(const zb_stage *st, int mb);
+zb_act *zb_gpt_vocab_x(const zb_stage *st, int mb);
+const float *zb_gpt_vocab_dx(const zb_stage *st, int mb);
+zb_act *zb_gpt_vocab_demb(const zb_stage *st, int mb);
 
 #endif

@@ -422,7 +422,9 @@ static zb_status vocab_parallel_ce(zb_stage *st, const zb_act *logits,
     return ZB_OK;
 }
 
-static zb_status head_forward(zb_stage *st, const zb_gpt_chunk *ck,
+/* Vocabulary parallelism (st->vp): the final norm's output is X, which
+ * the shards' S passes take over (vocab_head.c); no logits here. */
+static zb_status head_forward(zb_stage *st, const zb_gpt_chunk *ck, int mb,
                               const zb_slot_view *sv, float loss_scale,
                               zb_err *err) {
     int N = st->N, C = st->C;
@@ -430,21 +432,26 @@ static zb_status head_forward(zb_stage *st, const zb_gpt_chunk *ck,
     ZB_TRY(norm_fwd(st, sv->lnf, sv->lnf_mean, sv->lnf_rstd, h,
                     tensor(st, st->params, ck->pc.lnfw),
                     maybe(st, st->params, ck->pc.lnfb), err));
+    if (st->vp)
+        return copy(st, zb_gpt_vocab_x(st, mb), sv->lnf, (size_t)N * C, err);
     const zb_act *wh = wmat(st, ck->pc.head); /* [Vl, C] */
     ZB_TRY(linear_fwd(st, st->logits, st->ops.act_dtype, sv->lnf, wh, NULL, N,
                       C, st->Vv, st->Vp, NULL, err));
     return vocab_parallel_ce(st, st->logits, sv->dlogits, loss_scale, err);
 }
 
+/* Vocabulary parallelism: dlnf is the shards' dX parts, summed (DX_SUM). */
 static zb_status head_backward_b(zb_stage *st, const zb_gpt_chunk *ck,
-                                 const zb_slot_view *sv, zb_err *err) {
+                                 int mb, const zb_slot_view *sv, zb_err *err) {
     int N = st->N, C = st->C;
     const zb_act *h = zb_gpt_resid(st, sv, ck->n_layers);
     zb_act *dh = zb_gpt_dresid(st, ck, sv, ck->n_layers);
-    /* each rank has the part from its vocabulary rows */
-    ZB_TRY(linear_bwd_input_tp(st, sv->dlnf, sv->dlogits,
-                               wmat(st, ck->pc.head), N, C, st->Vv, st->Vp,
-                               err));
+    if (st->vp)
+        OP(cast, sv->dlnf, zb_gpt_vocab_dx(st, mb), (size_t)N * C);
+    else /* each rank has the part from its vocabulary rows */
+        ZB_TRY(linear_bwd_input_tp(st, sv->dlnf, sv->dlogits,
+                                   wmat(st, ck->pc.head), N, C, st->Vv,
+                                   st->Vp, err));
     ZB_TRY(zero(st, dh, (size_t)N * C, err));
     return norm_bwd_input(st, dh, sv->dlnf, h,
                           tensor(st, st->params, ck->pc.lnfw), sv->lnf_mean,
@@ -455,9 +462,10 @@ static zb_status head_backward_w(zb_stage *st, const zb_gpt_chunk *ck,
                                  const zb_slot_view *sv, zb_err *err) {
     int N = st->N, C = st->C;
     const zb_act *h = zb_gpt_resid(st, sv, ck->n_layers);
-    ZB_TRY(linear_bwd_weight(st, tensor(st, st->grads, ck->pc.head), NULL,
-                             sv->dlogits, sv->lnf, N, C, st->Vv, st->Vp,
-                             err));
+    if (!st->vp) /* else T's */
+        ZB_TRY(linear_bwd_weight(st, tensor(st, st->grads, ck->pc.head),
+                                 NULL, sv->dlogits, sv->lnf, N, C, st->Vv,
+                                 st->Vp, err));
     return norm_bwd_weight(st, tensor(st, st->grads, ck->pc.lnfw),
                            maybe(st, st->grads, ck->pc.lnfb), sv->dlnf, h,
                            sv->lnf_mean, sv->lnf_rstd, err);
@@ -495,11 +503,17 @@ static zb_status forward_input(zb_stage *st, int c, int mb, const int *tokens,
     if (ck->embed) { /* vocab-parallel lookup, sum over TP, then wpe */
         ZB_TRY(st->ops.from_host(st->ops.ctx, sv->tokens, tokens,
                                  (size_t)st->N * sizeof(int), err));
-        OP(embed_tokens, st->partial, sv->tokens,
-           tensor(st, st->params, ck->pc.wte), st->v0, st->Vv, st->N, st->C);
-        ZB_TRY(tp_allreduce(st, st->partial, NC, err));
-        if (ck->pc.wpe < 0) OP(cast, sv->resid, st->partial, NC); /* rope */
-        else OP(embed_add_pos, sv->resid, st->partial,
+        const float *tok = st->partial;
+        if (st->vp) /* the pipeline's shards' partials, summed (EMB_SUM) */
+            tok = zb_gpt_vocab_embedding(st, mb);
+        else {
+            OP(embed_tokens, st->partial, sv->tokens,
+               tensor(st, st->params, ck->pc.wte), st->v0, st->Vv, st->N,
+               st->C);
+            ZB_TRY(tp_allreduce(st, st->partial, NC, err));
+        }
+        if (ck->pc.wpe < 0) OP(cast, sv->resid, tok, NC); /* rope */
+        else OP(embed_add_pos, sv->resid, tok,
                 tensor(st, st->params, ck->pc.wpe), st->B, st->T, st->C);
     } else if (ck->prev >= 0) {
         const zb_act *src = slot_buffer(st, ck->prev, mb, false, true);
@@ -545,7 +559,7 @@ zb_status zb_gpt_forward(zb_stage *st, int c, int mb, const int *tokens,
     if (ck->head) {
         ZB_TRY(st->ops.from_host(st->ops.ctx, st->targets, targets,
                                  (size_t)st->N * sizeof(int), err));
-        ZB_TRY(head_forward(st, ck, &sv, loss_scale, err));
+        ZB_TRY(head_forward(st, ck, mb, &sv, loss_scale, err));
     }
     ck->sl.state[s] = ZB_SLOT_FWD;
     return ZB_OK;
@@ -565,7 +579,7 @@ zb_status zb_gpt_backward_b(zb_stage *st, int c, int mb, zb_err *err) {
                        ck->bsl.n);
     zb_slot_view sv;
     zb_gpt_slot_get(st, ck, s, bs, &sv);
-    if (ck->head) ZB_TRY(head_backward_b(st, ck, &sv, err));
+    if (ck->head) ZB_TRY(head_backward_b(st, ck, mb, &sv, err));
     for (int l = ck->n_layers - 1; l >= 0; l--) {
         layer_params w;
         zb_layer_acts a;
@@ -576,6 +590,10 @@ zb_status zb_gpt_backward_b(zb_stage *st, int c, int mb, zb_err *err) {
         ZB_TRY(layer_backward_b(st, &w, &a, x, zb_gpt_dresid(st, ck, &sv, l + 1),
                                 zb_gpt_dresid(st, ck, &sv, l), err));
     }
+    if (ck->embed && st->vp) /* for EMB_BWD, here and on the other ranks */
+        ZB_TRY(copy(st, zb_gpt_vocab_demb(st, mb),
+                    zb_gpt_dresid(st, ck, &sv, 0), (size_t)st->N * st->C,
+                    err));
     if (ck->prev >= 0) { /* hand grad_out to the chunk before, on this rank */
         zb_act *dst = slot_buffer(st, ck->prev, mb, true, true);
         if (!dst)
@@ -608,8 +626,9 @@ zb_status zb_gpt_backward_w(zb_stage *st, int c, int mb, zb_err *err) {
     }
     if (ck->embed) {
         zb_act *d0 = zb_gpt_dresid(st, ck, &sv, 0);
-        OP(embed_tokens_bwd, tensor(st, st->grads, ck->pc.wte), d0, sv.tokens,
-           st->v0, st->Vv, st->N, st->C);
+        if (!st->vp) /* else EMB_BWD's */
+            OP(embed_tokens_bwd, tensor(st, st->grads, ck->pc.wte), d0,
+               sv.tokens, st->v0, st->Vv, st->N, st->C);
         if (ck->pc.wpe >= 0)
             OP(embed_pos_bwd, tensor(st, st->grads, ck->pc.wpe), d0, st->B,
                st->T, st->C);

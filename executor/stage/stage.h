@@ -102,6 +102,34 @@ zb_status zb_stage_backward_b(zb_stage *st, int chunk, int mb, zb_err *err);
 zb_status zb_stage_backward_w(zb_stage *st, int chunk, int mb, zb_err *err);
 zb_status zb_stage_backward_bw(zb_stage *st, int chunk, int mb, zb_err *err);
 
+/* Vocabulary parallelism over the pipeline (plan->vocab_parallel 1 or 2;
+ * cpu backend, fp32, tp 1; docs/zbrun.md): every rank holds a shard of the
+ * token table (tied: also the output layer) and runs the steps of
+ * zb_lower_vocab (common/zb_lower.h, `what` = zb_vocab_what) on buffers
+ * kept per microbatch for the step. The embedding chunk's F reads the
+ * summed partial embeddings instead of a lookup, the head chunk's F
+ * writes X (the final norm's output) instead of the logits, its B starts
+ * from the summed dX parts, and S/T are the shard's output layer
+ * (vocab_head.h): T adds the loss on the last stage's rank only.
+ *   S: targets [B*T] of mb. T: loss_scale as F's.
+ *   op: EMB (tokens [B*T] of mb), EMB_SUM, DX2 (loss_scale), DX_SUM,
+ *       EMB_BWD; others fail.
+ *   stats: mb's C1 table [p, 3, N] fp64 with this rank's statistics in
+ *       its slot and zeros elsewhere, n doubles, to be all-reduced over
+ *       the pipeline group before T (variant 1) or DX2 (variant 2).
+ *   msg: the buffer of a vocabulary message (EMB, X, DX, DEMB) of mb,
+ *       sent to or received from pipeline rank peer, zb_stage_msg_floats
+ *       floats; NULL for a bad argument or without the plan key. */
+zb_status zb_stage_vocab_s(zb_stage *st, int mb, const int *targets,
+                           zb_err *err);
+zb_status zb_stage_vocab_t(zb_stage *st, int mb, float loss_scale,
+                           zb_err *err);
+zb_status zb_stage_vocab_op(zb_stage *st, int what, int mb, const int *tokens,
+                            float loss_scale, zb_err *err);
+double *zb_stage_vocab_stats(zb_stage *st, int mb, size_t *n);
+float *zb_stage_vocab_msg(zb_stage *st, int what, int mb, int peer,
+                          bool send);
+
 /* Before the first transfer (the CUDA runs call it at set-up): every pass
  * kind (F, B, W, BW) once on every chunk, with microbatch 0, token 0 as
  * every input and zero activations and gradients from neighbours, then

@@ -25,7 +25,10 @@
  *      share of the input gradient; both: dW += dY^T X.
  * Types: X, W, logits, dlogits act (ops.act_dtype); Wf, dW, A, G, dx
  * fp32; statistics fp64. Every pointer is backend memory; nothing is
- * allocated here.
+ * allocated by these four.
+ * vocab_head.c also holds the stage's side of vocabulary parallelism
+ * (gpt.h zb_gpt_vocab: the per-microbatch buffers, S/T of the stage
+ * program, the stage.h zb_stage_vocab_* steps and message buffers).
  */
 #ifndef ZB_STAGE_VOCAB_HEAD_H
 #define ZB_STAGE_VOCAB_HEAD_H

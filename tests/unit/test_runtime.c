@@ -32,6 +32,7 @@
 
 #include "common/zb_model.h"
 #include "common/zb_plan.h"
+#include "common/zb_schedule_vocab.h"
 #include "executor/run/runtime.h"
 #include "executor/stage/stage_params.h"
 #include "planner/cost/partition.h"
@@ -234,6 +235,42 @@ START_TEST(test_dualpipe) {
     check_dualpipe(1, 1, 4);
     check_dualpipe(2, 1, 2);   /* the copy pairs per DP rank ... */
     check_dualpipe(1, 2, 2);   /* ... and per TP shard */
+}
+END_TEST
+
+/* Vocabulary parallelism (plan->vocab_parallel, S/T placed by
+ * zb_schedule_place_vocab) equals the single-rank run: losses, and every
+ * parameter shard (the token table's rows spread over the pipeline). */
+static void check_vocab(const char *sched, int dp, int pp, int variant) {
+    char what[96];
+    snprintf(what, sizeof what, "%s vocab %d dp=%d pp=%d", sched, variant,
+             dp, pp);
+    zb_plan p;
+    zb_err err;
+    ck_assert_msg(build_plan(&p, sched, dp, 1, pp, 1, 1, &err) == ZB_OK,
+                  "%s: %s", what, err.msg);
+    ck_assert_msg(zb_schedule_place_vocab(&p.sched, variant, &err) == ZB_OK,
+                  "%s: %s", what, err.msg);
+    p.vocab_parallel = variant;
+    zb_run_opts o = quiet_opts();
+    zb_run_result res;
+    ck_assert_msg(zb_run(&p, &o, &res, &err) == ZB_OK, "%s: %s", what, err.msg);
+    ck_assert_int_eq(res.n_steps, STEPS);
+    for (int k = 0; k < STEPS; k++)
+        ck_assert_msg(rel(res.loss[k], ref_res.loss[k]) <= 1e-5,
+                      "%s: step %d loss %.9g, single rank %.9g", what, k + 1,
+                      res.loss[k], ref_res.loss[k]);
+    compare_params(&p, &res, what);
+    zb_run_result_free(&res);
+    zb_plan_free(&p);
+}
+
+START_TEST(test_vocab) {
+    for (int variant = 1; variant <= 2; variant++) {
+        check_vocab("1f1b", 1, 2, variant);
+        check_vocab("1f1b", 1, 4, variant);
+        check_vocab("1f1b", 2, 2, variant);
+    }
 }
 END_TEST
 
@@ -481,6 +518,7 @@ static Suite *runtime_suite(void) {
     tcase_add_test(lay, test_schedules_pp2);
     tcase_add_test(lay, test_schedules_pp4);
     tcase_add_test(lay, test_dualpipe);
+    tcase_add_test(lay, test_vocab);
     tcase_add_test(lay, test_tp2);
     tcase_add_test(lay, test_dp2);
     tcase_add_test(lay, test_mixed);
