@@ -300,6 +300,7 @@ static void print_table(const zb_search_result *r, bool compare, bool costs,
         if (levers) printf("  %s", levers_word(c, lw, sizeof lw));
         printf("%s%s", costs ? "  " : "", costs ? costs_word(c) : "");
         if (vocab) printf("  vocab %s", c->vocab ? (c->vocab == 1 ? "1" : "2") : "none");
+        if (c->same[0]) printf("  (= %s)", c->same);
         printf("\n");
     }
     if (costs)

@@ -473,11 +473,56 @@ static double threshold(const ctx *x) {
     return k < b ? k : b;
 }
 
+/* Same layout, levers and prediction (step and peak exactly), another
+ * schedule's name: a table row would repeat every number. */
+static bool same_prediction(const zb_candidate *a, const zb_candidate *b) {
+    return a->dp == b->dp && a->tp == b->tp && a->pp == b->pp && a->v == b->v &&
+           a->micro_batch == b->micro_batch && a->m == b->m &&
+           a->recompute == b->recompute && a->sp == b->sp &&
+           a->zero1 == b->zero1 && a->vocab == b->vocab &&
+           a->step_s == b->step_s && a->peak_mem_bytes == b->peak_mem_bytes;
+}
+
+/* Add name to a "same" list (dropped when it does not fit: a name list,
+ * not data). */
+static void add_same(char *list, size_t cap, const char *name) {
+    size_t n = strlen(list);
+    snprintf(list + n, cap - n, "%s%s", n ? ", " : "", name);
+}
+
+/* c equals a kept candidate but for its schedule: keep the better of the
+ * two by the ranking's own order (so the chosen plan is the one it was)
+ * and name the other on it. True when c was merged (and is freed). */
+static bool merge_same(ctx *x, zb_candidate *c) {
+    zb_search_result *r = x->res;
+    for (int i = 0; i < r->n; i++) {
+        zb_candidate *k = &r->cand[i];
+        if (!same_prediction(k, c)) continue;
+        if (better(c, k)) { /* c takes k's place; k's names go with it */
+            char names[sizeof k->same];
+            snprintf(names, sizeof names, "%s", k->schedule);
+            if (k->same[0]) add_same(names, sizeof names, k->same);
+            zb_candidate old = *k;
+            *k = *c;
+            k->spans = old.spans; /* same pp x v: c's partition into it */
+            memcpy(k->spans, x->spans, (size_t)c->pp * c->v * sizeof *k->spans);
+            snprintf(k->same, sizeof k->same, "%s", names);
+            zb_schedule_free(&old.sched);
+        } else {
+            add_same(k->same, sizeof k->same, c->schedule);
+            zb_schedule_free(&c->sched);
+        }
+        return true;
+    }
+    return false;
+}
+
 /* Insert c (taking ownership of its schedule; spans are copied from the
  * current partition). */
 static zb_status keep(ctx *x, zb_candidate *c, zb_err *err) {
     zb_search_result *r = x->res;
     int k = x->o->top_k;
+    if (merge_same(x, c)) return ZB_OK;
     if (!x->o->exhaustive && r->n == k) {
         if (!better(c, &r->cand[k - 1])) { cand_free(c); return ZB_OK; }
         cand_free(&r->cand[--r->n]);

@@ -121,6 +121,9 @@ typedef struct {
     bool measured_overhead;  /* allreduce_s + optimizer_s is the profile's
                                 measured time after the pipeline */
     int vocab;               /* vocabulary parallelism: 0 none, 1 or 2 */
+    char same[96];           /* other schedules that gave this layout the
+                                same step and peak, "zb-1p, zb-2p" (kept
+                                once: keep()); "" if none */
 } zb_candidate;
 
 /* The candidate closest to fitting among those dropped for memory: its
