@@ -5,8 +5,12 @@
  * GEMMs and cross-entropy pieces around them), for 3 shards of an uneven
  * vocabulary (V 301) with padded logits rows, variants 1 and 2, fp32
  * activations; and vocab_exp with bf16 storage.
- * Tolerances: the statistics are summed in double on both sides (to
- * rounding, 1e-9 relative); GEMM outputs fp32 to 1e-4 relative + 1e-5.
+ * Tolerances: the statistics are summed in double on both sides, but
+ * over logits that each side's fp32 GEMM rounds its own way (cuBLAS and
+ * OpenBLAS order the C = 64 products differently): 1e-5 relative to
+ * 1 + |value| (the first H200 run, 2026-12-04, failed the 1e-9 this
+ * file first asked for; it prints the worst); GEMM outputs fp32 to 1e-4
+ * relative + 1e-5.
  * Exit 0: all pass; 1: a mismatch or any CUDA error; 77: no CUDA device,
  * skipped. Build: `make cuda` (no GPU needed); run: `make cuda-test`.
  */
@@ -53,12 +57,15 @@ template <typename T> static std::vector<T> down(const T *d, size_t n) {
 
 static void compare_d(const char *what, const dvec &cpu, const dvec &gpu,
                       double rtol) {
-    vec c(cpu.begin(), cpu.end()), g(gpu.begin(), gpu.end());
     size_t bad = 0;
-    for (size_t i = 0; i < cpu.size(); i++)
-        if (!(std::fabs(gpu[i] - cpu[i]) <= rtol * (1.0 + std::fabs(cpu[i]))))
-            bad++;
-    printf("%-34s n=%-8zu %s\n", what, cpu.size(), bad ? "FAIL" : "ok");
+    double worst = 0.0;
+    for (size_t i = 0; i < cpu.size(); i++) {
+        double e = std::fabs(gpu[i] - cpu[i]) / (1.0 + std::fabs(cpu[i]));
+        if (!(e <= rtol)) bad++;
+        if (!(e <= worst)) worst = e;
+    }
+    printf("%-34s n=%-8zu max rel %.3g  %s\n", what, cpu.size(), worst,
+           bad ? "FAIL" : "ok");
     if (bad) failures++;
 }
 
@@ -161,10 +168,10 @@ static void test_shards(int variant) {
         const zb_vocab_shard &a = hc[k].s, &b = hg[k].s;
         snprintf(what, sizeof what, "v%d shard %d stats", variant, k);
         compare_d(what, dvec(a.local, a.local + 3 * N), down(b.local, 3 * N),
-                  1e-9);
+                  1e-5);
         snprintf(what, sizeof what, "v%d shard %d combined", variant, k);
         compare_d(what, dvec(a.global, a.global + 3 * N),
-                  down(b.global, 3 * N), 1e-9);
+                  down(b.global, 3 * N), 1e-5);
         snprintf(what, sizeof what, "v%d shard %d dx", variant, k);
         compare_vec(what, vec(hc[k].dx, hc[k].dx + (size_t)N * C),
                     down(hg[k].dx, (size_t)N * C), 1e-4, 1e-5);
@@ -175,7 +182,7 @@ static void test_shards(int variant) {
     }
     snprintf(what, sizeof what, "v%d losses", variant);
     compare_vec(what, closs, down(dloss, N), 1e-6, 1e-6);
-    compare_d("loss sum", dvec(1, cacc), down(dacc, 1), 1e-9);
+    compare_d("loss sum", dvec(1, cacc), down(dacc, 1), 1e-5);
     EXPECT_CUDA(cudaDeviceSynchronize());
     g.destroy(g.ctx);
     /* host buffers of the cpu side are left to the process's end */
