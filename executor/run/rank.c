@@ -618,7 +618,7 @@ static zb_status rank_run(zb_rank *rk, zb_err *err) {
     ZB_TRY(rank_setup(rk, err));
     ZB_TRY(initial_eval(rk, err));
     for (int step = c->first_step; step <= c->total_steps && !rk->eval_stopped; step++) {
-        bool stop;
+        bool stop = false;
         ZB_TRY(rank_step(rk, step, err));
         if (step == c->opts->hold_after_step && c->opts->on_hold)
             c->opts->on_hold(rk->rank, step, c->opts->on_step_ctx);
