@@ -19,13 +19,19 @@ typedef struct {
     int n;              /* virtual stages, pp * v */
     double *mean_s;     /* [n * 4] by (vstage, zb_pass) */
     int *count;         /* [n * 4] */
+    /* vocabulary parallelism: the S and T passes of each pipeline rank's
+     * shard, by (pp rank, S = 0 / T = 1); NULL without it */
+    int pp;
+    double *vocab_mean_s; /* [pp * 2] */
+    int *vocab_count;     /* [pp * 2] */
 } zb_pass_times;
 
 zb_status zb_pass_times_make(const zb_plan *plan, const zb_run_result *res,
                              zb_pass_times *out, zb_err *err);
 void zb_pass_times_free(zb_pass_times *pt);
 
-/* The plan's predicted time of pass k on vstage s. */
+/* The plan's predicted time of pass k on vstage s (k = ZB_S or ZB_T: of
+ * one rank's shard, the same on every rank). */
 double zb_pass_times_predicted(const zb_plan *plan, int s, zb_pass k);
 
 #endif

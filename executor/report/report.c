@@ -244,6 +244,23 @@ static void write_stage_passes(zb_yw *w, const zb_plan *plan,
         }
     }
     zb_yw_seq_end(w);
+    if (!pt->vocab_count) return;
+    zb_yw_str(w, "vocab_passes");
+    zb_yw_seq_begin(w, false);
+    for (int r = 0; r < pt->pp; r++)
+        for (int k = 0; k < 2; k++) {
+            if (!pt->vocab_count[r * 2 + k]) continue;
+            zb_pass pass = k ? ZB_T : ZB_S;
+            zb_yw_map_begin(w, true);
+            zb_yw_kint(w, "pp_rank", r);
+            zb_yw_kstr(w, "pass", zb_pass_name(pass));
+            zb_yw_kdouble(w, "time_s", pt->vocab_mean_s[r * 2 + k]);
+            zb_yw_kdouble(w, "predicted_time_s",
+                          zb_pass_times_predicted(plan, 0, pass));
+            zb_yw_kint(w, "samples", pt->vocab_count[r * 2 + k]);
+            zb_yw_map_end(w);
+        }
+    zb_yw_seq_end(w);
 }
 
 /* The last kept step of the dp 0, tp 0 ranks: per pipeline rank its
@@ -322,6 +339,27 @@ zb_status zb_report_write(const char *path, const zb_plan *plan,
 /* Stalled time above this share of the pass time gets a note. */
 #define ZB_STALL_NOTE 0.05
 
+/* Vocabulary parallelism: one row per pipeline rank, its shard's S and T
+ * passes, measured (predicted) ms. */
+static void write_vocab_pass_table(FILE *out, const zb_plan *plan,
+                                   const zb_pass_times *pt) {
+    if (!pt->vocab_count) return;
+    fprintf(out, "\n%-7s  %21s  %21s\n", "pp rank", "S ms (predicted)",
+            "T ms (predicted)");
+    for (int r = 0; r < pt->pp; r++) {
+        fprintf(out, "%7d", r);
+        for (int k = 0; k < 2; k++) {
+            if (!pt->vocab_count[r * 2 + k]) {
+                fprintf(out, "  %21s", "-");
+                continue;
+            }
+            fprintf(out, "  %9.3f (%9.3f)", pt->vocab_mean_s[r * 2 + k] * 1e3,
+                    zb_pass_times_predicted(plan, 0, k ? ZB_T : ZB_S) * 1e3);
+        }
+        fputc('\n', out);
+    }
+}
+
 /* One row per virtual stage: measured (predicted) ms of each pass kind
  * the schedule runs there; "-" for kinds it does not. */
 static void write_pass_table(FILE *out, const zb_plan *plan,
@@ -343,6 +381,7 @@ static void write_pass_table(FILE *out, const zb_plan *plan,
         }
         fputc('\n', out);
     }
+    write_vocab_pass_table(out, plan, &pt);
     zb_pass_times_free(&pt);
 }
 

@@ -91,10 +91,81 @@ START_TEST(means_by_stage_and_pass) {
 }
 END_TEST
 
+/* Vocabulary parallelism: S and T are a pipeline rank's shard passes,
+ * averaged per pp rank beside the per-vstage table, which they leave
+ * alone. pp = 2, dp = 1, "F0 S0 B0 T0 W0" on both ranks, 3 traced steps. */
+START_TEST(vocab_passes_by_rank) {
+    zb_plan pl;
+    zb_err err;
+    memset(&pl, 0, sizeof pl);
+    pl.dp = 1;
+    pl.tp = 1;
+    pl.m = 1;
+    pl.vocab_parallel = 1;
+    ck_assert_int_eq(zb_plan_alloc(&pl, 2, 1, &err), ZB_OK);
+    ck_assert_int_eq(zb_schedule_init(&pl.sched, "t", 2, 1, 1, ZB_PLACE_LOOP,
+                                      0, &err), ZB_OK);
+    const zb_pass kinds[5] = {ZB_F, ZB_S, ZB_B, ZB_T, ZB_W};
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 5; i++)
+            ck_assert_int_eq(zb_schedule_push(&pl.sched, r, kinds[i], 0, 0,
+                                              &err), ZB_OK);
+    pl.costs.t_s = 0.25;
+    pl.costs.t_t = 0.75;
+    zb_run_result res;
+    memset(&res, 0, sizeof res);
+    int steps[3] = {1, 2, 3}, n_acts[2] = {5, 5};
+    double *start[2], *end[2];
+    res.world = 2;
+    res.first_step = 1;
+    res.trace_n = 3;
+    res.trace_step = steps;
+    res.n_acts = n_acts;
+    res.t_start = start;
+    res.t_end = end;
+    for (int g = 0; g < 2; g++) {
+        start[g] = calloc(15, sizeof(double));
+        end[g] = calloc(15, sizeof(double));
+        for (int k = 0; k < 3; k++)
+            for (int i = 0; i < 5; i++) {
+                start[g][k * 5 + i] = 10.0 * k + i;
+                end[g][k * 5 + i] = start[g][k * 5 + i] + dur(g, i, k);
+            }
+    }
+    zb_pass_times pt;
+    ck_assert_int_eq(zb_pass_times_make(&pl, &res, &pt, &err), ZB_OK);
+    ck_assert_ptr_nonnull(pt.vocab_count);
+    ck_assert_int_eq(pt.pp, 2);
+    for (int r = 0; r < 2; r++) { /* steps 2 and 3 (k = 1, 2) */
+        ck_assert_int_eq(pt.vocab_count[r * 2], 2);
+        ck_assert_int_eq(pt.vocab_count[r * 2 + 1], 2);
+        ck_assert_double_eq_tol(pt.vocab_mean_s[r * 2],
+                                (dur(r, 1, 1) + dur(r, 1, 2)) / 2, 1e-12);
+        ck_assert_double_eq_tol(pt.vocab_mean_s[r * 2 + 1],
+                                (dur(r, 3, 1) + dur(r, 3, 2)) / 2, 1e-12);
+        /* the block passes' cells count F, B and W only */
+        ck_assert_int_eq(pt.count[r * 4 + ZB_F], 2);
+        ck_assert_double_eq_tol(pt.mean_s[r * 4 + ZB_B],
+                                (dur(r, 2, 1) + dur(r, 2, 2)) / 2, 1e-12);
+    }
+    ck_assert_double_eq(zb_pass_times_predicted(&pl, 1, ZB_S), 0.25);
+    ck_assert_double_eq(zb_pass_times_predicted(&pl, 0, ZB_T), 0.75);
+    zb_pass_times_free(&pt);
+    /* without vocabulary parallelism: no shard table */
+    pl.vocab_parallel = 0;
+    ck_assert_int_eq(zb_pass_times_make(&pl, &res, &pt, &err), ZB_OK);
+    ck_assert_ptr_null(pt.vocab_count);
+    zb_pass_times_free(&pt);
+    for (int g = 0; g < 2; g++) free(start[g]), free(end[g]);
+    zb_plan_free(&pl);
+}
+END_TEST
+
 int main(void) {
     Suite *su = suite_create("pass_times");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, means_by_stage_and_pass);
+    tcase_add_test(tc, vocab_passes_by_rank);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
