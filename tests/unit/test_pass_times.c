@@ -33,29 +33,48 @@ static void make_plan(zb_plan *pl) {
 /* Rank g's action i in traced step k lasts dur(g, i, k). */
 static double dur(int g, int i, int k) { return 0.001 * (1 + g) * (1 + i) * (1 + k); }
 
+/* A run of steps 1..3, all traced, world ranks of na actions each, action
+ * i of step k starting at 10 k + i and lasting dur(); the caller's arrays
+ * (steps[3], n_acts[world], start[world], end[world]) back it. */
+enum { MAXW = 4 };
+typedef struct {
+    int steps[3], n_acts[MAXW];
+    double *start[MAXW], *end[MAXW];
+} fake_trace;
+
+static void fake_run(zb_run_result *res, fake_trace *ft, int world, int na) {
+    memset(res, 0, sizeof *res);
+    res->world = world;
+    res->first_step = 1;
+    res->trace_n = 3;
+    res->trace_step = ft->steps;
+    res->n_acts = ft->n_acts;
+    res->t_start = ft->start;
+    res->t_end = ft->end;
+    for (int g = 0; g < world; g++) {
+        ft->n_acts[g] = na;
+        ft->start[g] = calloc((size_t)3 * na, sizeof(double));
+        ft->end[g] = calloc((size_t)3 * na, sizeof(double));
+        ck_assert(ft->start[g] && ft->end[g]);
+        for (int k = 0; k < 3; k++)
+            for (int i = 0; i < na; i++) {
+                ft->start[g][k * na + i] = 10.0 * k + i;
+                ft->end[g][k * na + i] = ft->start[g][k * na + i] + dur(g, i, k);
+            }
+    }
+    for (int k = 0; k < 3; k++) ft->steps[k] = k + 1;
+}
+
+static void fake_free(fake_trace *ft, int world) {
+    for (int g = 0; g < world; g++) free(ft->start[g]), free(ft->end[g]);
+}
+
 START_TEST(means_by_stage_and_pass) {
     zb_plan pl;
     make_plan(&pl);
     zb_run_result res;
-    memset(&res, 0, sizeof res);
-    int steps[3] = {1, 2, 3}, n_acts[4] = {6, 6, 6, 6};
-    double *start[4], *end[4];
-    res.world = 4;
-    res.first_step = 1;
-    res.trace_n = 3;
-    res.trace_step = steps;
-    res.n_acts = n_acts;
-    res.t_start = start;
-    res.t_end = end;
-    for (int g = 0; g < 4; g++) {
-        start[g] = calloc(18, sizeof(double));
-        end[g] = calloc(18, sizeof(double));
-        for (int k = 0; k < 3; k++)
-            for (int i = 0; i < 6; i++) {
-                start[g][k * 6 + i] = 10.0 * k + i;
-                end[g][k * 6 + i] = start[g][k * 6 + i] + dur(g, i, k);
-            }
-    }
+    fake_trace ft;
+    fake_run(&res, &ft, 4, 6);
     zb_pass_times pt;
     zb_err err;
     ck_assert_int_eq(zb_pass_times_make(&pl, &res, &pt, &err), ZB_OK);
@@ -86,7 +105,7 @@ START_TEST(means_by_stage_and_pass) {
     ck_assert_int_eq(pt2.count[ZB_F], 12);
     zb_pass_times_free(&pt2);
     zb_pass_times_free(&pt);
-    for (int g = 0; g < 4; g++) free(start[g]), free(end[g]);
+    fake_free(&ft, 4);
     zb_plan_free(&pl);
 }
 END_TEST
@@ -113,25 +132,8 @@ START_TEST(vocab_passes_by_rank) {
     pl.costs.t_s = 0.25;
     pl.costs.t_t = 0.75;
     zb_run_result res;
-    memset(&res, 0, sizeof res);
-    int steps[3] = {1, 2, 3}, n_acts[2] = {5, 5};
-    double *start[2], *end[2];
-    res.world = 2;
-    res.first_step = 1;
-    res.trace_n = 3;
-    res.trace_step = steps;
-    res.n_acts = n_acts;
-    res.t_start = start;
-    res.t_end = end;
-    for (int g = 0; g < 2; g++) {
-        start[g] = calloc(15, sizeof(double));
-        end[g] = calloc(15, sizeof(double));
-        for (int k = 0; k < 3; k++)
-            for (int i = 0; i < 5; i++) {
-                start[g][k * 5 + i] = 10.0 * k + i;
-                end[g][k * 5 + i] = start[g][k * 5 + i] + dur(g, i, k);
-            }
-    }
+    fake_trace ft;
+    fake_run(&res, &ft, 2, 5);
     zb_pass_times pt;
     ck_assert_int_eq(zb_pass_times_make(&pl, &res, &pt, &err), ZB_OK);
     ck_assert_ptr_nonnull(pt.vocab_count);
@@ -156,7 +158,7 @@ START_TEST(vocab_passes_by_rank) {
     ck_assert_int_eq(zb_pass_times_make(&pl, &res, &pt, &err), ZB_OK);
     ck_assert_ptr_null(pt.vocab_count);
     zb_pass_times_free(&pt);
-    for (int g = 0; g < 2; g++) free(start[g]), free(end[g]);
+    fake_free(&ft, 2);
     zb_plan_free(&pl);
 }
 END_TEST
