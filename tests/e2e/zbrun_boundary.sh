@@ -6,10 +6,14 @@
 # rank:
 #   - every rank has a boundary (> 0), busy > 0 and idle >= 0, and its
 #     verdict wait (the world all-reduce of norm and loss) is part of idle;
-#   - idle + busy <= boundary (1 us per step of clock slack): idle is the
-#     off-CPU time of the collectives and busy the CPU time of the whole
-#     boundary, so compute (AdamW, the undo copy, the sums) counted as idle
-#     appears twice and breaks this by its CPU time (0.1 ms or more here);
+#   - idle + busy <= boundary, to 0.5% of the boundary and 1 us per step:
+#     idle is the off-CPU time of the collectives and busy the CPU time of
+#     the whole boundary, so compute (AdamW, the undo copy, the sums)
+#     counted as idle appears twice and breaks this by its CPU time (0.1 ms
+#     or more here, at least a fifth of busy). The slack is for the two
+#     clocks (CLOCK_MONOTONIC and the thread's CPU clock) running at
+#     slightly different rates: on a loaded 2-core VM the sum came out 9 us
+#     (0.1%) over an 8.75 ms boundary with no compute counted twice;
 #   - the last pipeline rank finishes its passes before rank 0 (1F1B: rank
 #     0 runs the last B) and must wait for it in the embedding-gradient
 #     all-reduce: idle > 0 there;
@@ -41,7 +45,7 @@ for r in ranks:
     print(f"rank {r['rank']}: boundary {wall * 1e3:.3f} ms, idle {idle * 1e3:.3f}, busy {busy * 1e3:.3f}")
     assert wall > 0 and busy > 0 and idle >= 0, r
     assert 0 <= r["verdict_wait_s"] <= idle, r
-    assert idle + busy <= wall + 1e-6, f"rank {r['rank']}: idle + busy > boundary: compute counted as idle"
+    assert idle + busy <= wall * 1.005 + 4e-6, f"rank {r['rank']}: idle + busy > boundary: compute counted as idle"
 last = [r for r in ranks if r["pp_rank"] == 1][0]
 assert last["boundary_idle_s"] > 0, "the last pipeline rank never waited for rank 0"
 line = [l for l in open(sys.argv[2]) if l.startswith("boundary idle ")]
