@@ -2,7 +2,9 @@
 # share_gpu.sh - on a GPU machine: zbrun --backend cuda with every rank on
 # ONE GPU (ZB_CUDA_SHARE=1: threads over the device-local transport)
 # against --backend cpu, fp32, the tiny model, 5 steps, for
-#   pp 4 with 1f1b, zb-v and zb-auto-v; tp 2; dp 2; tp 2 x pp 2.
+#   pp 4 with 1f1b, zb-v and zb-auto-v; tp 2; dp 2; tp 2 x pp 2;
+#   vocabulary parallelism (the vocabulary sharded over the pipeline): pp 4
+#   1f1b variant 1, pp 4 v-half variant 2.
 # Each layout passes when step 1's loss is within 1e-5 relative of the CPU
 # run's and every step's within 1e-4 (the CUDA backend's fp32 target).
 # One line per layout: "share_gpu.sh: NAME: step1 E1, max E: ok" (or
@@ -59,6 +61,8 @@ layout pp4-zb-auto-v --pp 4 --dp 1 --tp 1 --schedule zb-auto-v
 layout tp2           --pp 1 --dp 1 --tp 2 --schedule 1f1b
 layout dp2           --pp 1 --dp 2 --tp 1 --schedule 1f1b
 layout tp2xpp2       --pp 2 --dp 1 --tp 2 --schedule 1f1b
+layout pp4-vocab1       --pp 4 --dp 1 --tp 1 --schedule 1f1b --vocab-parallel 1
+layout pp4-vhalf-vocab2 --pp 4 --dp 1 --tp 1 --schedule v-half --vocab-parallel 2
 [ -n "${SHARE_GPU_OUT:-}" ] || rm -rf "$tmp"
 [ $failed = 0 ] && echo "share_gpu.sh: ok" || echo "share_gpu.sh: FAILED"
 exit $failed
