@@ -83,10 +83,6 @@ zb_status zb_run_check_model(const char *plan_path, const zb_plan *plan, zb_err 
 zb_status zb_run_check_vocab(const char *plan_path, const zb_plan *plan,
                              zb_err *err) {
     if (!plan->vocab_parallel) return ZB_OK;
-    if (plan->tp > 1)
-        return zb_fail(err, ZB_EINPUT, "%s: parallel.vocab_parallel %d with tp "
-                       "%d: zbrun trains vocabulary parallelism with tp 1 only",
-                       plan_path, plan->vocab_parallel, plan->tp);
     if (plan->model.train.val_path[0])
         return zb_fail(err, ZB_EINPUT, "%s: parallel.vocab_parallel %d: zbrun "
                        "does not evaluate (training.val) with vocabulary "

@@ -46,9 +46,10 @@ zb_status zb_run_preflight(const zb_ckpt_use *ck, int world, int threads,
 zb_status zb_run_check_model(const char *plan_path, const zb_plan *plan, zb_err *err);
 
 /* A plan with vocabulary parallelism (parallel.vocab_parallel 1 or 2, S
- * and T actions) trains with tp 1; tp > 1 and a validation set
- * (training.val: eval.c runs F only, not the shards' exchanges) are
- * refused, ZB_EINPUT, one line naming the plan. */
+ * and T actions; any tp: the vocabulary sharded over pp x tp) trains
+ * without a validation set (training.val: eval.c runs F only, not the
+ * shards' exchanges): that is refused, ZB_EINPUT, one line naming the
+ * plan. */
 zb_status zb_run_check_vocab(const char *plan_path, const zb_plan *plan,
                              zb_err *err);
 

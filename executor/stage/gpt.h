@@ -74,10 +74,12 @@ typedef struct {
  * exchanges around S and T span the step. Backend memory (an arena of
  * its own) except the host mirrors, made only when the backend's memory
  * is a device's; fp32 activations (zb_stage_new refuses others). p
- * pipeline ranks, N, C as above; every [m] buffer's mb stride is its
- * *_bytes, rounded up to 256 bytes. */
+ * pipeline ranks, the vocabulary in ns = pp x tp shards, N, C as above;
+ * every [m] buffer's mb stride is its *_bytes, rounded up to 256 bytes. */
 typedef struct {
     int variant, p, me;      /* 1 or 2; pipeline ranks; this one */
+    int ns, shard;           /* shards (pp x tp), this rank's (its slot in
+                                the statistics table) */
     int E, L;                /* pipeline ranks of vstage 0 and the last */
     int wte, head;           /* tensor indices (tied: equal) */
     int v0, Vl, ld;          /* the shard's rows; logits row stride (Vl
@@ -93,7 +95,7 @@ typedef struct {
     zb_act *x;               /* [m][N, C] X, the final norm's output */
     zb_act *logits, *dlogits;/* [m][N, ld] */
     double *local, *global;  /* [m][3, N] */
-    double *tab;             /* [m][p, 3, N] C1's table */
+    double *tab;             /* [m][ns, 3, N] C1's table */
     float *A, *G;            /* variant 2: [m][N, C] each */
     float *dx;               /* [m][p][N, C] dX parts by rank; [mb][L] is
                                 the sum after DX_SUM on L */
@@ -102,7 +104,7 @@ typedef struct {
     /* host mirrors (device backends; NULL on the cpu, whose memory is the
      * host's): the table the transport all-reduces, S's statistics, the
      * parts of a sum and their sum */
-    double *tab_host;        /* [m][p, 3, N] */
+    double *tab_host;        /* [m][ns, 3, N] */
     double *local_host;      /* [m][3, N] */
     float *sum_host;         /* [p + 1][N, C] */
 } zb_gpt_vocab;

@@ -103,8 +103,9 @@ zb_status zb_stage_backward_w(zb_stage *st, int chunk, int mb, zb_err *err);
 zb_status zb_stage_backward_bw(zb_stage *st, int chunk, int mb, zb_err *err);
 
 /* Vocabulary parallelism over the pipeline (plan->vocab_parallel 1 or 2;
- * fp32 activations, tp 1; docs/zbrun.md): every rank holds a shard of the
- * token table (tied: also the output layer) and runs the steps of
+ * fp32 activations; with tp > 1 over pp x tp; docs/zbrun.md): every rank
+ * holds a shard of the token table (tied: also the output layer) and runs
+ * the steps of
  * zb_lower_vocab (common/zb_lower.h, `what` = zb_vocab_what) on buffers
  * kept per microbatch for the step. The embedding chunk's F reads the
  * summed partial embeddings instead of a lookup, the head chunk's F

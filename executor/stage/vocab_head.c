@@ -78,7 +78,12 @@ zb_status zb_vocab_t(const zb_ops *o, const zb_vocab_shard *v, int variant,
  * device's: the statistics (allreduce_f64 works on host memory) and the
  * sums of the p ranks' parts (EMB_SUM, DX_SUM: summed on the host in rank
  * order, the cpu backend's very loop, so both backends add the same
- * floats in the same order). fp32 activations only (vocab_check). */
+ * floats in the same order). fp32 activations only (vocab_check).
+ * With tp > 1 the vocabulary is sharded over pp x tp (stage_params.h:
+ * shard pp_rank * tp + tp_rank): the pipeline exchanges run per TP rank
+ * as at tp 1, and the stage adds the TP sums: the statistics table (one
+ * slot per shard, so the sums are exact) before the combine, and the
+ * embedding and dX sums after the pipeline's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,9 +104,9 @@ static zb_status vocab_check(const zb_stage *st, zb_err *err) {
     if (st->es != sizeof(float))
         return zb_fail(err, ZB_EINPUT, "vocabulary parallelism runs with fp32 "
                        "activations only (precision fp32 on the cuda backend)");
-    if (st->tp != 1 || st->plan->sched.placement == ZB_PLACE_DUAL)
-        return zb_fail(err, ZB_EINPUT, "vocabulary parallelism runs with tp 1 "
-                       "and without placement dual only");
+    if (st->plan->sched.placement == ZB_PLACE_DUAL)
+        return zb_fail(err, ZB_EINPUT, "vocabulary parallelism runs without "
+                       "placement dual only");
     return ZB_OK;
 }
 
@@ -113,6 +118,8 @@ static void vocab_where(zb_stage *st, zb_gpt_vocab *vp) {
     vp->variant = p->vocab_parallel;
     vp->p = p->pp;
     vp->me = st->cfg.pp_rank;
+    vp->ns = p->pp * st->tp;
+    vp->shard = vp->me * st->tp + st->cfg.tp_rank;
     zb_vstage_owner(&p->sched, 0, &vp->E, &chunk);
     zb_vstage_owner(&p->sched, p->pp * p->v - 1, &vp->L, &chunk);
     vp->wte = st->pt.vocab_wte;
@@ -146,7 +153,7 @@ static size_t vocab_layout(zb_gpt_vocab *vp, const zb_stage *st, char *base) {
     vp->dlogits = take(base, &off, m * vp->l_bytes);
     vp->local = take(base, &off, m * N3);
     vp->global = take(base, &off, m * N3);
-    vp->tab = take(base, &off, m * (size_t)vp->p * N3);
+    vp->tab = take(base, &off, m * (size_t)vp->ns * N3);
     vp->A = v2 ? take(base, &off, m * vp->f_bytes) : NULL;
     vp->G = v2 ? take(base, &off, m * vp->f_bytes) : NULL;
     vp->dx = take(base, &off, m * vp->parts_bytes);
@@ -162,7 +169,7 @@ static size_t vocab_layout(zb_gpt_vocab *vp, const zb_stage *st, char *base) {
 static zb_status host_mirrors(zb_stage *st, zb_gpt_vocab *vp, zb_err *err) {
     if (!st->ops.stream) return ZB_OK;
     size_t m = (size_t)st->m, N3 = 3 * (size_t)st->N, p = (size_t)vp->p;
-    vp->tab_host = zb_calloc(m * p * N3, sizeof(double), err);
+    vp->tab_host = zb_calloc(m * (size_t)vp->ns * N3, sizeof(double), err);
     vp->local_host = zb_calloc(m * N3, sizeof(double), err);
     vp->sum_host = zb_calloc((p + 1) * nc(st), sizeof(float), err);
     return vp->tab_host && vp->local_host && vp->sum_host ? ZB_OK : ZB_ENOMEM;
@@ -266,16 +273,21 @@ zb_status zb_gpt_vocab_s(zb_stage *st, int mb, const int *targets,
                            v.local, N3 * sizeof(double), err);
 }
 
-/* mb's C1 table as combine reads it: backend memory, after the
- * all-reduced host table is uploaded on a device backend. */
+/* mb's C1 table as combine reads it: the pipeline group's sum (the
+ * rank's), summed over TP here (host memory: on the cpu the table itself,
+ * else tab_host, then uploaded). */
 static zb_status tab_of(zb_stage *st, int mb, const double **out,
                         zb_err *err) {
     zb_gpt_vocab *vp = st->vp;
-    size_t n = (size_t)vp->p * 3 * st->N;
+    size_t n = (size_t)vp->ns * 3 * st->N;
     double *dev = vp->tab + (size_t)mb * n;
+    double *host = vp->tab_host ? vp->tab_host + (size_t)mb * n : dev;
+    zb_transport *tr = st->cfg.tr;
+    if (st->tp > 1)
+        ZB_TRY(tr->allreduce_f64(tr, st->cfg.tp_group, host, n, err));
     if (vp->tab_host)
-        ZB_TRY(st->ops.from_host(st->ops.ctx, dev, vp->tab_host + (size_t)mb * n,
-                                 n * sizeof(double), err));
+        ZB_TRY(st->ops.from_host(st->ops.ctx, dev, host, n * sizeof(double),
+                                 err));
     *out = dev;
     return ZB_OK;
 }
@@ -290,7 +302,7 @@ zb_status zb_gpt_vocab_t(zb_stage *st, int mb, float scale, zb_err *err) {
     if (vp->variant == 1) {
         const double *tab;
         ZB_TRY(tab_of(st, mb, &tab, err));
-        ZB_TRY(zb_vocab_combine(&st->ops, &v, tab, vp->p, err));
+        ZB_TRY(zb_vocab_combine(&st->ops, &v, tab, vp->ns, err));
     }
     return zb_vocab_t(&st->ops, &v, vp->variant, scale,
                       vp->me == vp->L ? &st->acc[0] : NULL, st->losses,
@@ -308,7 +320,9 @@ static void sum_ranks(float *dst, const float *parts, int p, size_t n) {
 
 /* EMB_SUM / DX_SUM: this rank's part of mb becomes the sum of the p parts
  * [p][N, C] (contiguous from part(mb, 0)); on a device backend through
- * sum_host (to_host waits for the device, from_host for its copy). */
+ * sum_host (to_host waits for the device, from_host for its copy). Then
+ * with tp > 1 the TP ranks' sums are summed (the transport's fixed order:
+ * every TP rank the same bits). */
 static zb_status sum_parts(zb_stage *st, int mb,
                            float *(*part)(const zb_stage *, int, int),
                            zb_err *err) {
@@ -317,12 +331,16 @@ static zb_status sum_parts(zb_stage *st, int mb,
     float *parts = part(st, mb, 0), *dst = part(st, mb, vp->me);
     if (!vp->sum_host) {
         sum_ranks(dst, parts, vp->p, n);
-        return ZB_OK;
+    } else {
+        float *h = vp->sum_host, *hs = h + p * n;
+        ZB_TRY(st->ops.to_host(st->ops.ctx, h, parts, p * n * sizeof(float),
+                               err));
+        sum_ranks(hs, h, vp->p, n);
+        ZB_TRY(st->ops.from_host(st->ops.ctx, dst, hs, n * sizeof(float),
+                                 err));
     }
-    float *h = vp->sum_host, *hs = h + p * n;
-    ZB_TRY(st->ops.to_host(st->ops.ctx, h, parts, p * n * sizeof(float), err));
-    sum_ranks(hs, h, vp->p, n);
-    return st->ops.from_host(st->ops.ctx, dst, hs, n * sizeof(float), err);
+    if (st->tp == 1) return ZB_OK;
+    return st->cfg.tr->allreduce(st->cfg.tr, st->cfg.tp_group, dst, n, err);
 }
 
 static zb_status vocab_emb(zb_stage *st, int mb, const int *tokens,
@@ -353,7 +371,7 @@ static zb_status vocab_dx2(zb_stage *st, int mb, float loss_scale,
     const double *tab;
     shard_of(st, mb, &v);
     ZB_TRY(tab_of(st, mb, &tab, err));
-    ZB_TRY(zb_vocab_combine(&st->ops, &v, tab, vp->p, err));
+    ZB_TRY(zb_vocab_combine(&st->ops, &v, tab, vp->ns, err));
     return zb_vocab_dx2(&st->ops, &v, loss_scale, dx_of(st, mb, vp->me), err);
 }
 
@@ -372,20 +390,20 @@ zb_status zb_stage_vocab_op(zb_stage *st, int what, int mb, const int *tokens,
     }
 }
 
-/* Host memory (allreduce_f64's): the table of mb with this rank's local
- * statistics (S left them on the host: local_host, or local itself on the
- * cpu backend) in its slot. */
+/* Host memory (allreduce_f64's): the table of mb [pp * tp, 3, N] with
+ * this rank's local statistics (S left them on the host: local_host, or
+ * local itself on the cpu backend) in its shard's slot. */
 double *zb_stage_vocab_stats(zb_stage *st, int mb, size_t *n) {
     zb_gpt_vocab *vp = st->vp;
     *n = 0;
     if (!vp || mb < 0 || mb >= st->m) return NULL;
-    size_t N3 = 3 * (size_t)st->N, at_mb = (size_t)mb * vp->p * N3;
+    size_t N3 = 3 * (size_t)st->N, at_mb = (size_t)mb * vp->ns * N3;
     double *tab = vp->tab_host ? vp->tab_host + at_mb : vp->tab + at_mb;
     const double *local = vp->local_host ? vp->local_host : vp->local;
-    memset(tab, 0, vp->p * N3 * sizeof *tab);
-    memcpy(tab + (size_t)vp->me * N3, local + (size_t)mb * N3,
+    memset(tab, 0, vp->ns * N3 * sizeof *tab);
+    memcpy(tab + (size_t)vp->shard * N3, local + (size_t)mb * N3,
            N3 * sizeof *tab);
-    *n = vp->p * N3;
+    *n = vp->ns * N3;
     return tab;
 }
 
