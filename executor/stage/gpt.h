@@ -101,9 +101,10 @@ typedef struct {
                                 the sum after DX_SUM on L */
     zb_act *demb;            /* [m][N, C] embedding output's gradient */
     int *tok, *tgt;          /* [m][N] */
-    /* host mirrors (device backends; NULL on the cpu, whose memory is the
-     * host's): the table the transport all-reduces, S's statistics, the
-     * parts of a sum and their sum */
+    /* host mirrors (device backends, or the cpu under the test hook
+     * ZB_VOCAB_HOST_MIRRORS=1; else NULL: the cpu's memory is the host's):
+     * the table the transport all-reduces, S's statistics, the parts of a
+     * sum and their sum */
     double *tab_host;        /* [m][ns, 3, N] */
     double *local_host;      /* [m][3, N] */
     float *sum_host;         /* [p + 1][N, C] */

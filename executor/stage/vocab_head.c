@@ -165,9 +165,17 @@ static size_t vocab_layout(zb_gpt_vocab *vp, const zb_stage *st, char *base) {
 
 /* Host mirrors when the backend's memory is a device's (ops.stream, as
  * the stage's ce_host): the statistics table and the local statistics
- * (allreduce_f64 sums host memory), the p parts of a sum. */
+ * (allreduce_f64 sums host memory), the p parts of a sum. The test hook
+ * ZB_VOCAB_HOST_MIRRORS=1 makes them on the cpu backend too, so that the
+ * CPU runs the device path's copies (to_host, from_host: memcpy there)
+ * and its offsets; the sums are the same. */
+static bool want_mirrors(const zb_stage *st) {
+    const char *hook = getenv("ZB_VOCAB_HOST_MIRRORS");
+    return st->ops.stream || (hook && !strcmp(hook, "1"));
+}
+
 static zb_status host_mirrors(zb_stage *st, zb_gpt_vocab *vp, zb_err *err) {
-    if (!st->ops.stream) return ZB_OK;
+    if (!want_mirrors(st)) return ZB_OK;
     size_t m = (size_t)st->m, N3 = 3 * (size_t)st->N, p = (size_t)vp->p;
     vp->tab_host = zb_calloc(m * (size_t)vp->ns * N3, sizeof(double), err);
     vp->local_host = zb_calloc(m * N3, sizeof(double), err);

@@ -6,6 +6,8 @@
 #     v-half at pp 4 x tp 2 (the vocabulary sharded over pp x tp): zbrun's
 #     step losses and grad norms equal those of the pp 1 run without it
 #     (1e-5 relative);
+#   - the same with the cuda backend's host copies and padded logits on
+#     the cpu (test hooks ZB_VOCAB_HOST_MIRRORS=1, ZB_LOGITS_ALIGN=128);
 #   - a checkpoint of such a run resumes to the same losses;
 #   - from llm.c initial weights (model init:) pp 4 vocab 2 gives pp 1's;
 #   - pp 2 x dp 2 and pp 2 x tp 2 under mpirun -np 4 (skipped without
@@ -60,6 +62,15 @@ for v in 1 2; do
         run "$tmp/$name.yaml" "$tmp/$name.out"
         same_losses "$tmp/ref.out" "$tmp/$name.out" || bad "$name: losses differ from pp 1's"
     done
+done
+
+# ---- the cuda backend's memory orchestration, on the cpu: host mirrors of
+# the statistics and the sums with their to_host/from_host copies
+# (ZB_VOCAB_HOST_MIRRORS=1) and the logits' stride padded to 128 as the cuda
+# ops pad it: the layouts of tests/cuda/share_gpu.sh and one with tp 2
+for name in 1f1b-pp4-dp1-v1 v-half-pp4-dp1-v2 1f1b-pp2-tp2-v2; do
+    ZB_VOCAB_HOST_MIRRORS=1 ZB_LOGITS_ALIGN=128 run "$tmp/$name.yaml" "$tmp/$name-mirrors.out"
+    same_losses "$tmp/ref.out" "$tmp/$name-mirrors.out" || bad "$name with host mirrors: losses differ from pp 1's"
 done
 
 # ---- checkpoint after step 2, resume to step 4 -----------------------------
