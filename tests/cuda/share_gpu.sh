@@ -12,6 +12,8 @@
 # Exit 0 all passed; 77 "skipped: no CUDA device" (no driver/device here);
 # 1 a layout failed or the driver answers with an error.
 # Usage (after make all cuda): bash tests/cuda/share_gpu.sh
+# SHARE_GPU_LAYOUTS="NAME ..." runs only the layouts named (e.g.
+# "pp4-vocab1 pp4-vhalf-vocab2"); unset: all.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-bin}
@@ -24,6 +26,7 @@ esac
 tmp=${SHARE_GPU_OUT:-$(mktemp -d)}
 mkdir -p "$tmp"
 failed=0
+ran=0
 losses() { awk '/^step [0-9]+\/[0-9]+ loss /{print $4}' "$1"; }
 # "first worst" relative differences of two runs' step losses
 diffs() {
@@ -34,6 +37,8 @@ diffs() {
 # layout NAME ZBPLAN_ARGS...
 layout() {
     local name=$1; shift
+    [ -z "${SHARE_GPU_LAYOUTS:-}" ] || [[ " $SHARE_GPU_LAYOUTS " == *" $name "* ]] || return 0
+    ran=$((ran + 1))
     local d="$tmp/$name"
     mkdir -p "$d"
     if ! "$BIN/zbplan" models/tiny.yaml -q -o "$d/plan.yaml" "$@" 2>"$d/plan.err"; then
@@ -64,5 +69,6 @@ layout tp2xpp2       --pp 2 --dp 1 --tp 2 --schedule 1f1b
 layout pp4-vocab1       --pp 4 --dp 1 --tp 1 --schedule 1f1b --vocab-parallel 1
 layout pp4-vhalf-vocab2 --pp 4 --dp 1 --tp 1 --schedule v-half --vocab-parallel 2
 [ -n "${SHARE_GPU_OUT:-}" ] || rm -rf "$tmp"
+[ $ran -gt 0 ] || { echo "share_gpu.sh: FAIL: no layout named in SHARE_GPU_LAYOUTS=$SHARE_GPU_LAYOUTS"; failed=1; }
 [ $failed = 0 ] && echo "share_gpu.sh: ok" || echo "share_gpu.sh: FAILED"
 exit $failed
