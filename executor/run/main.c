@@ -593,6 +593,11 @@ static zb_status run_main(const args *a, const zb_launch *l, zb_procs *procs,
     zb_run_proc proc = {0};
     zb_backend backend = strcmp(a->backend, "cuda") ? ZB_BACKEND_CPU : ZB_BACKEND_CUDA;
     zb_status ls = load_plan(a, &plan, err);
+    const char *share = getenv("ZB_CUDA_SHARE");   /* runtime.c's rule */
+    if (ls == ZB_OK && backend == ZB_BACKEND_CUDA &&
+        (ls = zb_run_check_vocab_cuda(a->plan_path, &plan, l->kind == ZB_LAUNCH_NONE &&
+                                      share && share[0] == '1', err)) != ZB_OK)
+        zb_plan_free(&plan);
     if (ls == ZB_OK && (ls = resume_source(&me0, &plan, err)) != ZB_OK)
         zb_plan_free(&plan);
     const char *resume_dir = !a->resume ? NULL : a->ckpt_dir ? a->ckpt_dir : "checkpoints";

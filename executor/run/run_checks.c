@@ -83,14 +83,27 @@ zb_status zb_run_check_model(const char *plan_path, const zb_plan *plan, zb_err 
 zb_status zb_run_check_vocab(const char *plan_path, const zb_plan *plan,
                              zb_err *err) {
     if (!plan->vocab_parallel) return ZB_OK;
-    if (plan->tp > 1)
-        return zb_fail(err, ZB_EINPUT, "%s: parallel.vocab_parallel %d with tp "
-                       "%d: zbrun trains vocabulary parallelism with tp 1 only",
-                       plan_path, plan->vocab_parallel, plan->tp);
     if (plan->model.train.val_path[0])
         return zb_fail(err, ZB_EINPUT, "%s: parallel.vocab_parallel %d: zbrun "
                        "does not evaluate (training.val) with vocabulary "
                        "parallelism yet; drop training.val", plan_path,
+                       plan->vocab_parallel);
+    return ZB_OK;
+}
+
+zb_status zb_run_check_vocab_cuda(const char *plan_path, const zb_plan *plan,
+                                  bool device_local, zb_err *err) {
+    if (!plan->vocab_parallel) return ZB_OK;
+    if (plan->model.train.precision != ZB_PREC_FP32)
+        return zb_fail(err, ZB_EINPUT, "%s: parallel.vocab_parallel %d with "
+                       "precision bf16: zbrun trains vocabulary parallelism "
+                       "on the cuda backend in fp32 only (training.precision: "
+                       "fp32)", plan_path, plan->vocab_parallel);
+    if (!device_local)
+        return zb_fail(err, ZB_EINPUT, "%s: parallel.vocab_parallel %d on the "
+                       "cuda backend runs with every rank on one device only "
+                       "(ZB_CUDA_SHARE=1, one process): the NCCL transport's "
+                       "staging rings do not count its messages yet", plan_path,
                        plan->vocab_parallel);
     return ZB_OK;
 }

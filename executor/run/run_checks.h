@@ -46,12 +46,21 @@ zb_status zb_run_preflight(const zb_ckpt_use *ck, int world, int threads,
 zb_status zb_run_check_model(const char *plan_path, const zb_plan *plan, zb_err *err);
 
 /* A plan with vocabulary parallelism (parallel.vocab_parallel 1 or 2, S
- * and T actions) trains with tp 1; tp > 1 and a validation set
- * (training.val: eval.c runs F only, not the shards' exchanges) are
- * refused, ZB_EINPUT, one line naming the plan. The stage itself refuses
- * backends other than cpu (stage.h). */
+ * and T actions; any tp: the vocabulary sharded over pp x tp) trains
+ * without a validation set (training.val: eval.c runs F only, not the
+ * shards' exchanges): that is refused, ZB_EINPUT, one line naming the
+ * plan. */
 zb_status zb_run_check_vocab(const char *plan_path, const zb_plan *plan,
                              zb_err *err);
+
+/* The same plan on the cuda backend: precision fp32 only (the shards'
+ * embedding and input-gradient messages are fp32 [N, C], as long as an
+ * fp32 activation message), and only over the device-local transport
+ * (device_local: every rank a thread on one device, ZB_CUDA_SHARE=1 and
+ * no launcher; the NCCL transport's staging rings are not sized for the
+ * vocabulary messages); else ZB_EINPUT, one line naming the plan. */
+zb_status zb_run_check_vocab_cuda(const char *plan_path, const zb_plan *plan,
+                                  bool device_local, zb_err *err);
 
 /* The files zbrun writes at the end (NULL: not asked for). */
 typedef struct {

@@ -304,6 +304,7 @@ zb_status zb_stage_new(const zb_stage_cfg *cfg, zb_stage **out, zb_err *err) {
 
 void zb_stage_free(zb_stage *st) {
     if (!st) return;
+    zb_gpt_vocab_free(st); /* its arena is the op table's memory */
     if (st->ops.destroy) {
         if (st->cfg.tr && st->ops.stream && st->cfg.tr->stream == st->ops.stream)
             st->cfg.tr->stream = NULL;
@@ -315,7 +316,6 @@ void zb_stage_free(zb_stage *st) {
             zb_slots_free(&st->chunks[c].sl);
             zb_slots_free(&st->chunks[c].bsl);
         }
-    zb_gpt_vocab_free(st);
     free(st->chunks);
     free(st->host);
     free(st->ce_host);

@@ -71,24 +71,43 @@ typedef struct {
 /* Vocabulary parallelism over the pipeline (plan->vocab_parallel;
  * vocab_head.c): one rank's shard of the embedding and output layer, with
  * buffers per microbatch of the step ([m] each, index mb), since the
- * exchanges around S and T span the step. Host memory: the cpu backend
- * only (zb_stage_new refuses others). p pipeline ranks, N, C as above. */
+ * exchanges around S and T span the step. Backend memory (an arena of
+ * its own) except the host mirrors, made only when the backend's memory
+ * is a device's; fp32 activations (zb_stage_new refuses others). p
+ * pipeline ranks, the vocabulary in ns = pp x tp shards, N, C as above;
+ * every [m] buffer's mb stride is its *_bytes, rounded up to 256 bytes. */
 typedef struct {
     int variant, p, me;      /* 1 or 2; pipeline ranks; this one */
+    int ns, shard;           /* shards (pp x tp), this rank's (its slot in
+                                the statistics table) */
     int E, L;                /* pipeline ranks of vstage 0 and the last */
     int wte, head;           /* tensor indices (tied: equal) */
-    int v0, Vl, ld;          /* the shard's rows; logits row stride */
+    int v0, Vl, ld;          /* the shard's rows; logits row stride (Vl
+                                rounded up to ops.logits_align) */
+    size_t parts_bytes;      /* mb stride of emb and dx: [p][N, C] fp32 */
+    size_t f_bytes, a_bytes; /* of A and G ([N, C] fp32), of x and demb
+                                ([N, C] act) */
+    size_t l_bytes;          /* of logits and dlogits ([N, ld] act) */
+    void *arena;             /* ops.alloc: every buffer below but the host
+                                mirrors */
     float *emb;              /* [m][p][N, C] partial embeddings by rank;
                                 [mb][E] is the sum after EMB_SUM on E */
     zb_act *x;               /* [m][N, C] X, the final norm's output */
     zb_act *logits, *dlogits;/* [m][N, ld] */
     double *local, *global;  /* [m][3, N] */
-    double *tab;             /* [m][p, 3, N] C1's table */
+    double *tab;             /* [m][ns, 3, N] C1's table */
     float *A, *G;            /* variant 2: [m][N, C] each */
     float *dx;               /* [m][p][N, C] dX parts by rank; [mb][L] is
                                 the sum after DX_SUM on L */
     zb_act *demb;            /* [m][N, C] embedding output's gradient */
     int *tok, *tgt;          /* [m][N] */
+    /* host mirrors (device backends, or the cpu under the test hook
+     * ZB_VOCAB_HOST_MIRRORS=1; else NULL: the cpu's memory is the host's):
+     * the table the transport all-reduces, S's statistics, the parts of a
+     * sum and their sum */
+    double *tab_host;        /* [m][ns, 3, N] */
+    double *local_host;      /* [m][3, N] */
+    float *sum_host;         /* [p + 1][N, C] */
 } zb_gpt_vocab;
 
 struct zb_stage {

@@ -103,8 +103,9 @@ zb_status zb_stage_backward_w(zb_stage *st, int chunk, int mb, zb_err *err);
 zb_status zb_stage_backward_bw(zb_stage *st, int chunk, int mb, zb_err *err);
 
 /* Vocabulary parallelism over the pipeline (plan->vocab_parallel 1 or 2;
- * cpu backend, fp32, tp 1; docs/zbrun.md): every rank holds a shard of the
- * token table (tied: also the output layer) and runs the steps of
+ * fp32 activations; with tp > 1 over pp x tp; docs/zbrun.md): every rank
+ * holds a shard of the token table (tied: also the output layer) and runs
+ * the steps of
  * zb_lower_vocab (common/zb_lower.h, `what` = zb_vocab_what) on buffers
  * kept per microbatch for the step. The embedding chunk's F reads the
  * summed partial embeddings instead of a lookup, the head chunk's F
@@ -115,10 +116,12 @@ zb_status zb_stage_backward_bw(zb_stage *st, int chunk, int mb, zb_err *err);
  *   op: EMB (tokens [B*T] of mb), EMB_SUM, DX2 (loss_scale), DX_SUM,
  *       EMB_BWD; others fail.
  *   stats: mb's C1 table [p, 3, N] fp64 with this rank's statistics in
- *       its slot and zeros elsewhere, n doubles, to be all-reduced over
- *       the pipeline group before T (variant 1) or DX2 (variant 2).
- *   msg: the buffer of a vocabulary message (EMB, X, DX, DEMB) of mb,
- *       sent to or received from pipeline rank peer, zb_stage_msg_floats
+ *       its slot and zeros elsewhere, n doubles of host memory (the
+ *       transport's allreduce_f64), to be all-reduced over the pipeline
+ *       group before T (variant 1) or DX2 (variant 2).
+ *   msg: the buffer (backend memory) of a vocabulary message (EMB, X, DX,
+ *       DEMB) of mb, sent to or received from pipeline rank peer,
+ *       zb_stage_msg_floats
  *       floats; NULL for a bad argument or without the plan key. */
 zb_status zb_stage_vocab_s(zb_stage *st, int mb, const int *targets,
                            zb_err *err);

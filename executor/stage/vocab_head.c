@@ -72,8 +72,18 @@ zb_status zb_vocab_t(const zb_ops *o, const zb_vocab_shard *v, int variant,
 }
 
 /* ==== the stage's vocabulary shard (gpt.h zb_gpt_vocab, stage.h) ====
- * Host memory, summed with plain loops in rank order: the cpu backend
- * only, fp32 activations (zb_gpt_vocab_new refuses anything else). */
+ * Backend memory (an arena of its own, from ops.alloc), touched only
+ * through the op table. What the transport or the rank order needs on the
+ * host goes through explicit copies when the backend's memory is a
+ * device's: the statistics (allreduce_f64 works on host memory) and the
+ * sums of the p ranks' parts (EMB_SUM, DX_SUM: summed on the host in rank
+ * order, the cpu backend's very loop, so both backends add the same
+ * floats in the same order). fp32 activations only (vocab_check).
+ * With tp > 1 the vocabulary is sharded over pp x tp (stage_params.h:
+ * shard pp_rank * tp + tp_rank): the pipeline exchanges run per TP rank
+ * as at tp 1, and the stage adds the TP sums: the statistics table (one
+ * slot per shard, so the sums are exact) before the combine, and the
+ * embedding and dX sums after the pipeline's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,39 +91,96 @@ zb_status zb_vocab_t(const zb_ops *o, const zb_vocab_shard *v, int variant,
 #include "executor/stage/gpt.h"
 
 #define OP2(name, ...) ZB_TRY(st->ops.name(st->ops.ctx, __VA_ARGS__, err))
+#define VOCAB_ALIGN 256 /* bytes: each buffer of the arena starts aligned */
 
 static size_t nc(const zb_stage *st) { return (size_t)st->N * st->C; }
+static size_t al(size_t bytes) {
+    return (bytes + VOCAB_ALIGN - 1) / VOCAB_ALIGN * VOCAB_ALIGN;
+}
 
+/* The emb and dx messages are fp32 [N, C], zb_stage_msg_floats floats
+ * each, which holds N*C floats only with fp32 activations. */
 static zb_status vocab_check(const zb_stage *st, zb_err *err) {
-    if (st->cfg.backend != ZB_BACKEND_CPU || st->es != sizeof(float))
-        return zb_fail(err, ZB_EINPUT, "vocabulary parallelism runs on the "
-                       "cpu backend with fp32 activations only");
-    if (st->tp != 1 || st->plan->sched.placement == ZB_PLACE_DUAL)
-        return zb_fail(err, ZB_EINPUT, "vocabulary parallelism runs with tp 1 "
-                       "and without placement dual only");
+    if (st->es != sizeof(float))
+        return zb_fail(err, ZB_EINPUT, "vocabulary parallelism runs with fp32 "
+                       "activations only (precision fp32 on the cuda backend)");
+    if (st->plan->sched.placement == ZB_PLACE_DUAL)
+        return zb_fail(err, ZB_EINPUT, "vocabulary parallelism runs without "
+                       "placement dual only");
     return ZB_OK;
 }
 
-/* Where the pieces live: ranks of vstage 0 and the last, the shard. */
+/* Where the pieces live: ranks of vstage 0 and the last, the shard; the
+ * logits' row stride padded as the stage pads its own (ops.logits_align). */
 static void vocab_where(zb_stage *st, zb_gpt_vocab *vp) {
     const zb_plan *p = st->plan;
     int chunk;
     vp->variant = p->vocab_parallel;
     vp->p = p->pp;
     vp->me = st->cfg.pp_rank;
+    vp->ns = p->pp * st->tp;
+    vp->shard = vp->me * st->tp + st->cfg.tp_rank;
     zb_vstage_owner(&p->sched, 0, &vp->E, &chunk);
     zb_vstage_owner(&p->sched, p->pp * p->v - 1, &vp->L, &chunk);
     vp->wte = st->pt.vocab_wte;
     vp->head = st->pt.vocab_head;
     vp->v0 = st->pt.vocab_row0;
     vp->Vl = st->pt.t[vp->wte].rows;
-    vp->ld = vp->Vl > 0 ? vp->Vl : 1;
+    int a = st->ops.logits_align > 0 ? st->ops.logits_align : 1;
+    vp->ld = vp->Vl > 0 ? (vp->Vl + a - 1) / a * a : 1;
+    size_t NC = nc(st), N = (size_t)st->N;
+    vp->parts_bytes = al((size_t)vp->p * NC * sizeof(float));
+    vp->f_bytes = al(NC * sizeof(float));
+    vp->a_bytes = al(NC * st->es);
+    vp->l_bytes = al(N * (size_t)vp->ld * st->es);
 }
 
-static void *calloc_or(size_t n, size_t sz, bool *ok, zb_err *err) {
-    void *p = zb_calloc(n ? n : 1, sz, err);
-    if (!p) *ok = false;
+/* Next piece of the arena; with base NULL only counts. */
+static void *take(char *base, size_t *off, size_t bytes) {
+    void *p = base ? base + *off : NULL;
+    *off += al(bytes);
     return p;
+}
+
+/* Lay out (base NULL: measure) the [m] buffers; returns the bytes. */
+static size_t vocab_layout(zb_gpt_vocab *vp, const zb_stage *st, char *base) {
+    size_t off = 0, m = (size_t)st->m, N = (size_t)st->N;
+    size_t N3 = 3 * N * sizeof(double);
+    bool v2 = vp->variant == 2;
+    vp->emb = take(base, &off, m * vp->parts_bytes);
+    vp->x = take(base, &off, m * vp->a_bytes);
+    vp->logits = take(base, &off, m * vp->l_bytes);
+    vp->dlogits = take(base, &off, m * vp->l_bytes);
+    vp->local = take(base, &off, m * N3);
+    vp->global = take(base, &off, m * N3);
+    vp->tab = take(base, &off, m * (size_t)vp->ns * N3);
+    vp->A = v2 ? take(base, &off, m * vp->f_bytes) : NULL;
+    vp->G = v2 ? take(base, &off, m * vp->f_bytes) : NULL;
+    vp->dx = take(base, &off, m * vp->parts_bytes);
+    vp->demb = take(base, &off, m * vp->a_bytes);
+    vp->tok = take(base, &off, m * N * sizeof(int));
+    vp->tgt = take(base, &off, m * N * sizeof(int));
+    return off;
+}
+
+/* Host mirrors when the backend's memory is a device's (ops.stream, as
+ * the stage's ce_host): the statistics table and the local statistics
+ * (allreduce_f64 sums host memory), the p parts of a sum. The test hook
+ * ZB_VOCAB_HOST_MIRRORS=1 makes them on the cpu backend too, so that the
+ * CPU runs the device path's copies (to_host, from_host: memcpy there)
+ * and its offsets; the sums are the same. */
+static bool want_mirrors(const zb_stage *st) {
+    const char *hook = getenv("ZB_VOCAB_HOST_MIRRORS");
+    return st->ops.stream || (hook && !strcmp(hook, "1"));
+}
+
+static zb_status host_mirrors(zb_stage *st, zb_gpt_vocab *vp, zb_err *err) {
+    if (!want_mirrors(st)) return ZB_OK;
+    size_t m = (size_t)st->m, N3 = 3 * (size_t)st->N, p = (size_t)vp->p;
+    vp->tab_host = zb_calloc(m * (size_t)vp->ns * N3, sizeof(double), err);
+    vp->local_host = zb_calloc(m * N3, sizeof(double), err);
+    vp->sum_host = zb_calloc((p + 1) * nc(st), sizeof(float), err);
+    return vp->tab_host && vp->local_host && vp->sum_host ? ZB_OK : ZB_ENOMEM;
 }
 
 zb_status zb_gpt_vocab_new(zb_stage *st, zb_err *err) {
@@ -123,71 +190,54 @@ zb_status zb_gpt_vocab_new(zb_stage *st, zb_err *err) {
     if (!vp) return ZB_ENOMEM;
     st->vp = vp;
     vocab_where(st, vp);
-    size_t m = (size_t)st->m, p = (size_t)vp->p, N = (size_t)st->N;
-    size_t NC = nc(st), NV = N * (size_t)vp->ld;
-    bool ok = true, v2 = vp->variant == 2;
-    vp->emb = calloc_or(m * p * NC, sizeof(float), &ok, err);
-    vp->x = calloc_or(m * NC, sizeof(float), &ok, err);
-    vp->logits = calloc_or(m * NV, sizeof(float), &ok, err);
-    vp->dlogits = calloc_or(m * NV, sizeof(float), &ok, err);
-    vp->local = calloc_or(m * 3 * N, sizeof(double), &ok, err);
-    vp->global = calloc_or(m * 3 * N, sizeof(double), &ok, err);
-    vp->tab = calloc_or(m * p * 3 * N, sizeof(double), &ok, err);
-    vp->A = v2 ? calloc_or(m * NC, sizeof(float), &ok, err) : NULL;
-    vp->G = v2 ? calloc_or(m * NC, sizeof(float), &ok, err) : NULL;
-    vp->dx = calloc_or(m * p * NC, sizeof(float), &ok, err);
-    vp->demb = calloc_or(m * NC, sizeof(float), &ok, err);
-    vp->tok = calloc_or(m * N, sizeof(int), &ok, err);
-    vp->tgt = calloc_or(m * N, sizeof(int), &ok, err);
-    return ok ? ZB_OK : ZB_ENOMEM;
+    size_t bytes = vocab_layout(vp, st, NULL);
+    void *arena;
+    ZB_TRY(st->ops.alloc(st->ops.ctx, bytes, &arena, err)); /* zeroed */
+    vp->arena = arena;
+    vocab_layout(vp, st, arena);
+    return host_mirrors(st, vp, err);
 }
 
+/* Before the op table is destroyed (the arena is its memory). */
 void zb_gpt_vocab_free(zb_stage *st) {
     zb_gpt_vocab *vp = st->vp;
     if (!vp) return;
-    free(vp->emb);
-    free(vp->x);
-    free(vp->logits);
-    free(vp->dlogits);
-    free(vp->local);
-    free(vp->global);
-    free(vp->tab);
-    free(vp->A);
-    free(vp->G);
-    free(vp->dx);
-    free(vp->demb);
-    free(vp->tok);
-    free(vp->tgt);
+    if (vp->arena) st->ops.release(st->ops.ctx, vp->arena);
+    free(vp->tab_host);
+    free(vp->local_host);
+    free(vp->sum_host);
     free(vp);
     st->vp = NULL;
 }
 
 static float *emb_of(const zb_stage *st, int mb, int r) {
-    return st->vp->emb + ((size_t)mb * st->vp->p + (size_t)r) * nc(st);
+    char *b = (char *)st->vp->emb + (size_t)mb * st->vp->parts_bytes;
+    return (float *)b + (size_t)r * nc(st);
 }
 static float *dx_of(const zb_stage *st, int mb, int r) {
-    return st->vp->dx + ((size_t)mb * st->vp->p + (size_t)r) * nc(st);
+    char *b = (char *)st->vp->dx + (size_t)mb * st->vp->parts_bytes;
+    return (float *)b + (size_t)r * nc(st);
 }
-static zb_act *act_of(const zb_stage *st, zb_act *base, int mb) {
-    return zb_gpt_act_at(st, base, (size_t)mb * nc(st));
+static void *at(void *base, size_t stride, int mb) {
+    return (char *)base + (size_t)mb * stride;
 }
 
 /* The shard's view of microbatch mb. */
 static void shard_of(zb_stage *st, int mb, zb_vocab_shard *v) {
     zb_gpt_vocab *vp = st->vp;
-    size_t N = (size_t)st->N, NV = N * (size_t)vp->ld;
+    size_t N = (size_t)st->N;
     const zb_ptensor *w = &st->pt.t[vp->head];
     *v = (zb_vocab_shard){
         .N = st->N, .C = st->C, .v0 = vp->v0, .Vl = vp->Vl, .ld = vp->ld,
-        .X = act_of(st, vp->x, mb),
+        .X = at(vp->x, vp->a_bytes, mb),
         .W = zb_gpt_act_at(st, st->wlow, w->off), .Wf = st->params + w->off,
         .dW = st->grads + w->off, .targets = vp->tgt + (size_t)mb * N,
-        .logits = zb_gpt_act_at(st, vp->logits, (size_t)mb * NV),
-        .dlogits = zb_gpt_act_at(st, vp->dlogits, (size_t)mb * NV),
+        .logits = at(vp->logits, vp->l_bytes, mb),
+        .dlogits = at(vp->dlogits, vp->l_bytes, mb),
         .local = vp->local + (size_t)mb * 3 * N,
         .global = vp->global + (size_t)mb * 3 * N,
-        .A = vp->A ? vp->A + (size_t)mb * nc(st) : NULL,
-        .G = vp->G ? vp->G + (size_t)mb * nc(st) : NULL};
+        .A = vp->A ? at(vp->A, vp->f_bytes, mb) : NULL,
+        .G = vp->G ? at(vp->G, vp->f_bytes, mb) : NULL};
 }
 
 static zb_status bad_mb(const zb_stage *st, int mb, const char *what,
@@ -201,19 +251,53 @@ static zb_status bad_mb(const zb_stage *st, int mb, const char *what,
     return ZB_OK;
 }
 
+/* ids [N] (host) checked, then uploaded to dst (backend; from_host: the
+ * source may be reused on return). */
+static zb_status upload_ids(zb_stage *st, int *dst, const int *ids,
+                            const char *what, zb_err *err) {
+    size_t N = (size_t)st->N;
+    for (size_t i = 0; i < N; i++)
+        if (ids[i] < 0 || ids[i] >= st->V)
+            return zb_fail(err, ZB_ERUNTIME, "%s[%zu] = %d outside the "
+                           "vocabulary [0, %d)", what, i, ids[i], st->V);
+    return st->ops.from_host(st->ops.ctx, dst, ids, N * sizeof(int), err);
+}
+
+/* S; on a device backend the local statistics then come to the host for
+ * the C1 table (zb_stage_vocab_stats), a wait for the device. */
 zb_status zb_gpt_vocab_s(zb_stage *st, int mb, const int *targets,
                          zb_err *err) {
     ZB_TRY(bad_mb(st, mb, "S", err));
     if (!targets) return zb_fail(err, ZB_ERUNTIME, "S needs targets");
-    size_t N = (size_t)st->N;
-    for (size_t i = 0; i < N; i++)
-        if (targets[i] < 0 || targets[i] >= st->V)
-            return zb_fail(err, ZB_ERUNTIME, "targets[%zu] = %d outside the "
-                           "vocabulary [0, %d)", i, targets[i], st->V);
-    memcpy(st->vp->tgt + (size_t)mb * N, targets, N * sizeof(int));
+    zb_gpt_vocab *vp = st->vp;
+    size_t N3 = 3 * (size_t)st->N;
+    ZB_TRY(upload_ids(st, vp->tgt + (size_t)mb * st->N, targets, "targets",
+                      err));
     zb_vocab_shard v;
     shard_of(st, mb, &v);
-    return zb_vocab_s(&st->ops, &v, st->vp->variant, err);
+    ZB_TRY(zb_vocab_s(&st->ops, &v, vp->variant, err));
+    if (!vp->local_host) return ZB_OK;
+    return st->ops.to_host(st->ops.ctx, vp->local_host + (size_t)mb * N3,
+                           v.local, N3 * sizeof(double), err);
+}
+
+/* mb's C1 table as combine reads it: the pipeline group's sum (the
+ * rank's), summed over TP here (host memory: on the cpu the table itself,
+ * else tab_host, then uploaded). */
+static zb_status tab_of(zb_stage *st, int mb, const double **out,
+                        zb_err *err) {
+    zb_gpt_vocab *vp = st->vp;
+    size_t n = (size_t)vp->ns * 3 * st->N;
+    double *dev = vp->tab + (size_t)mb * n;
+    double *host = vp->tab_host ? vp->tab_host + (size_t)mb * n : dev;
+    zb_transport *tr = st->cfg.tr;
+    if (st->tp > 1)
+        ZB_TRY(tr->allreduce_f64(tr, st->cfg.tp_group, host, n, err));
+    if (vp->tab_host)
+        ZB_TRY(st->ops.from_host(st->ops.ctx, dev, host, n * sizeof(double),
+                                 err));
+    *out = dev;
+    return ZB_OK;
 }
 
 /* T: variant 1 combines the gathered statistics first (variant 2 did in
@@ -223,36 +307,56 @@ zb_status zb_gpt_vocab_t(zb_stage *st, int mb, float scale, zb_err *err) {
     zb_gpt_vocab *vp = st->vp;
     zb_vocab_shard v;
     shard_of(st, mb, &v);
-    size_t tab = (size_t)mb * vp->p * 3 * st->N;
-    if (vp->variant == 1)
-        ZB_TRY(zb_vocab_combine(&st->ops, &v, vp->tab + tab, vp->p, err));
+    if (vp->variant == 1) {
+        const double *tab;
+        ZB_TRY(tab_of(st, mb, &tab, err));
+        ZB_TRY(zb_vocab_combine(&st->ops, &v, tab, vp->ns, err));
+    }
     return zb_vocab_t(&st->ops, &v, vp->variant, scale,
                       vp->me == vp->L ? &st->acc[0] : NULL, st->losses,
                       vp->variant == 1 ? dx_of(st, mb, vp->me) : NULL, err);
 }
 
-/* dst[i] = sum over ranks r in increasing order of parts(r)[i]. */
-static void sum_ranks(float *dst, float *(*part)(const zb_stage *, int, int),
-                      const zb_stage *st, int mb) {
-    size_t n = nc(st);
+/* dst[i] = sum over r = 0, 1, .. p-1 of parts[r n + i] (host memory). */
+static void sum_ranks(float *dst, const float *parts, int p, size_t n) {
     for (size_t i = 0; i < n; i++) {
         float s = 0.0f;
-        for (int r = 0; r < st->vp->p; r++) s += part(st, mb, r)[i];
+        for (int r = 0; r < p; r++) s += parts[(size_t)r * n + i];
         dst[i] = s;
     }
+}
+
+/* EMB_SUM / DX_SUM: this rank's part of mb becomes the sum of the p parts
+ * [p][N, C] (contiguous from part(mb, 0)); on a device backend through
+ * sum_host (to_host waits for the device, from_host for its copy). Then
+ * with tp > 1 the TP ranks' sums are summed (the transport's fixed order:
+ * every TP rank the same bits). */
+static zb_status sum_parts(zb_stage *st, int mb,
+                           float *(*part)(const zb_stage *, int, int),
+                           zb_err *err) {
+    zb_gpt_vocab *vp = st->vp;
+    size_t n = nc(st), p = (size_t)vp->p;
+    float *parts = part(st, mb, 0), *dst = part(st, mb, vp->me);
+    if (!vp->sum_host) {
+        sum_ranks(dst, parts, vp->p, n);
+    } else {
+        float *h = vp->sum_host, *hs = h + p * n;
+        ZB_TRY(st->ops.to_host(st->ops.ctx, h, parts, p * n * sizeof(float),
+                               err));
+        sum_ranks(hs, h, vp->p, n);
+        ZB_TRY(st->ops.from_host(st->ops.ctx, dst, hs, n * sizeof(float),
+                                 err));
+    }
+    if (st->tp == 1) return ZB_OK;
+    return st->cfg.tr->allreduce(st->cfg.tr, st->cfg.tp_group, dst, n, err);
 }
 
 static zb_status vocab_emb(zb_stage *st, int mb, const int *tokens,
                            zb_err *err) {
     zb_gpt_vocab *vp = st->vp;
-    size_t N = (size_t)st->N;
     if (!tokens) return zb_fail(err, ZB_ERUNTIME, "EMB needs tokens");
-    for (size_t i = 0; i < N; i++)
-        if (tokens[i] < 0 || tokens[i] >= st->V)
-            return zb_fail(err, ZB_ERUNTIME, "tokens[%zu] = %d outside the "
-                           "vocabulary [0, %d)", i, tokens[i], st->V);
-    int *tok = vp->tok + (size_t)mb * N;
-    memcpy(tok, tokens, N * sizeof(int));
+    int *tok = vp->tok + (size_t)mb * st->N;
+    ZB_TRY(upload_ids(st, tok, tokens, "tokens", err));
     OP2(embed_tokens, emb_of(st, mb, vp->me), tok,
         st->params + st->pt.t[vp->wte].off, vp->v0, vp->Vl, st->N, st->C);
     return ZB_OK;
@@ -263,31 +367,30 @@ static zb_status vocab_emb(zb_stage *st, int mb, const int *tokens,
 static zb_status vocab_emb_bwd(zb_stage *st, int mb, zb_err *err) {
     zb_gpt_vocab *vp = st->vp;
     OP2(embed_tokens_bwd, st->grads + st->pt.t[vp->wte].off,
-        act_of(st, vp->demb, mb), vp->tok + (size_t)mb * st->N, vp->v0,
+        zb_gpt_vocab_demb(st, mb), vp->tok + (size_t)mb * st->N, vp->v0,
         vp->Vl, st->N, st->C);
     return ZB_OK;
+}
+
+static zb_status vocab_dx2(zb_stage *st, int mb, float loss_scale,
+                           zb_err *err) {
+    zb_gpt_vocab *vp = st->vp;
+    zb_vocab_shard v;
+    const double *tab;
+    shard_of(st, mb, &v);
+    ZB_TRY(tab_of(st, mb, &tab, err));
+    ZB_TRY(zb_vocab_combine(&st->ops, &v, tab, vp->ns, err));
+    return zb_vocab_dx2(&st->ops, &v, loss_scale, dx_of(st, mb, vp->me), err);
 }
 
 zb_status zb_stage_vocab_op(zb_stage *st, int what, int mb, const int *tokens,
                             float loss_scale, zb_err *err) {
     ZB_TRY(bad_mb(st, mb, "vocabulary op", err));
-    zb_gpt_vocab *vp = st->vp;
-    zb_vocab_shard v;
     switch (what) {
     case ZB_V_EMB: return vocab_emb(st, mb, tokens, err);
-    case ZB_V_EMB_SUM:
-        sum_ranks(emb_of(st, mb, vp->me), emb_of, st, mb);
-        return ZB_OK;
-    case ZB_V_DX2:
-        shard_of(st, mb, &v);
-        ZB_TRY(zb_vocab_combine(&st->ops, &v,
-                                vp->tab + (size_t)mb * vp->p * 3 * st->N,
-                                vp->p, err));
-        return zb_vocab_dx2(&st->ops, &v, loss_scale, dx_of(st, mb, vp->me),
-                            err);
-    case ZB_V_DX_SUM:
-        sum_ranks(dx_of(st, mb, vp->me), dx_of, st, mb);
-        return ZB_OK;
+    case ZB_V_EMB_SUM: return sum_parts(st, mb, emb_of, err);
+    case ZB_V_DX2: return vocab_dx2(st, mb, loss_scale, err);
+    case ZB_V_DX_SUM: return sum_parts(st, mb, dx_of, err);
     case ZB_V_EMB_BWD: return vocab_emb_bwd(st, mb, err);
     default:
         return zb_fail(err, ZB_ERUNTIME, "vocabulary op %d is not a step of "
@@ -295,16 +398,20 @@ zb_status zb_stage_vocab_op(zb_stage *st, int what, int mb, const int *tokens,
     }
 }
 
+/* Host memory (allreduce_f64's): the table of mb [pp * tp, 3, N] with
+ * this rank's local statistics (S left them on the host: local_host, or
+ * local itself on the cpu backend) in its shard's slot. */
 double *zb_stage_vocab_stats(zb_stage *st, int mb, size_t *n) {
     zb_gpt_vocab *vp = st->vp;
     *n = 0;
     if (!vp || mb < 0 || mb >= st->m) return NULL;
-    size_t N3 = 3 * (size_t)st->N;
-    double *tab = vp->tab + (size_t)mb * vp->p * N3;
-    memset(tab, 0, vp->p * N3 * sizeof *tab);
-    memcpy(tab + (size_t)vp->me * N3, vp->local + (size_t)mb * N3,
+    size_t N3 = 3 * (size_t)st->N, at_mb = (size_t)mb * vp->ns * N3;
+    double *tab = vp->tab_host ? vp->tab_host + at_mb : vp->tab + at_mb;
+    const double *local = vp->local_host ? vp->local_host : vp->local;
+    memset(tab, 0, vp->ns * N3 * sizeof *tab);
+    memcpy(tab + (size_t)vp->shard * N3, local + (size_t)mb * N3,
            N3 * sizeof *tab);
-    *n = vp->p * N3;
+    *n = vp->ns * N3;
     return tab;
 }
 
@@ -315,9 +422,9 @@ float *zb_stage_vocab_msg(zb_stage *st, int what, int mb, int peer,
         return NULL;
     switch (what) {
     case ZB_V_EMB: return emb_of(st, mb, send ? vp->me : peer);
-    case ZB_V_X: return (float *)act_of(st, vp->x, mb);
+    case ZB_V_X: return (float *)zb_gpt_vocab_x(st, mb);
     case ZB_V_DX: return dx_of(st, mb, send ? vp->me : peer);
-    case ZB_V_DEMB: return (float *)act_of(st, vp->demb, mb);
+    case ZB_V_DEMB: return (float *)zb_gpt_vocab_demb(st, mb);
     default: return NULL;
     }
 }
@@ -329,7 +436,7 @@ const float *zb_gpt_vocab_embedding(const zb_stage *st, int mb) {
 }
 
 zb_act *zb_gpt_vocab_x(const zb_stage *st, int mb) {
-    return act_of(st, st->vp->x, mb);
+    return at(st->vp->x, st->vp->a_bytes, mb);
 }
 
 const float *zb_gpt_vocab_dx(const zb_stage *st, int mb) {
@@ -337,5 +444,5 @@ const float *zb_gpt_vocab_dx(const zb_stage *st, int mb) {
 }
 
 zb_act *zb_gpt_vocab_demb(const zb_stage *st, int mb) {
-    return act_of(st, st->vp->demb, mb);
+    return at(st->vp->demb, st->vp->a_bytes, mb);
 }

@@ -3,7 +3,9 @@
 # ONE GPU (ZB_CUDA_SHARE=1: threads over the device-local transport)
 # against --backend cpu, fp32, the tiny model, 5 steps, for
 #   pp 4 with 1f1b, zb-v and zb-auto-v; tp 2; dp 2; tp 2 x pp 2; with a
-#   vocabulary of 300 (padded logits), pp 2 and tp 2.
+#   vocabulary of 300 (padded logits), pp 2 and tp 2; vocabulary
+#   parallelism (the vocabulary sharded over the pipeline): pp 4 1f1b
+#   variant 1, pp 4 v-half variant 2.
 # Each layout passes when step 1's loss is within 1e-5 relative of the CPU
 # run's and every step's within 1e-4 (the CUDA backend's fp32 target).
 # One line per layout: "share_gpu.sh: NAME: step1 E1, max E: ok" (or
@@ -11,6 +13,8 @@
 # Exit 0 all passed; 77 "skipped: no CUDA device" (no driver/device here);
 # 1 a layout failed or the driver answers with an error.
 # Usage (after make all cuda): bash tests/cuda/share_gpu.sh
+# SHARE_GPU_LAYOUTS="NAME ..." runs only the layouts named (e.g.
+# "pp4-vocab1 pp4-vhalf-vocab2"); unset: all.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-bin}
@@ -23,6 +27,7 @@ esac
 tmp=${SHARE_GPU_OUT:-$(mktemp -d)}
 mkdir -p "$tmp"
 failed=0
+ran=0
 losses() { awk '/^step [0-9]+\/[0-9]+ loss /{print $4}' "$1"; }
 # "first worst" relative differences of two runs' step losses
 diffs() {
@@ -33,6 +38,8 @@ diffs() {
 # layout NAME ZBPLAN_ARGS...
 layout() {
     local name=$1; shift
+    [ -z "${SHARE_GPU_LAYOUTS:-}" ] || [[ " $SHARE_GPU_LAYOUTS " == *" $name "* ]] || return 0
+    ran=$((ran + 1))
     local d="$tmp/$name"
     mkdir -p "$d"
     if ! "$BIN/zbplan" "${MODEL:-models/tiny.yaml}" -q -o "$d/plan.yaml" "$@" 2>"$d/plan.err"; then
@@ -67,6 +74,9 @@ sed -e 's/^  vocab: .*/  vocab: 300/' -e "s#path: data/corpus.txt#path: $PWD/mod
     models/tiny.yaml >"$tmp/tiny-v300.yaml"
 MODEL=$tmp/tiny-v300.yaml layout pp2-vocab300 --pp 2 --dp 1 --tp 1 --schedule 1f1b
 MODEL=$tmp/tiny-v300.yaml layout tp2-vocab300 --pp 1 --dp 1 --tp 2 --schedule 1f1b
+layout pp4-vocab1       --pp 4 --dp 1 --tp 1 --schedule 1f1b --vocab-parallel 1
+layout pp4-vhalf-vocab2 --pp 4 --dp 1 --tp 1 --schedule v-half --vocab-parallel 2
 [ -n "${SHARE_GPU_OUT:-}" ] || rm -rf "$tmp"
+[ $ran -gt 0 ] || { echo "share_gpu.sh: FAIL: no layout named in SHARE_GPU_LAYOUTS=$SHARE_GPU_LAYOUTS"; failed=1; }
 [ $failed = 0 ] && echo "share_gpu.sh: ok" || echo "share_gpu.sh: FAILED"
 exit $failed

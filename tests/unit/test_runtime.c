@@ -240,14 +240,16 @@ END_TEST
 
 /* Vocabulary parallelism (plan->vocab_parallel, S/T placed by
  * zb_schedule_place_vocab) equals the single-rank run: losses, and every
- * parameter shard (the token table's rows spread over the pipeline). */
-static void check_vocab(const char *sched, int dp, int pp, int variant) {
+ * parameter shard (the token table's rows spread over the pipeline, and
+ * with tp > 1 over pp x tp). */
+static void check_vocab(const char *sched, int dp, int tp, int pp,
+                        int variant) {
     char what[96];
-    snprintf(what, sizeof what, "%s vocab %d dp=%d pp=%d", sched, variant,
-             dp, pp);
+    snprintf(what, sizeof what, "%s vocab %d dp=%d tp=%d pp=%d", sched,
+             variant, dp, tp, pp);
     zb_plan p;
     zb_err err;
-    ck_assert_msg(build_plan(&p, sched, dp, 1, pp, 1, 1, &err) == ZB_OK,
+    ck_assert_msg(build_plan(&p, sched, dp, tp, pp, 1, 1, &err) == ZB_OK,
                   "%s: %s", what, err.msg);
     ck_assert_msg(zb_schedule_place_vocab(&p.sched, variant, &err) == ZB_OK,
                   "%s: %s", what, err.msg);
@@ -267,9 +269,11 @@ static void check_vocab(const char *sched, int dp, int pp, int variant) {
 
 START_TEST(test_vocab) {
     for (int variant = 1; variant <= 2; variant++) {
-        check_vocab("1f1b", 1, 2, variant);
-        check_vocab("1f1b", 1, 4, variant);
-        check_vocab("1f1b", 2, 2, variant);
+        check_vocab("1f1b", 1, 1, 2, variant);
+        check_vocab("1f1b", 1, 1, 4, variant);
+        check_vocab("1f1b", 2, 1, 2, variant);
+        check_vocab("1f1b", 1, 2, 2, variant);
+        check_vocab("1f1b", 1, 2, 4, variant);
     }
 }
 END_TEST

@@ -1,9 +1,12 @@
 /* test_vocab_run.c - zbrun and plans with vocabulary parallelism (issue
  * 32):
  * - a plan with parallel.vocab_parallel passes zbrun's check at tp 1
- *   without a validation set; with tp > 1 or training.val it is refused
+ *   and tp 2 without a validation set; with training.val it is refused
  *   before any rank starts (exit 2, one line naming the plan, the key and
  *   the reason), and a plan without it passes;
+ * - on the cuda backend such a plan runs in fp32 over the device-local
+ *   transport only: precision bf16 and the NCCL transport are refused in
+ *   one line naming the plan (the check zbrun makes with --backend cuda);
  * - the parameter table (executor/stage/stage_params.h): over pp x tp
  *   ranks the vocabulary shards of the token table (and the untied LM
  *   head) tile its V rows as docs/plan-format.md splits them, start from
@@ -25,18 +28,44 @@ START_TEST(test_vocab_plan_refused) {
     ck_assert_int_eq(zb_run_check_vocab("p.yaml", &plan, &err), ZB_OK);
     for (int variant = 1; variant <= 2; variant++) {
         plan.vocab_parallel = variant;
-        plan.tp = 1;
         plan.model.train.val_path[0] = '\0';
-        ck_assert_int_eq(zb_run_check_vocab("p.yaml", &plan, &err), ZB_OK);
-        for (int k = 0; k < 2; k++) { /* tp 2, then a validation set */
-            plan.tp = k == 0 ? 2 : 1;
-            if (k == 1) strcpy(plan.model.train.val_path, "val.txt");
+        for (int tp = 1; tp <= 2; tp++) { /* the vocabulary over pp x tp */
+            plan.tp = tp;
+            ck_assert_int_eq(zb_run_check_vocab("p.yaml", &plan, &err), ZB_OK);
+        }
+        strcpy(plan.model.train.val_path, "val.txt");
+        memset(&err, 0, sizeof err);
+        ck_assert_int_eq(zb_run_check_vocab("p.yaml", &plan, &err), ZB_EINPUT);
+        ck_assert_int_eq(zb_exit_code(ZB_EINPUT), 2);
+        ck_assert_msg(strstr(err.msg, "p.yaml: parallel.vocab_parallel ") &&
+                          strstr(err.msg, "training.val") &&
+                          !strchr(err.msg, '\n'),
+                      "%s", err.msg);
+    }
+    zb_plan_free(&plan);
+}
+END_TEST
+
+START_TEST(test_vocab_cuda_refused) {
+    zb_plan plan;
+    zb_err err = {0};
+    ck_assert_int_eq(zb_plan_read("plans/tiny-vocab.yaml", &plan, &err), ZB_OK);
+    plan.model.train.precision = ZB_PREC_BF16;
+    plan.vocab_parallel = 0; /* without the key: nothing to refuse */
+    ck_assert_int_eq(zb_run_check_vocab_cuda("p.yaml", &plan, false, &err),
+                     ZB_OK);
+    for (int variant = 1; variant <= 2; variant++) {
+        plan.vocab_parallel = variant;
+        plan.model.train.precision = ZB_PREC_FP32;
+        ck_assert_int_eq(zb_run_check_vocab_cuda("p.yaml", &plan, true, &err),
+                         ZB_OK);
+        for (int k = 0; k < 2; k++) { /* bf16, then over NCCL */
+            plan.model.train.precision = k == 0 ? ZB_PREC_BF16 : ZB_PREC_FP32;
             memset(&err, 0, sizeof err);
-            ck_assert_int_eq(zb_run_check_vocab("p.yaml", &plan, &err),
-                             ZB_EINPUT);
-            ck_assert_int_eq(zb_exit_code(ZB_EINPUT), 2);
+            ck_assert_int_eq(zb_run_check_vocab_cuda("p.yaml", &plan, k == 0,
+                                                     &err), ZB_EINPUT);
             ck_assert_msg(strstr(err.msg, "p.yaml: parallel.vocab_parallel ") &&
-                              strstr(err.msg, k == 0 ? "tp 2" : "training.val") &&
+                              strstr(err.msg, k == 0 ? "bf16" : "ZB_CUDA_SHARE=1") &&
                               !strchr(err.msg, '\n'),
                           "%s", err.msg);
         }
@@ -134,6 +163,7 @@ int main(void) {
     Suite *s = suite_create("vocab_run");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_vocab_plan_refused);
+    tcase_add_test(tc, test_vocab_cuda_refused);
     tcase_add_test(tc, test_param_shards);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
