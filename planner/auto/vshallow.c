@@ -41,8 +41,9 @@ static zb_status rank_list(zb_schedule *s, int r, int d, zb_err *err) {
         ZB_TRY(put(&k, 1, "B0W0F1B1W1", err));
     }
     ZB_TRY(put(&k, r, "B0B1", err));
-    ZB_TRY(put(&k, k.n, "B0W0", err));
-    ZB_TRY(put(&k, k.n, "B1W1", err));
+    ZB_TRY(put(&k, p - r, "B0W0", err));
+    ZB_TRY(put(&k, k.n, "B1", err)); /* none left at d = 0 */
+    ZB_TRY(put(&k, k.n, "B0", err));
     ZB_TRY(put(&k, k.n, "W1", err));
     return put(&k, k.n, "W0", err);
 }

@@ -22,7 +22,10 @@ bound, and whether it proved optimality (relative gap <= 1e-4, zbplan
 sim's mip_gap).
 
 Usage: python3 tests/ilp/v_optima.py [-j JOBS] [-t SECONDS] [-n INSTANCES]
-           [--zbplan bin/zbplan] [--redo OLD.txt] > tests/ilp/v_optima.txt
+           [--skip K] [--zbplan bin/zbplan] [--redo OLD.txt] > tests/ilp/v_optima.txt
+
+--skip K leaves out the first K instances (-n 20 --skip 10: ten more
+instances beside the file's ten).
 
 --redo OLD.txt keeps OLD's proven cases as they are (and every case's
 zb-auto-v span, the one from when OLD was written) and solves only its
@@ -94,6 +97,7 @@ def main():
     ap.add_argument("-j", type=int, default=1, help="cases solved at once")
     ap.add_argument("-t", type=float, default=120, help="GLPK time limit per case, s")
     ap.add_argument("-n", type=int, default=10, help="instances")
+    ap.add_argument("--skip", type=int, default=0, help="leave out the first SKIP instances")
     ap.add_argument("--zbplan", default="bin/zbplan")
     ap.add_argument("--redo", help="an earlier output: solve only its unproven cases")
     a = ap.parse_args()
@@ -105,7 +109,7 @@ def main():
                     x = line.split()
                     old[(int(x[0]), int(x[8]))] = line.rstrip("\n")
     cases = [(it, p, m, f, b, w, comm, mw, limit)
-             for it, p, m, f, b, w, comm, mw in instances(a.n)
+             for it, p, m, f, b, w, comm, mw in instances(a.n) if it >= a.skip
              for limit in range(1000, 1000 * p + 1, 250)]
     print("# V ILP optima (zbplan sim --schedule zb-auto-v --solver ilp, time limit %g s)" % a.t)
     print("# written by: python3 tests/ilp/v_optima.py %s" % " ".join(sys.argv[1:]))

@@ -13,6 +13,8 @@
  *   below the ILP's proven bound (a check of the fixture and the
  *   simulator as much as of the heuristic).
  * Deterministic: nothing depends on how fast this machine runs GLPK.
+ * Also the start zb-auto-v's tiny search takes from auto/vshallow.h: at
+ * ZB-V's memory it is ZB-V's order, below it within the limit.
  */
 #include <check.h>
 #include <stdio.h>
@@ -20,6 +22,8 @@
 
 #include "common/zb_sim.h"
 #include "planner/auto/auto_v.h"
+#include "planner/auto/vshallow.h"
+#include "planner/schedules/handmade.h"
 
 #define FIXTURE "tests/ilp/v_optima.txt"
 
@@ -103,11 +107,61 @@ START_TEST(within_2pct_of_proven_optimum) {
 }
 END_TEST
 
+/* Is a's order on every rank the same as b's? */
+static int same_order(const zb_schedule *a, const zb_schedule *b) {
+    if (a->p != b->p || a->m != b->m) return 0;
+    for (int r = 0; r < a->p; r++) {
+        if (a->len[r] != b->len[r]) return 0;
+        for (int i = 0; i < a->len[r]; i++) {
+            const zb_action *x = &a->acts[r][i], *y = &b->acts[r][i];
+            if (x->pass != y->pass || x->chunk != y->chunk || x->mb != y->mb) return 0;
+        }
+    }
+    return 1;
+}
+
+/* At T_F = T_B = T_W, T_comm = 0 and ZB-V's memory (2p chunk activations)
+ * ZB-V is bubble-free for m >= 2p, so no shallower warm-up is shorter: the
+ * best shallow order is ZB-V's own (d = 0 reproduces schedules/zbv.c's
+ * rule). Below it, every limit down to three chunk activations gives an
+ * order within the limit, never shorter than the bubble-free span. */
+START_TEST(shallow_zbv_orders) {
+    for (int p = 2; p <= 4; p++) {
+        int m = 2 * p + 1;
+        zb_costs c;
+        zb_schedule s, zbv;
+        zb_err err;
+        int found;
+        double span, peak, zspan, zpeak;
+        ck_assert_int_eq(zb_costs_uniform(&c, 2 * p, 1, 1, 1, 0, 1, 0.5, &err), ZB_OK);
+        ck_assert_int_eq(zb_sched_zbv(p, m, &zbv, &err), ZB_OK);
+        ck_assert_int_eq(zb_simulate_fast(&zbv, &c, NULL, &zspan, &zpeak, &err), ZB_OK);
+        ck_assert_double_eq_tol(zspan, 6.0 * m, 1e-9); /* 3 passes x 2 chunks, no bubble */
+        ck_assert_int_eq(zb_vshallow_best(p, m, &c, zpeak, &s, &found, &err), ZB_OK);
+        ck_assert_int_eq(found, 1);
+        ck_assert_msg(same_order(&s, &zbv), "p %d: the shallow order at ZB-V's memory is "
+                      "not ZB-V's", p);
+        zb_schedule_free(&s);
+        for (double lim = zpeak - 0.5; lim >= 3 - 1e-9; lim -= 0.5) {
+            ck_assert_int_eq(zb_vshallow_best(p, m, &c, lim, &s, &found, &err), ZB_OK);
+            if (!found) continue;
+            ck_assert_int_eq(zb_simulate_fast(&s, &c, NULL, &span, &peak, &err), ZB_OK);
+            ck_assert_msg(peak <= lim + 1e-9, "p %d limit %g: peak %g", p, lim, peak);
+            ck_assert_double_ge(span, zspan - 1e-9);
+            zb_schedule_free(&s);
+        }
+        zb_schedule_free(&zbv);
+        zb_costs_free(&c);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *su = suite_create("zb_auto_v_ilp");
     TCase *tc = tcase_create("zb_auto_v_ilp");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, within_2pct_of_proven_optimum);
+    tcase_add_test(tc, shallow_zbv_orders);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
