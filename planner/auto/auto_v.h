@@ -6,8 +6,10 @@
  * (schedules/vblock_search.h), improved by a local search (auto/vlocal.h)
  * at tight limits; on small instances there also the same search at a
  * few tighter limits and a deep local search, each kept only when
- * strictly shorter; last the authors' building-block framework
- * (auto/vauto.h), kept only when strictly shorter too.
+ * strictly shorter; then the authors' building-block framework
+ * (auto/vauto.h), kept only when strictly shorter too; last, on tiny
+ * instances, a search from three starts (auto/vlocal.h, auto/vshallow.h),
+ * again kept only when strictly shorter.
  */
 #ifndef ZB_AUTO_V_H
 #define ZB_AUTO_V_H

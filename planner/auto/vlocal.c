@@ -20,6 +20,7 @@ typedef struct {
     double limit, span, end, sum;
     long used, budget;
     int deep;                /* also the shift moves */
+    int block;               /* longest block a shift move or a kick carries */
     int patience;            /* sweeps without a strict gain before a stop */
 } vl_state;
 
@@ -118,13 +119,14 @@ static int can_cross(const zb_action *a, int i, int n, int d) {
     return 1;
 }
 
-/* The shift moves at i on rank r: the pass at i, or it and the next (a
- * pair such as a B and its W), moved 2..SHIFT_MAX places later or
- * earlier; one move of what would take several single swaps, each of
- * which may lengthen the order on its own. The first kept ends it. */
+/* The shift moves at i on rank r: the pass at i, or it and the next
+ * V->block - 1 (a pair such as a B and its W, a triple such as an F, its
+ * B and its W), moved 2..SHIFT_MAX places later or earlier; one move of
+ * what would take several single swaps, each of which may lengthen the
+ * order on its own. The first kept ends it. */
 static int shifts(vl_state *V, zb_schedule *s, int r, int i, int *gain) {
     zb_action *a = s->acts[r];
-    for (int n = 1; n <= 2; n++)
+    for (int n = 1; n <= V->block; n++)
         for (int d = 2; d <= SHIFT_MAX && V->used < V->budget; d++)
             for (int dir = -1; dir <= 1; dir += 2) {
                 int e = i + dir * d;
@@ -182,7 +184,8 @@ static int search(vl_state *V, zb_schedule *s, int *at) {
 
 zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
                     long budget, zb_err *err) {
-    vl_state V = {c, zb_sim_ws_new(), mem_limit, INFINITY, INFINITY, INFINITY, 0, budget, 0, PATIENCE};
+    vl_state V = {c, zb_sim_ws_new(), mem_limit, INFINITY, INFINITY, INFINITY, 0, budget, 0, 2,
+                  PATIENCE};
     int maxlen = 0;
     for (int r = 0; r < s->p; r++)
         if (s->len[r] > maxlen) maxlen = s->len[r];
@@ -228,14 +231,14 @@ static uint64_t next_rand(uint64_t *x) {
     return *x;
 }
 
-/* A kick: 1..KICK_MOVES random moves of a pass or a pair of passes by
+/* A kick: 1..KICK_MOVES random moves of a block of 1..V->block passes by
  * 1..SHIFT_MAX places (each kept only where the order stays valid within
  * the limit); 1 if any moved. */
 static int kick(vl_state *V, zb_schedule *s, uint64_t *x) {
     int done = 0, moves = 1 + (int)(next_rand(x) % KICK_MOVES);
     for (int k = 0; k < moves; k++) {
         int r = (int)(next_rand(x) % (uint64_t)s->p), len = s->len[r];
-        int n = 1 + (int)(next_rand(x) % 2);
+        int n = 1 + (int)(next_rand(x) % (uint64_t)V->block);
         int d = 1 + (int)(next_rand(x) % SHIFT_MAX);
         if (next_rand(x) & 1) d = -d;
         int i = len > n ? (int)(next_rand(x) % (uint64_t)(len - n + 1)) : 0;
@@ -285,7 +288,14 @@ static int iterate(vl_state *V, zb_schedule *best, int *at, zb_err *err) {
 
 zb_status zb_vlocal_deep(zb_schedule *s, const zb_costs *c, double mem_limit,
                          long budget, zb_err *err) {
-    vl_state V = {c, zb_sim_ws_new(), mem_limit, INFINITY, INFINITY, INFINITY, 0, budget, 1, PATIENCE};
+    return zb_vlocal_deep_blocks(s, c, mem_limit, budget, 2, err);
+}
+
+zb_status zb_vlocal_deep_blocks(zb_schedule *s, const zb_costs *c, double mem_limit,
+                                long budget, int block, zb_err *err) {
+    if (block < 1) block = 1;
+    vl_state V = {c, zb_sim_ws_new(), mem_limit, INFINITY, INFINITY, INFINITY, 0, budget, 1,
+                  block, PATIENCE};
     int maxlen = 0;
     for (int r = 0; r < s->p; r++)
         if (s->len[r] > maxlen) maxlen = s->len[r];
@@ -306,5 +316,62 @@ zb_status zb_vlocal_deep(zb_schedule *s, const zb_costs *c, double mem_limit,
     zb_schedule_free(&d);
     zb_sim_ws_free(V.ws);
     free(at);
+    return st;
+}
+
+/* Every W of s moved to right after its B (tmp: the longest rank's
+ * length). Valid whenever s is: no pass of another rank waits on a W, and
+ * memory only falls earlier. */
+static void w_eager(zb_schedule *s, zb_action *tmp) {
+    for (int r = 0; r < s->p; r++) {
+        zb_action *a = s->acts[r];
+        int n = 0;
+        for (int i = 0; i < s->len[r]; i++) {
+            if (a[i].pass == ZB_W) continue;
+            tmp[n++] = a[i];
+            for (int j = i + 1; a[i].pass == ZB_B && j < s->len[r]; j++)
+                if (a[j].pass == ZB_W && a[j].mb == a[i].mb && a[j].chunk == a[i].chunk) {
+                    tmp[n++] = a[j];
+                    break;
+                }
+        }
+        if (n == s->len[r]) /* else a W without its B: left as it was */
+            for (int i = 0; i < n; i++) a[i] = tmp[i];
+    }
+}
+
+/* zb_vlocal_tiny: see auto/vlocal.h. The starts: s, s with every W right
+ * after its B, extra; each searched by zb_vlocal_deep_blocks. */
+zb_status zb_vlocal_tiny(zb_schedule *s, const zb_schedule *extra, const zb_costs *c,
+                         double mem_limit, long budget, int block, zb_err *err) {
+    int maxlen = 0;
+    for (int r = 0; r < s->p; r++)
+        if (s->len[r] > maxlen) maxlen = s->len[r];
+    zb_action *tmp = malloc(((size_t)maxlen + 1) * sizeof *tmp);
+    zb_sim_ws *ws = zb_sim_ws_new();
+    zb_schedule start[3];
+    int n = 0;
+    zb_status st = tmp && ws ? ZB_OK : zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
+    if (st == ZB_OK && (st = zb_schedule_copy(&start[n], s, err)) == ZB_OK) n++;
+    if (st == ZB_OK && (st = zb_schedule_copy(&start[n], s, err)) == ZB_OK) w_eager(&start[n++], tmp);
+    if (st == ZB_OK && extra && (st = zb_schedule_copy(&start[n], extra, err)) == ZB_OK) n++;
+    double best = INFINITY, span, peak, tol = 1e-9 * fmax(1, fabs(mem_limit));
+    zb_err e2;
+    if (st == ZB_OK && zb_simulate_fast(s, c, ws, &span, &peak, &e2) == ZB_OK) best = span;
+    for (int i = 0; i < n && st == ZB_OK; i++) {
+        if (zb_simulate_fast(&start[i], c, ws, &span, &peak, &e2) != ZB_OK ||
+            peak > mem_limit + tol)
+            continue; /* an extra start that does not hold */
+        st = zb_vlocal_deep_blocks(&start[i], c, mem_limit, budget, block, err);
+        if (st == ZB_OK && zb_simulate_fast(&start[i], c, ws, &span, &peak, &e2) == ZB_OK &&
+            peak <= mem_limit + tol && span < best) {
+            zb_schedule t = *s;
+            *s = start[i], start[i] = t;
+            best = span;
+        }
+    }
+    for (int i = 0; i < n; i++) zb_schedule_free(&start[i]);
+    zb_sim_ws_free(ws);
+    free(tmp);
     return st;
 }

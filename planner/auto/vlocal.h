@@ -38,4 +38,22 @@ zb_status zb_vlocal(zb_schedule *s, const zb_costs *c, double mem_limit,
 zb_status zb_vlocal_deep(zb_schedule *s, const zb_costs *c, double mem_limit,
                          long budget, zb_err *err);
 
+/* zb_vlocal_deep with blocks of up to `block` passes (>= 1) in the shift
+ * moves and the kicks, where zb_vlocal_deep carries 1 or 2 (and is this
+ * with block 2): a block of three moves an F with its B and W, a step of
+ * a steady state that pairs cannot reach without first lengthening the
+ * order. Same contract. */
+zb_status zb_vlocal_deep_blocks(zb_schedule *s, const zb_costs *c, double mem_limit,
+                                long budget, int block, zb_err *err);
+
+/* Several starts for tiny instances: zb_vlocal_deep_blocks (each with
+ * `budget`) from s, from s with every W moved right after its B (valid
+ * and within the limit whenever s is: no pass waits on a W, and memory
+ * only falls earlier) and from extra when not NULL (skipped unless it
+ * simulates within the limit); s takes the shortest result only when its
+ * longest span is strictly shorter than s's. ZB_ENOMEM is the only
+ * failure. */
+zb_status zb_vlocal_tiny(zb_schedule *s, const zb_schedule *extra, const zb_costs *c,
+                         double mem_limit, long budget, int block, zb_err *err);
+
 #endif
