@@ -28,7 +28,8 @@
  * never longer than the authors' v_auto_schedule at the same limit. On
  * tiny instances (at most 72 passes) a last search from three starts
  * (tiny_search) may shorten the order further, again only when strictly
- * shorter: there zb-auto-v matches the V ILP's proven optima.
+ * shorter, and so may the whole search one grain looser (looser): there
+ * zb-auto-v matches the V ILP's proven optima.
  */
 #include "planner/auto/auto_v.h"
 
@@ -265,11 +266,54 @@ static zb_status tiny_search(int p, int m, const zb_costs *c, double mem_limit,
     return st;
 }
 
+static zb_status auto_v_at(int p, int m, const zb_costs *c, double mem_limit,
+                           bool neighbour, zb_schedule *out, zb_err *err);
+
+/* Tiny instances, the mirror of tighter(): the whole search one grain
+ * (limit_step) looser, whose order is kept when it still fits this limit
+ * and is strictly shorter. The searches are not monotone in the limit, and
+ * a looser one can end on an order that needs no more memory than this
+ * limit: p 3, m 3 at 1500 (tests/ilp/v_optima_more.txt, instance 19)
+ * stopped at 35811.1 while the search at 1750 finds the proven optimum
+ * 33852.8 with a peak of 1500. */
+static zb_status looser(int p, int m, const zb_costs *c, double mem_limit,
+                        zb_schedule *out, zb_err *err) {
+    double step = limit_step(p, c);
+    if (!(step > 0)) return ZB_OK;
+    zb_schedule t;
+    zb_err e2;
+    zb_status st = auto_v_at(p, m, c, mem_limit + step, false, &t, &e2);
+    if (st == ZB_ENOMEM) return zb_fail(err, st, "%s", e2.msg);
+    if (st != ZB_OK) return ZB_OK; /* no order there: nothing to compare */
+    zb_sim_ws *ws = zb_sim_ws_new();
+    if (!ws) {
+        zb_schedule_free(&t);
+        return zb_fail(err, ZB_ENOMEM, "zb-auto-v: out of memory");
+    }
+    double span, peak, tol = 1e-9 * fmax(1, fabs(mem_limit));
+    zb_err ignored;
+    if (zb_simulate_fast(&t, c, ws, &span, &peak, &ignored) == ZB_OK &&
+        peak <= mem_limit + tol && span < span_of(out, c, ws)) {
+        zb_schedule x = *out;
+        *out = t, t = x;
+    }
+    zb_sim_ws_free(ws);
+    zb_schedule_free(&t);
+    return ZB_OK;
+}
+
 zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
                     zb_schedule *out, zb_err *err) {
     if (p < 1 || m < 1)
         return zb_fail(err, ZB_EINPUT, "zb-auto-v: needs p >= 1 and m >= 1 "
                        "(got p=%d m=%d)", p, m);
+    return auto_v_at(p, m, c, mem_limit, true, out, err);
+}
+
+/* zb_auto_v's steps; neighbour: also the looser search on tiny instances
+ * (not inside that search itself) */
+static zb_status auto_v_at(int p, int m, const zb_costs *c, double mem_limit,
+                           bool neighbour, zb_schedule *out, zb_err *err) {
     bool local = false;
     zb_status st = search_at(p, m, c, mem_limit, true, &local, out, err);
     bool deep = (local || (st == ZB_OK && at_zbv(p, c, mem_limit))) &&
@@ -280,8 +324,9 @@ zb_status zb_auto_v(int p, int m, const zb_costs *c, double mem_limit,
         st = zb_vlocal_deep(out, c, mem_limit, DEEP_BUDGET, err);
     if (st == ZB_OK && local)
         st = authors_framework(p, m, c, mem_limit, deep, out, err);
-    if (st == ZB_OK && deep && 6L * p * m <= TINY_MAX_PASSES)
-        st = tiny_search(p, m, c, mem_limit, out, err);
+    bool tiny = deep && 6L * p * m <= TINY_MAX_PASSES;
+    if (st == ZB_OK && tiny) st = tiny_search(p, m, c, mem_limit, out, err);
+    if (st == ZB_OK && tiny && neighbour) st = looser(p, m, c, mem_limit, out, err);
     if (st != ZB_OK) zb_schedule_free(out);
     return st;
 }

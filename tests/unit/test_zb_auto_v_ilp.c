@@ -12,6 +12,10 @@
  * - where the ILP proved its optimum, at most 2 % above it, and never
  *   below the ILP's proven bound (a check of the fixture and the
  *   simulator as much as of the heuristic).
+ * Also the proven cases of tests/ilp/v_optima_more.txt (ten more
+ * instances) where zb-auto-v was above the optimum when that file was
+ * written: one, instance 19 at 1500, 5.8 % above before the looser
+ * neighbour search (auto_v.c, looser()).
  * Deterministic: nothing depends on how fast this machine runs GLPK.
  * Also the start zb-auto-v's tiny search takes from auto/vshallow.h: at
  * ZB-V's memory it is ZB-V's order, below it within the limit.
@@ -26,16 +30,20 @@
 #include "planner/schedules/handmade.h"
 
 #define FIXTURE "tests/ilp/v_optima.txt"
+/* ten more instances of the same generator; read here: the proven cases
+ * where zb-auto-v was above the optimum when it was written (one of 66:
+ * instance 19 at 1500, +5.8 %) */
+#define FIXTURE_MORE "tests/ilp/v_optima_more.txt"
 
 typedef struct {
     int inst, p, m, limit, proven;
     double f, b, w, comm, mw, before, ilp, bound;
 } icase;
 
-/* Every case of the fixture (*n of them); the caller frees. */
-static icase *read_fixture(int *n) {
-    FILE *f = fopen(FIXTURE, "r");
-    ck_assert_msg(f != NULL, "cannot open %s (run from the repository root)", FIXTURE);
+/* Every case of the fixture at path (*n of them); the caller frees. */
+static icase *read_fixture(const char *path, int *n) {
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s (run from the repository root)", path);
     icase *all = NULL;
     int cap = 0, line = 0;
     char buf[512];
@@ -52,7 +60,7 @@ static icase *read_fixture(int *n) {
         int got = sscanf(buf, "%d %d %d %lf %lf %lf %lf %lf %d %lf %lf %lf %d", &v->inst,
                          &v->p, &v->m, &v->f, &v->b, &v->w, &v->comm, &v->mw, &v->limit,
                          &v->before, &v->ilp, &v->bound, &v->proven);
-        ck_assert_msg(got == 13, "%s:%d: expected 13 numbers, got %d", FIXTURE, line, got);
+        ck_assert_msg(got == 13, "%s:%d: expected 13 numbers, got %d", path, line, got);
         (*n)++;
     }
     ck_assert_int_eq(ferror(f), 0);
@@ -76,11 +84,27 @@ static double auto_v_span(const icase *v, double *peak) {
     return span;
 }
 
+/* The cases checked: all of FIXTURE, and FIXTURE_MORE's proven cases
+ * where zb-auto-v's span then was above the optimum. */
+static icase *cases(int *n) {
+    int n1, n2;
+    icase *all = read_fixture(FIXTURE, &n1), *more = read_fixture(FIXTURE_MORE, &n2);
+    ck_assert_int_eq(n1, 66); /* 10 instances, 5 or 9 limits each */
+    ck_assert_int_eq(n2, 66);
+    all = realloc(all, (size_t)(n1 + n2) * sizeof *all);
+    ck_assert_ptr_nonnull(all);
+    *n = n1;
+    for (int i = 0; i < n2; i++)
+        if (more[i].proven && more[i].before > more[i].ilp * (1 + 1e-9)) all[(*n)++] = more[i];
+    ck_assert_int_eq(*n, n1 + 1);
+    free(more);
+    return all;
+}
+
 START_TEST(within_2pct_of_proven_optimum) {
     int n, proven = 0, over = 0;
     double worst = 0;
-    icase *all = read_fixture(&n);
-    ck_assert_int_eq(n, 66); /* 10 instances, 5 or 9 limits each */
+    icase *all = cases(&n);
     for (int i = 0; i < n; i++) {
         const icase *v = &all[i];
         double peak, ours = auto_v_span(v, &peak);
