@@ -17,8 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/zb_sim.h"
-#include "planner/auto/auto_v.h"
+#include "tests/unit/auto_v_cases.h"
 
 #define FIXTURE "tests/authors/vauto_sweep.txt"
 #define SUBSET_STEP 8
@@ -40,48 +39,21 @@ static int is_former_loss(const vcase *v) {
     return 0;
 }
 
-/* All cases of the fixture (*n of them); the caller frees. */
-static vcase *read_fixture(int *n) {
-    FILE *f = fopen(FIXTURE, "r");
-    ck_assert_msg(f != NULL, "cannot open %s (run from the repository root)", FIXTURE);
-    vcase *all = NULL;
-    int cap = 0, line = 0;
-    char buf[512];
-    *n = 0;
-    while (fgets(buf, sizeof buf, f)) {
-        line++;
-        if (buf[0] == '#' || buf[0] == '\n') continue;
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 256;
-            all = realloc(all, (size_t)cap * sizeof *all);
-            ck_assert_ptr_nonnull(all);
-        }
-        vcase *v = &all[*n];
-        int got = sscanf(buf, "%d %d %d %d %d %d %d %d %d %d %d %lf", &v->seed, &v->inst,
-                         &v->p, &v->m, &v->f, &v->b, &v->w, &v->comm, &v->mb, &v->mw,
-                         &v->limit, &v->span);
-        ck_assert_msg(got == 12, "%s:%d: expected 12 numbers, got %d", FIXTURE, line, got);
-        (*n)++;
-    }
-    ck_assert_int_eq(ferror(f), 0);
-    fclose(f);
-    return all;
+/* One line of the fixture: 11 integers and the authors' span. */
+static void parse_case(const char *line, const char *path, int lineno, void *rec) {
+    vcase *v = rec;
+    int got = sscanf(line, "%d %d %d %d %d %d %d %d %d %d %d %lf", &v->seed, &v->inst, &v->p,
+                     &v->m, &v->f, &v->b, &v->w, &v->comm, &v->mb, &v->mw, &v->limit,
+                     &v->span);
+    ck_assert_msg(got == 12, "%s:%d: expected 12 numbers, got %d", path, lineno, got);
 }
+
+static vcase *read_fixture(int *n) { return read_cases(FIXTURE, sizeof(vcase), parse_case, n); }
 
 /* zb-auto-v on case v: its span, *peak its highest rank peak. */
 static double auto_v_span(const vcase *v, double *peak) {
-    zb_costs c;
-    zb_schedule s;
-    zb_err err;
-    double span;
-    /* per-rank costs over the rank's two chunks, as `zbplan sim` splits them */
-    ck_assert_int_eq(zb_costs_uniform(&c, 2 * v->p, v->f / 2.0, v->b / 2.0, v->w / 2.0,
-                                      v->comm, v->mb / 2.0, v->mw / 2.0, &err), ZB_OK);
-    ck_assert_msg(zb_auto_v(v->p, v->m, &c, v->limit, &s, &err) == ZB_OK, "%s", err.msg);
-    ck_assert_int_eq(zb_simulate_fast(&s, &c, NULL, &span, peak, &err), ZB_OK);
-    zb_schedule_free(&s);
-    zb_costs_free(&c);
-    return span;
+    return auto_v_span_uniform(v->p, v->m, v->f, v->b, v->w, v->comm, v->mb, v->mw, v->limit,
+                               peak);
 }
 
 START_TEST(never_longer_than_authors) {

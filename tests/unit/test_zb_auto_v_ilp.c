@@ -24,10 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common/zb_sim.h"
-#include "planner/auto/auto_v.h"
 #include "planner/auto/vshallow.h"
 #include "planner/schedules/handmade.h"
+#include "tests/unit/auto_v_cases.h"
 
 #define FIXTURE "tests/ilp/v_optima.txt"
 /* ten more instances of the same generator; read here: the proven cases
@@ -40,48 +39,23 @@ typedef struct {
     double f, b, w, comm, mw, before, ilp, bound;
 } icase;
 
-/* Every case of the fixture at path (*n of them); the caller frees. */
-static icase *read_fixture(const char *path, int *n) {
-    FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "cannot open %s (run from the repository root)", path);
-    icase *all = NULL;
-    int cap = 0, line = 0;
-    char buf[512];
-    *n = 0;
-    while (fgets(buf, sizeof buf, f)) {
-        line++;
-        if (buf[0] == '#' || buf[0] == '\n') continue;
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 128;
-            all = realloc(all, (size_t)cap * sizeof *all);
-            ck_assert_ptr_nonnull(all);
-        }
-        icase *v = &all[*n];
-        int got = sscanf(buf, "%d %d %d %lf %lf %lf %lf %lf %d %lf %lf %lf %d", &v->inst,
-                         &v->p, &v->m, &v->f, &v->b, &v->w, &v->comm, &v->mw, &v->limit,
-                         &v->before, &v->ilp, &v->bound, &v->proven);
-        ck_assert_msg(got == 13, "%s:%d: expected 13 numbers, got %d", path, line, got);
-        (*n)++;
-    }
-    ck_assert_int_eq(ferror(f), 0);
-    fclose(f);
-    return all;
+/* One line of a fixture: 13 numbers. */
+static void parse_case(const char *line, const char *path, int lineno, void *rec) {
+    icase *v = rec;
+    int got = sscanf(line, "%d %d %d %lf %lf %lf %lf %lf %d %lf %lf %lf %d", &v->inst, &v->p,
+                     &v->m, &v->f, &v->b, &v->w, &v->comm, &v->mw, &v->limit, &v->before,
+                     &v->ilp, &v->bound, &v->proven);
+    ck_assert_msg(got == 13, "%s:%d: expected 13 numbers, got %d", path, lineno, got);
 }
 
-/* zb-auto-v on case v: its span, *peak its highest rank peak. */
+static icase *read_fixture(const char *path, int *n) {
+    return read_cases(path, sizeof(icase), parse_case, n);
+}
+
+/* zb-auto-v on case v (M_B 1000): its span, *peak its highest rank peak. */
 static double auto_v_span(const icase *v, double *peak) {
-    zb_costs c;
-    zb_schedule s;
-    zb_err err;
-    double span;
-    /* per-rank costs over the rank's two chunks, as `zbplan sim` splits them */
-    ck_assert_int_eq(zb_costs_uniform(&c, 2 * v->p, v->f / 2, v->b / 2, v->w / 2, v->comm,
-                                      500, v->mw / 2, &err), ZB_OK);
-    ck_assert_msg(zb_auto_v(v->p, v->m, &c, v->limit, &s, &err) == ZB_OK, "%s", err.msg);
-    ck_assert_int_eq(zb_simulate_fast(&s, &c, NULL, &span, peak, &err), ZB_OK);
-    zb_schedule_free(&s);
-    zb_costs_free(&c);
-    return span;
+    return auto_v_span_uniform(v->p, v->m, v->f, v->b, v->w, v->comm, 1000, v->mw, v->limit,
+                               peak);
 }
 
 /* The cases checked: all of FIXTURE, and FIXTURE_MORE's proven cases
