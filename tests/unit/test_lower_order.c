@@ -26,6 +26,7 @@
 #include "executor/comm/p2p_channel.h"
 #include "planner/registry/registry.h"
 #include "planner/schedules/handmade.h"
+#include "tests/unit/sched_fixture.h"
 
 typedef struct { int msg, vstage, mb; } msg_id;
 
@@ -41,20 +42,6 @@ static void seq_push(seq *q, msg_id id) {
         ck_assert_ptr_nonnull(q->ids);
     }
     q->ids[q->n++] = id;
-}
-
-/* Uneven costs: later stages slower, W cheaper than B, memory per stage. */
-static void make_costs(zb_costs *c, int n) {
-    zb_err err;
-    ck_assert_int_eq(zb_costs_init(c, n, &err), ZB_OK);
-    for (int s = 0; s < n; s++) {
-        c->t_f[s] = 1.0 + 0.13 * (s % 5);
-        c->t_b[s] = 1.9 + 0.07 * (s % 3);
-        c->t_w[s] = 0.8 + 0.11 * (s % 4);
-        c->t_comm[s] = 0.05;
-        c->m_b[s] = 1.0;
-        c->m_w[s] = 0.5;
-    }
 }
 
 /* Sends and receives per (sender, receiver, channel), for channel scheme
@@ -126,18 +113,9 @@ static void check_tag_matching(const zb_schedule *s, const zb_program *prog) {
 typedef struct { int bad, total; char first[256]; } tally;
 
 static void check_one(const char *name, int p, int m, int v, tally *t) {
-    zb_sched_params prm = {.p = p, .m = m, .v = v, .solver = ZB_SOLVER_HEURISTIC,
-                           .time_limit_s = 1, .mip_gap = 1e-4};
-    int chunks = zb_schedule_chunks(name, v);
-    zb_costs c;
-    make_costs(&c, p * chunks);
-    prm.costs = &c;
     zb_schedule s;
     zb_err err;
-    zb_status st = zb_schedule_make(name, &prm, &s, NULL, &err);
-    zb_costs_free(&c);
-    if (st == ZB_EINPUT) return;   /* condition unmet (e.g. m % p): no schedule */
-    ck_assert_msg(st == ZB_OK, "%s p=%d m=%d: %s", name, p, m, err.msg);
+    if (!make_sched(name, p, m, v, &s)) return; /* condition unmet: no schedule */
     zb_program prog;
     ck_assert_int_eq(zb_lower(&s, &prog, &err), ZB_OK);
     check_tag_matching(&s, &prog);

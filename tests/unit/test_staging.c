@@ -29,6 +29,7 @@
 #include "planner/cost/plan_fit.h"
 #include "planner/registry/registry.h"
 #include "planner/search/search.h"
+#include "tests/unit/sched_fixture.h"
 
 /* The oracle: per ring, the most messages of one rank's lowered program. */
 static void lowered_slots(const zb_program *prog, int slots[ZB_STAGING_RINGS]) {
@@ -47,32 +48,11 @@ static void lowered_slots(const zb_program *prog, int slots[ZB_STAGING_RINGS]) {
     }
 }
 
-static void make_costs(zb_costs *c, int n) {
-    zb_err err;
-    ck_assert_int_eq(zb_costs_init(c, n, &err), ZB_OK);
-    for (int s = 0; s < n; s++) {
-        c->t_f[s] = 1.0 + 0.13 * (s % 5);
-        c->t_b[s] = 1.9 + 0.07 * (s % 3);
-        c->t_w[s] = 0.8 + 0.11 * (s % 4);
-        c->t_comm[s] = 0.05;
-        c->m_b[s] = 1.0;
-        c->m_w[s] = 0.5;
-    }
-}
-
 /* 1 when the schedule was made and checked, 0 when its conditions fail. */
 static int check_one(const char *name, int p, int m, int v) {
-    zb_sched_params prm = {.p = p, .m = m, .v = v, .solver = ZB_SOLVER_HEURISTIC,
-                           .time_limit_s = 1, .mip_gap = 1e-4};
-    zb_costs c;
-    make_costs(&c, p * zb_schedule_chunks(name, v));
-    prm.costs = &c;
     zb_schedule s;
     zb_err err;
-    zb_status st = zb_schedule_make(name, &prm, &s, NULL, &err);
-    zb_costs_free(&c);
-    if (st == ZB_EINPUT) return 0;
-    ck_assert_msg(st == ZB_OK, "%s p=%d m=%d: %s", name, p, m, err.msg);
+    if (!make_sched(name, p, m, v, &s)) return 0;
     zb_program prog;
     ck_assert_int_eq(zb_lower(&s, &prog, &err), ZB_OK);
     int want[ZB_STAGING_RINGS], got[ZB_STAGING_RINGS];
