@@ -20,17 +20,7 @@ bad() { fails=$((fails + 1)); echo "FAIL: $*"; }
 
 [ -x "$BIN/zbplan" ] && [ -x "$BIN/zbrun" ] || { echo "zbrun_dualpipe_bidir.sh: build $BIN/zbplan and $BIN/zbrun first"; exit 1; }
 
-# the 4 step lines' losses and grad norms of two runs agree within 1e-5 (relative)
-same_losses() {
-    python3 - "$1" "$2" <<'PY'
-import sys
-def losses(path):
-    return [(float(l.split()[3]), float(l.split()[7])) for l in open(path) if l.startswith("step ")]
-a, b = losses(sys.argv[1]), losses(sys.argv[2])
-assert len(a) == len(b) == 4, (a, b)
-assert all(abs(x - y) <= 1e-5 * abs(x) for p, q in zip(a, b) for x, y in zip(p, q)), (a, b)
-PY
-}
+. tests/e2e/lib/losses.sh
 
 for pp in 2 4; do
     "$BIN/zbplan" models/tiny.yaml -o "$tmp/f1b$pp.yaml" -q --pp $pp --dp 1 --tp 1 --schedule 1f1b ||

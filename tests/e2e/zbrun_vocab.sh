@@ -25,20 +25,7 @@ bad() { fails=$((fails + 1)); echo "FAIL: $*"; }
 
 [ -x "$BIN/zbplan" ] && [ -x "$BIN/zbrun" ] || { echo "zbrun_vocab.sh: build $BIN/zbplan and $BIN/zbrun first"; exit 1; }
 
-# the step lines (from $3 on, 4 by default) of two runs: losses and grad
-# norms agree within 1e-5 (relative)
-same_losses() {
-    python3 - "$1" "$2" "${3:-1}" <<'PY'
-import sys
-def losses(path):
-    return {int(l.split()[1].split("/")[0]): (float(l.split()[3]), float(l.split()[7]))
-            for l in open(path) if l.startswith("step ")}
-a, b, first = losses(sys.argv[1]), losses(sys.argv[2]), int(sys.argv[3])
-keys = [k for k in range(first, 5)]
-assert all(k in a and k in b for k in keys), (a, b)
-assert all(abs(x - y) <= 1e-5 * abs(x) for k in keys for x, y in zip(a[k], b[k])), (a, b)
-PY
-}
+. tests/e2e/lib/losses.sh
 
 plan() { # out schedule pp dp tp vocab
     "$BIN/zbplan" models/tiny.yaml -o "$1" -q --schedule "$2" --pp "$3" --dp "$4" --tp "$5" \
