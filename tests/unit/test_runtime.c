@@ -130,6 +130,23 @@ static void compare_params(const zb_plan *p, const zb_run_result *res, const cha
     zb_lc_check_params(&ref_plan, &ref_res, p, res, 1e-5, what);
 }
 
+/* Train plan p (freed here) and compare it with the reference: every
+ * step's loss and every parameter shard to 1e-5. */
+static void run_like_reference(zb_plan *p, const char *what) {
+    zb_run_opts o = quiet_opts();
+    zb_run_result res;
+    zb_err err;
+    ck_assert_msg(zb_run(p, &o, &res, &err) == ZB_OK, "%s: %s", what, err.msg);
+    ck_assert_int_eq(res.n_steps, STEPS);
+    for (int k = 0; k < STEPS; k++)
+        ck_assert_msg(rel(res.loss[k], ref_res.loss[k]) <= 1e-5,
+                      "%s: step %d loss %.9g, single rank %.9g", what, k + 1,
+                      res.loss[k], ref_res.loss[k]);
+    compare_params(p, &res, what);
+    zb_run_result_free(&res);
+    zb_plan_free(p);
+}
+
 /* Run a layout and compare it with the reference. Returns false when the
  * schedule cannot be built for this shape (its own documented condition). */
 static bool check_layout(const char *sched, int dp, int tp, int pp, int v, int mb) {
@@ -141,18 +158,7 @@ static bool check_layout(const char *sched, int dp, int tp, int pp, int v, int m
     zb_status s = build_plan(&p, sched, dp, tp, pp, v, mb, &err);
     if (s == ZB_EINPUT) return false;
     ck_assert_msg(s == ZB_OK, "%s: %s", what, err.msg);
-    zb_run_opts o = quiet_opts();
-    zb_run_result res;
-    s = zb_run(&p, &o, &res, &err);
-    ck_assert_msg(s == ZB_OK, "%s: %s", what, err.msg);
-    ck_assert_int_eq(res.n_steps, STEPS);
-    for (int k = 0; k < STEPS; k++)
-        ck_assert_msg(rel(res.loss[k], ref_res.loss[k]) <= 1e-5,
-                      "%s: step %d loss %.9g, single rank %.9g", what, k + 1,
-                      res.loss[k], ref_res.loss[k]);
-    compare_params(&p, &res, what);
-    zb_run_result_free(&res);
-    zb_plan_free(&p);
+    run_like_reference(&p, what);
     return true;
 }
 
@@ -254,17 +260,7 @@ static void check_vocab(const char *sched, int dp, int tp, int pp,
     ck_assert_msg(zb_schedule_place_vocab(&p.sched, variant, &err) == ZB_OK,
                   "%s: %s", what, err.msg);
     p.vocab_parallel = variant;
-    zb_run_opts o = quiet_opts();
-    zb_run_result res;
-    ck_assert_msg(zb_run(&p, &o, &res, &err) == ZB_OK, "%s: %s", what, err.msg);
-    ck_assert_int_eq(res.n_steps, STEPS);
-    for (int k = 0; k < STEPS; k++)
-        ck_assert_msg(rel(res.loss[k], ref_res.loss[k]) <= 1e-5,
-                      "%s: step %d loss %.9g, single rank %.9g", what, k + 1,
-                      res.loss[k], ref_res.loss[k]);
-    compare_params(&p, &res, what);
-    zb_run_result_free(&res);
-    zb_plan_free(&p);
+    run_like_reference(&p, what);
 }
 
 START_TEST(test_vocab) {
